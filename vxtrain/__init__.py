@@ -1,0 +1,35 @@
+"""vxtrain: readable YAML job specs compiled into Vertex AI CustomJobs.
+
+The Python API mirrors the CLI. Importing this package is cheap: nothing
+here imports google.cloud.aiplatform (backends do, when they talk to an API).
+"""
+from __future__ import annotations
+
+from vxtrain.api import Options, Result, check_file, load_job, validate
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.errors import (
+    ApiError,
+    JobFailedError,
+    LocalRunError,
+    SpecError,
+    UsageError,
+    VxtrainError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = sorted([
+    "ApiError",
+    "Diagnostic",
+    "JobFailedError",
+    "LocalRunError",
+    "Options",
+    "Result",
+    "SpecError",
+    "UsageError",
+    "VxtrainError",
+    "__version__",
+    "check_file",
+    "load_job",
+    "validate",
+])

@@ -1,0 +1,4 @@
+"""``python -m vxtrain`` runs the CLI."""
+from vxtrain.cli import run
+
+run()

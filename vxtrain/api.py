@@ -1,0 +1,158 @@
+"""The pipeline behind every command: load → detect → normalize → validate →
+plan → compile, as plain functions over plain data.
+
+Nothing here imports google.cloud.aiplatform: ``validate`` and ``plan`` stay
+fast (see scripts/bench.py). Backends import it only when a command talks to
+an API.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vxtrain import diagnostics as dx
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.errors import SpecError
+from vxtrain.spec.document import Document, NativeSpec
+
+
+@dataclass
+class Options:
+    """What the shared CLI options say, as plain values."""
+
+    overlays: Sequence[str | Path] = ()
+    sets: Sequence[str] = ()
+    variables: Mapping[str, str] = field(default_factory=dict)
+    environ: Mapping[str, str] | None = None
+    project: str | None = None
+    region: str | None = None
+    display_name: str | None = None
+    strict: bool = False
+    gradient_size: float | None = None
+
+
+@dataclass
+class Result:
+    """Everything known about one spec file after the pipeline ran."""
+
+    file: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    document: Document | None = None
+    native: NativeSpec | None = None
+    job: Any = None  # vxtrain.spec.model.Job
+    plan: Any = None  # vxtrain.plan.Plan
+    custom_job: dict[str, Any] | None = None
+    hyperparameter_tuning_job: dict[str, Any] | None = None
+    strict: bool = False
+
+    @property
+    def valid(self) -> bool:
+        """No errors (and, under --strict, no warnings)."""
+        return not dx.has_errors(self.diagnostics, self.strict)
+
+    def raise_for_errors(self) -> None:
+        """Raise SpecError with the diagnostics when the spec is not valid."""
+        if not self.valid:
+            raise SpecError(self.diagnostics)
+
+
+def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str, str]) -> None:
+    """Flags beat the spec, the spec beats the environment (DESIGN.md)."""
+    data = native.data
+    if options.display_name:
+        data["display_name"] = options.display_name
+    if options.project:
+        data["project"] = options.project
+    elif not data.get("project") and environ.get("GOOGLE_CLOUD_PROJECT"):
+        data["project"] = environ["GOOGLE_CLOUD_PROJECT"]
+    if options.region:
+        data["region"] = options.region
+    elif not data.get("region") and environ.get("CLOUD_ML_REGION"):
+        data["region"] = environ["CLOUD_ML_REGION"]
+
+
+def check_file(path: str | Path, options: Options | None = None, *, compile_job: bool = True) -> Result:
+    """Run the whole pipeline on one file; never raises for bad input."""
+    from vxtrain.spec import loader
+
+    options = options or Options()
+    environ = os.environ if options.environ is None else options.environ
+    document, diags = loader.load(path, overlays=options.overlays, sets=options.sets,
+                                  variables=options.variables, environ=environ)
+    result = Result(file=str(path), diagnostics=diags, document=document, strict=options.strict)
+    if document is None:
+        return _finish(result)
+    return check_document(document, options, result, compile_job=compile_job)
+
+
+def check_document(document: Document, options: Options | None = None, result: Result | None = None,
+                   *, compile_job: bool = True) -> Result:
+    """The pipeline from a loaded document on (normalize, validate, plan, compile)."""
+    from vxtrain import plan as planning
+    from vxtrain.spec import formats, model, rules, schema
+
+    options = options or Options()
+    environ = os.environ if options.environ is None else options.environ
+    result = result or Result(file=document.file, document=document, strict=options.strict)
+    stem = Path(document.file).stem
+    native, diags = formats.to_native(document, display_name=options.display_name or stem)
+    result.diagnostics += diags
+    result.native = native
+    if native is None:
+        return _finish(result)
+    _apply_overrides(native, options, environ)
+    result.diagnostics += schema.check(native)
+    job = model.build(native.data)
+    result.job = job
+    result.diagnostics += rules.check(job, native)
+    bandwidth = planning.plan(job, native, gradient_bytes=options.gradient_size)
+    result.plan = bandwidth
+    result.diagnostics += bandwidth.diagnostics
+    if compile_job and not dx.has_errors(result.diagnostics):
+        _compile(result)
+    return _finish(result)
+
+
+def _compile(result: Result) -> None:
+    from vxtrain import compile as compiler
+    from vxtrain.plan import resolve
+
+    job = resolve(result.job, result.plan)
+    result.job = job
+    result.custom_job = compiler.compile_custom_job(job)
+    if job.study is not None:
+        result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
+    result.diagnostics += compiler.check_extra(job, result.native)
+
+
+def _finish(result: Result) -> Result:
+    result.diagnostics = sorted((d.with_file(result.file) for d in result.diagnostics),
+                                key=dx.sort_key)
+    return result
+
+
+def spec_files(paths: Sequence[str | Path]) -> list[Path]:
+    """Files named, and *.yaml / *.yml under folders named (recursively, sorted)."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out += sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
+        else:
+            out.append(p)
+    return out
+
+
+def validate(paths: Sequence[str | Path], options: Options | None = None) -> list[Result]:
+    """Check every spec under ``paths``; one Result per file, never raising for bad input."""
+    return [check_file(p, options, compile_job=True) for p in spec_files(paths)]
+
+
+def load_job(path: str | Path, options: Options | None = None) -> Result:
+    """The compiled job of one valid spec; raises SpecError when it is not valid."""
+    result = check_file(path, options)
+    result.raise_for_errors()
+    return result

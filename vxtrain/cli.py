@@ -1,0 +1,96 @@
+"""The ``vxtrain`` command line: a thin typer layer over ``vxtrain.api``.
+
+One error handler (pre-commit's pattern): known errors print one line (or
+their diagnostics) and exit with their code; Ctrl-C exits 130; anything else
+prints "unexpected error" and writes the traceback to a log file, never to
+the user's terminal.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+from typing import Optional
+
+import typer
+from typing_extensions import Annotated
+
+from vxtrain.commands import COMMANDS
+
+app = typer.Typer(
+    name="vxtrain",
+    help="Readable YAML job specs → Vertex AI CustomJobs: validate, plan, submit, run locally.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from vxtrain import __version__
+
+        typer.echo(f"vxtrain {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
+                                                    help="Print the version and exit.")] = None,
+) -> None:
+    """vxtrain: validate, plan, submit and locally run Vertex AI training jobs."""
+
+
+for _name in COMMANDS:
+    importlib.import_module(f"vxtrain.commands.{_name}").register(app)
+
+
+def _log_unexpected() -> str:
+    """Write the current traceback to a log file and return its path."""
+    log_dir = os.environ.get("VXTRAIN_LOG_DIR") or tempfile.gettempdir()
+    fd, path = tempfile.mkstemp(prefix="vxtrain-error-", suffix=".log", dir=log_dir)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(traceback.format_exc())
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns (and exits with) the exit code."""
+    from vxtrain.errors import SpecError, VxtrainError
+
+    try:
+        app(args=list(argv) if argv is not None else None, prog_name="vxtrain")
+        code = 0
+    except SystemExit as exc:  # typer/click exit with the command's code (2 for usage)
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except SpecError as exc:
+        from vxtrain.commands._common import print_diagnostics
+
+        print_diagnostics(exc.diagnostics)
+        code = exc.exit_code
+    except VxtrainError as exc:
+        typer.echo(f"vxtrain: error: {exc}", err=True)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        typer.echo("vxtrain: interrupted", err=True)
+        code = 130
+    except Exception as exc:  # noqa: BLE001 - the one place that catches everything
+        path = _log_unexpected()
+        typer.echo(f"vxtrain: unexpected error: {type(exc).__name__}: {exc} "
+                   f"(details in {path})", err=True)
+        code = 1
+    return code
+
+
+def run() -> None:
+    """Console-script shim: exit with main()'s code."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

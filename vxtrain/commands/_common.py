@@ -1,0 +1,78 @@
+"""Options shared by several subcommands, and output helpers.
+
+Rules from DESIGN.md's CLI Contract: with ``--output json`` stdout carries one
+JSON document and nothing else; logs and progress go to stderr.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from enum import Enum
+from typing import Annotated, Any, Optional
+
+import typer
+
+from vxtrain.api import Options
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.errors import UsageError
+
+
+class OutputFormat(str, Enum):
+    """``--output`` choices."""
+
+    text = "text"
+    json = "json"
+
+
+class Target(str, Enum):
+    """``--target`` choices."""
+
+    vertex = "vertex"
+    local = "local"
+
+
+OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="text or json (one JSON document on stdout).")]
+OverlayOpt = Annotated[Optional[list[str]], typer.Option("--overlay", "-f", help="YAML file deep-merged over the spec, in order.")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="dotted.key=value, typed like YAML (e.g. workers.replicas=8).")]
+VarOpt = Annotated[Optional[list[str]], typer.Option("--var", help="NAME=VALUE for ${NAME} in the spec (wins over the environment).")]
+ProjectOpt = Annotated[Optional[str], typer.Option("--project", help="Google Cloud project (else spec, else GOOGLE_CLOUD_PROJECT).")]
+RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI region (else spec, else CLOUD_ML_REGION).")]
+DisplayNameOpt = Annotated[Optional[str], typer.Option("--display-name", help="Overrides display_name (gcloud configs: default is the file stem).")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
+EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="HOST:PORT of a vxtrain emulator instead of Vertex AI.")]
+TargetOpt = Annotated[Target, typer.Option("--target", help="vertex, or local (an in-process emulator running the job here).")]
+IdempotencyOpt = Annotated[Optional[str], typer.Option("--idempotency-key", help="Key labelling the job; a re-submit with the same key returns that job.")]
+
+
+def parse_vars(pairs: Sequence[str] | None) -> dict[str, str]:
+    """``["A=1", "B=x"]`` → ``{"A": "1", "B": "x"}``; a pair without ``=`` is a usage error."""
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--var takes NAME=VALUE, got {pair!r}")
+        out[name] = value
+    return out
+
+
+def make_options(*, overlay: Sequence[str] | None = None, set_: Sequence[str] | None = None,
+                 var: Sequence[str] | None = None, project: str | None = None,
+                 region: str | None = None, display_name: str | None = None,
+                 strict: bool = False, gradient_size: float | None = None) -> Options:
+    """Options for the pipeline from the shared flags."""
+    return Options(overlays=list(overlay or ()), sets=list(set_ or ()), variables=parse_vars(var),
+                   project=project, region=region, display_name=display_name, strict=strict,
+                   gradient_size=gradient_size)
+
+
+def emit_json(document: Any) -> None:
+    """Write one JSON document to stdout."""
+    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
+
+
+def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
+    """Compiler-style lines on stderr, colour on a terminal."""
+    from vxtrain.render import diagnostics_text
+
+    diagnostics_text(diagnostics)

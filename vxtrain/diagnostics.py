@@ -1,0 +1,74 @@
+"""Diagnostic records and their text / JSON rendering.
+
+A diagnostic is what every stage returns instead of raising: the loader, the
+format converters, the schema check and the semantic rules all produce lists
+of them, so ``validate`` can report every problem of a file at once.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem found in a spec, located by file, line, column and key path."""
+
+    severity: Severity
+    code: str
+    message: str
+    path: str = ""
+    line: int | None = None
+    column: int | None = None
+    file: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The Contract's D shape (``file`` only when known)."""
+        out: dict[str, object] = {
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+        }
+        if self.file is not None:
+            out["file"] = self.file
+        return out
+
+    def with_file(self, file: str) -> Diagnostic:
+        """A copy located in ``file`` unless it already names one."""
+        return self if self.file else replace(self, file=file)
+
+    def render(self) -> str:
+        """Compiler-style text: ``FILE:LINE:COL: error: MESSAGE [code] (at path)``."""
+        where = self.file or "<input>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        at = f" (at {self.path})" if self.path else ""
+        return f"{where}: {self.severity}: {self.message} [{self.code}]{at}"
+
+
+def error(code: str, message: str, path: str = "", **where: object) -> Diagnostic:
+    """Shorthand for an error diagnostic."""
+    return Diagnostic("error", code, message, path, **where)  # type: ignore[arg-type]
+
+
+def warning(code: str, message: str, path: str = "", **where: object) -> Diagnostic:
+    """Shorthand for a warning diagnostic."""
+    return Diagnostic("warning", code, message, path, **where)  # type: ignore[arg-type]
+
+
+def has_errors(diagnostics: Iterable[Diagnostic], strict: bool = False) -> bool:
+    """True when any diagnostic is an error (or any at all under ``strict``)."""
+    return any(d.severity == "error" or strict for d in diagnostics)
+
+
+def sort_key(d: Diagnostic) -> tuple[str, int, int, str]:
+    """Order diagnostics as a reader expects: by file, then position."""
+    return (d.file or "", d.line or 0, d.column or 0, d.code)

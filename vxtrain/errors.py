@@ -1,0 +1,92 @@
+"""The exception tree of vxtrain.
+
+Every error a user can cause is one of these; the CLI turns each into a single
+line (or a list of diagnostics) and an exit code, never a traceback::
+
+    VxtrainError                      base of everything raised on purpose (exit 1)
+    ├── SpecError                     the spec is invalid; carries diagnostics (exit 1)
+    ├── UsageError                    bad flags or arguments (exit 2)
+    ├── LocalRunError                 a local replica failed (exit 3)
+    ├── JobFailedError                a followed job ended FAILED/CANCELLED/EXPIRED (exit 3)
+    └── ApiError                      the Job API refused or kept failing (exit 4)
+        ├── QuotaError                RESOURCE_EXHAUSTED naming a quota
+        ├── PermissionError_          PERMISSION_DENIED / UNAUTHENTICATED
+        ├── InvalidArgumentError      INVALID_ARGUMENT / FAILED_PRECONDITION
+        ├── NotFoundError             NOT_FOUND
+        └── UnavailableError          transient errors that outlived the retries
+
+Lower-level exceptions (google.api_core, grpc, OSError) are translated at the
+boundary that meets them (``raise Mapped(msg) from exc``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vxtrain.diagnostics import Diagnostic
+
+
+class VxtrainError(Exception):
+    """Base class of every error vxtrain raises on purpose."""
+
+    exit_code = 1
+
+
+class SpecError(VxtrainError):
+    """A spec could not be loaded or is invalid; ``diagnostics`` says why."""
+
+    exit_code = 1
+
+    def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
+        self.diagnostics = list(diagnostics)
+        first = self.diagnostics[0].message if self.diagnostics else "invalid spec"
+        super().__init__(first)
+
+
+class UsageError(VxtrainError):
+    """A command was called with arguments that do not fit."""
+
+    exit_code = 2
+
+
+class LocalRunError(VxtrainError):
+    """A replica of a local run exited non-zero or could not start."""
+
+    exit_code = 3
+
+
+class JobFailedError(VxtrainError):
+    """A job that was followed ended in FAILED, CANCELLED or EXPIRED."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, job: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.job = job or {}
+
+
+class ApiError(VxtrainError):
+    """The Job API refused a call, or transient errors outlived the retries."""
+
+    exit_code = 4
+
+
+class QuotaError(ApiError):
+    """RESOURCE_EXHAUSTED: a quota (named in the message) is used up."""
+
+
+class PermissionError_(ApiError):  # noqa: N801 - avoid shadowing the builtin
+    """PERMISSION_DENIED or UNAUTHENTICATED: the caller may not do this."""
+
+
+class InvalidArgumentError(ApiError):
+    """INVALID_ARGUMENT or FAILED_PRECONDITION: the request was refused as sent."""
+
+
+class NotFoundError(ApiError):
+    """NOT_FOUND: the job (or project/location) does not exist."""
+
+
+class UnavailableError(ApiError):
+    """UNAVAILABLE, DEADLINE_EXCEEDED or INTERNAL that outlived the retries."""

@@ -1,0 +1,347 @@
+"""The typed job model every input format is normalized into.
+
+``build`` is lenient on purpose: it runs after the schema check and takes what
+has the right type, leaving the rest ``None``, so the semantic rules can still
+report their own findings on a spec that also has schema errors ("every
+mistake at once").
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Roles in pool order. Vertex AI fixes the meaning of each workerPoolSpecs slot:
+#: https://cloud.google.com/vertex-ai/docs/training/distributed-training#cluster-spec-format
+ROLES: tuple[str, ...] = ("chief", "workers", "parameter_servers", "reduction_server", "evaluators")
+POOL_INDEX: dict[str, int] = {
+    "chief": 0,
+    "workers": 1,
+    "parameter_servers": 2,
+    "reduction_server": 2,
+    "evaluators": 3,
+}
+TRAINING_ROLES: tuple[str, ...] = ("chief", "workers")
+DEFAULT_RS_MACHINE = "n1-highcpu-16"
+DEFAULT_DISK_TYPE = "pd-ssd"
+DEFAULT_DISK_GB = 100
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
+_SIZE_FACTOR = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
+                "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+
+
+def parse_duration(value: Any) -> int | None:
+    """``90s`` / ``30m`` / ``12h`` / ``7d`` / a number of seconds → seconds (None if not one)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value) if value >= 0 else None
+    if not isinstance(value, str):
+        return None
+    m = _DURATION.match(value)
+    if not m:
+        return None
+    return int(float(m.group(1)) * _UNIT_SECONDS[m.group(2)])
+
+
+def parse_size(value: Any) -> float | None:
+    """``1.3GB`` / ``500MiB`` / ``1e9`` → bytes (None if not a size)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    m = _SIZE.match(value)
+    if not m:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    unit = m.group(2).lower().rstrip("b")
+    return float(m.group(1)) * _SIZE_FACTOR[unit]
+
+
+@dataclass
+class Accelerator:
+    """GPUs/TPUs attached to every node of a pool."""
+
+    type: str | None
+    count: int | None
+
+
+@dataclass
+class Disk:
+    """Boot disk of every node of a pool."""
+
+    type: str = DEFAULT_DISK_TYPE
+    size_gb: int = DEFAULT_DISK_GB
+
+
+@dataclass
+class PythonPackage:
+    """A Python package run in a prebuilt executor image (instead of ``image``)."""
+
+    executor_image: str | None
+    package_uris: list[str]
+    module: str | None
+
+
+@dataclass
+class Pool:
+    """One worker pool; ``defaults`` are already merged in (except Reduction Server)."""
+
+    role: str
+    replicas: int | None  # None: "auto" (Reduction Server) or not given
+    machine_type: str | None
+    accelerator: Accelerator | None = None
+    image: str | None = None
+    command: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    disk: Disk | None = None
+    python_package: PythonPackage | None = None
+    auto_replicas: bool = False
+
+    @property
+    def index(self) -> int:
+        """The workerPoolSpecs slot of this pool."""
+        return POOL_INDEX[self.role]
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs per node (0 without accelerators)."""
+        return (self.accelerator.count or 0) if self.accelerator else 0
+
+
+@dataclass
+class Scheduling:
+    """Scheduling options; durations in seconds."""
+
+    timeout: int | None = None
+    restart_job_on_worker_restart: bool | None = None
+    strategy: str | None = None
+    max_wait: int | None = None
+    disable_retries: bool | None = None
+
+
+@dataclass
+class LocalSpec:
+    """How ``local-run`` / ``--target local`` runs a replica on this host."""
+
+    command: list[str] = field(default_factory=list)
+    workdir: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class StudyParameter:
+    """One hyperparameter of a study."""
+
+    name: str
+    type: str | None
+    min: float | None = None
+    max: float | None = None
+    values: list[Any] = field(default_factory=list)
+    scale: str | None = None
+
+
+@dataclass
+class StudyMetric:
+    """A metric a study optimizes."""
+
+    id: str | None
+    goal: str | None
+
+
+@dataclass
+class Study:
+    """A hyperparameter study wrapped around the job."""
+
+    metrics: list[StudyMetric]
+    parameters: list[StudyParameter]
+    max_trials: int | None = None
+    parallel_trials: int | None = None
+    max_failed_trials: int | None = None
+    algorithm: str | None = None
+
+
+@dataclass
+class Job:
+    """A whole job: metadata plus pools keyed by role."""
+
+    display_name: str | None
+    pools: dict[str, Pool]
+    project: str | None = None
+    region: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    service_account: str | None = None
+    network: str | None = None
+    base_output_dir: str | None = None
+    tensorboard: str | None = None
+    enable_web_access: bool | None = None
+    scheduling: Scheduling | None = None
+    local: LocalSpec | None = None
+    study: Study | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def pool(self, role: str) -> Pool | None:
+        """The pool with ``role``, or None."""
+        return self.pools.get(role)
+
+    def ordered_pools(self) -> list[Pool]:
+        """Present pools in workerPoolSpecs order."""
+        return sorted(self.pools.values(), key=lambda p: p.index)
+
+    @property
+    def total_replicas(self) -> int:
+        """Replicas of every pool (auto-sized pools count as 0 until planned)."""
+        return sum(p.replicas or 0 for p in self.pools.values())
+
+
+# --- lenient construction --------------------------------------------------
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _bool(v: Any) -> bool | None:
+    return v if isinstance(v, bool) else None
+
+
+def _strlist(v: Any) -> list[str]:
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list):
+        return [str(x) for x in v if isinstance(x, (str, int, float)) and not isinstance(x, bool)]
+    return []
+
+
+def _strmap(v: Any) -> dict[str, str]:
+    if not isinstance(v, Mapping):
+        return {}
+    return {str(k): _scalar_text(x) for k, x in v.items() if not isinstance(x, (dict, list))}
+
+
+def _scalar_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "" if v is None else str(v)
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return dict(v) if isinstance(v, Mapping) else {}
+
+
+def merge_defaults(defaults: Mapping[str, Any], pool: Mapping[str, Any]) -> dict[str, Any]:
+    """Pool keys override ``defaults``; ``env`` maps merge key by key."""
+    merged = dict(defaults)
+    for key, value in pool.items():
+        if key == "env" and isinstance(value, Mapping) and isinstance(merged.get("env"), Mapping):
+            merged["env"] = {**merged["env"], **value}
+        else:
+            merged[key] = value
+    if "python_package" in pool and "image" not in pool:
+        merged.pop("image", None)
+    if "image" in pool and "python_package" not in pool:
+        merged.pop("python_package", None)
+    return merged
+
+
+def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
+    """A Pool from its (already defaults-merged) native mapping."""
+    replicas_raw = raw.get("replicas")
+    auto = replicas_raw == "auto"
+    replicas = _int(replicas_raw)
+    if role == "chief" and replicas_raw is None:
+        replicas = 1
+    elif role != "reduction_server" and replicas_raw is None:
+        replicas = 1
+    acc_raw = raw.get("accelerator")
+    accelerator = None
+    if isinstance(acc_raw, Mapping):
+        accelerator = Accelerator(_str(acc_raw.get("type")), _int(acc_raw.get("count", 1)))
+    disk_raw = raw.get("disk")
+    disk = None
+    if isinstance(disk_raw, Mapping):
+        disk = Disk(_str(disk_raw.get("type")) or DEFAULT_DISK_TYPE,
+                    _int(disk_raw.get("size_gb")) or DEFAULT_DISK_GB)
+    pkg_raw = raw.get("python_package")
+    pkg = None
+    if isinstance(pkg_raw, Mapping):
+        pkg = PythonPackage(_str(pkg_raw.get("executor_image")),
+                            _strlist(pkg_raw.get("package_uris")), _str(pkg_raw.get("module")))
+    machine = _str(raw.get("machine_type"))
+    if role == "reduction_server" and "machine_type" not in raw:
+        machine = DEFAULT_RS_MACHINE
+    return Pool(
+        role=role, replicas=replicas, machine_type=machine, accelerator=accelerator,
+        image=_str(raw.get("image")), command=_strlist(raw.get("command")),
+        args=_strlist(raw.get("args")), env=_strmap(raw.get("env")), disk=disk,
+        python_package=pkg, auto_replicas=auto,
+    )
+
+
+def _build_study(raw: Mapping[str, Any]) -> Study:
+    metric_raw = raw.get("metric", raw.get("metrics"))
+    metric_list = metric_raw if isinstance(metric_raw, list) else [metric_raw]
+    metrics = [StudyMetric(_str(m.get("id")), _str(m.get("goal")))
+               for m in metric_list if isinstance(m, Mapping)]
+    params = []
+    for name, p in _dict(raw.get("parameters")).items():
+        if isinstance(p, Mapping):
+            values = p.get("values")
+            params.append(StudyParameter(
+                str(name), _str(p.get("type")), _num(p.get("min")), _num(p.get("max")),
+                list(values) if isinstance(values, list) else [], _str(p.get("scale"))))
+    return Study(metrics, params, _int(raw.get("max_trials")), _int(raw.get("parallel_trials")),
+                 _int(raw.get("max_failed_trials")), _str(raw.get("algorithm")))
+
+
+def build(data: Mapping[str, Any]) -> Job:
+    """The Job model of a native-shaped mapping; wrong-typed values become None."""
+    defaults = _dict(data.get("defaults"))
+    pools: dict[str, Pool] = {}
+    for role in ROLES:
+        raw = data.get(role)
+        if raw is None:
+            continue
+        raw = _dict(raw)
+        merged = raw if role == "reduction_server" else merge_defaults(defaults, raw)
+        pools[role] = build_pool(role, merged)
+    sched_raw = data.get("scheduling")
+    scheduling = None
+    if isinstance(sched_raw, Mapping):
+        scheduling = Scheduling(
+            parse_duration(sched_raw.get("timeout")),
+            _bool(sched_raw.get("restart_job_on_worker_restart")),
+            _str(sched_raw.get("strategy")), parse_duration(sched_raw.get("max_wait")),
+            _bool(sched_raw.get("disable_retries")))
+    local_raw = data.get("local")
+    local = None
+    if isinstance(local_raw, Mapping):
+        local = LocalSpec(_strlist(local_raw.get("command")), _str(local_raw.get("workdir")),
+                          _strmap(local_raw.get("env")))
+    study_raw = data.get("study")
+    return Job(
+        display_name=_str(data.get("display_name")), pools=pools,
+        project=_str(data.get("project")), region=_str(data.get("region")),
+        labels=_strmap(data.get("labels")), service_account=_str(data.get("service_account")),
+        network=_str(data.get("network")), base_output_dir=_str(data.get("base_output_dir")),
+        tensorboard=_str(data.get("tensorboard")),
+        enable_web_access=_bool(data.get("enable_web_access")), scheduling=scheduling,
+        local=local, study=_build_study(study_raw) if isinstance(study_raw, Mapping) else None,
+        extra=_dict(data.get("extra")),
+    )
