@@ -75,4 +75,5 @@ def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
     """Compiler-style lines on stderr, colour on a terminal."""
     from vxtrain.render import diagnostics_text
 
-    diagnostics_text(diagnostics)
+    if diagnostics:
+        diagnostics_text(diagnostics)

@@ -1,0 +1,89 @@
+"""``vxtrain convert FILE --to native|gcloud|gcloud-command``.
+
+- native: the native YAML of any input (legacy and gcloud configs migrate here);
+- gcloud: the CustomJobSpec YAML that ``gcloud ai custom-jobs create --config`` takes;
+- gcloud-command: a shell snippet that writes that config and runs the create
+  command, every value shell-quoted. The config file is used (not
+  ``--worker-pool-spec`` flags) because the flags cannot express per-pool
+  commands, env, disks, scheduling or empty pools.
+"""
+from __future__ import annotations
+
+import shlex
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from vxtrain.api import Options
+from vxtrain.commands import _common as c
+
+
+class ConvertTarget(str, Enum):
+    """``--to`` choices."""
+
+    native = "native"
+    gcloud = "gcloud"
+    gcloud_command = "gcloud-command"
+
+
+def _yaml(data: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
+
+
+def convert(path: str, to: ConvertTarget, options: Options) -> int:
+    """Print ``path`` in the target form; exit 1 (with diagnostics) when it is invalid."""
+    from vxtrain import api
+    from vxtrain.spec.formats import native_document
+
+    result = api.load_job(path, options)
+    if to is ConvertTarget.native:
+        text = _yaml(native_document(result.native))
+    elif to is ConvertTarget.gcloud:
+        text = _yaml(result.custom_job["jobSpec"])
+    else:
+        text = gcloud_command(result.custom_job, result.job.project, result.job.region, Path(path).stem)
+    c.print_diagnostics([d for d in result.diagnostics if d.severity == "warning"])
+    typer.echo(text, nl=not text.endswith("\n"))
+    return 0
+
+
+def gcloud_command(custom_job: dict[str, Any], project: str | None, region: str | None, stem: str) -> str:
+    """Shell lines that write the gcloud config and run ``gcloud ai custom-jobs create``."""
+    config = f"{stem}.gcloud.yaml"
+    argv = ["gcloud", "ai", "custom-jobs", "create", f"--display-name={custom_job['displayName']}"]
+    if region:
+        argv.append(f"--region={region}")
+    if project:
+        argv.append(f"--project={project}")
+    labels = custom_job.get("labels") or {}
+    if labels:
+        argv.append("--labels=" + ",".join(f"{k}={v}" for k, v in labels.items()))
+    argv.append(f"--config={config}")
+    marker = "VXTRAIN_CONFIG_EOF"
+    body = _yaml(custom_job["jobSpec"])
+    return (f"cat > {shlex.quote(config)} <<'{marker}'\n{body}{marker}\n"
+            + " ".join(shlex.quote(a) for a in argv) + "\n")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``convert`` command."""
+
+    @app.command("convert")
+    def _cmd(
+        path: Annotated[str, typer.Argument(help="Spec file in any format.")],
+        to: Annotated[ConvertTarget, typer.Option("--to", help="native, gcloud or gcloud-command.")],
+        overlay: c.OverlayOpt = None,
+        set_: c.SetOpt = None,
+        var: c.VarOpt = None,
+        project: c.ProjectOpt = None,
+        region: c.RegionOpt = None,
+        display_name: c.DisplayNameOpt = None,
+    ) -> None:
+        """Convert between formats: legacy/gcloud → native, native → gcloud config or command."""
+        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
+                              display_name=display_name)
+        raise typer.Exit(convert(path, to, opts))

@@ -1,0 +1,93 @@
+"""``vxtrain plan FILE``: the CustomJob that would be sent, and its bandwidth plan.
+
+No API call and no aiplatform import: this is safe (and fast) in CI.
+"""
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Optional
+
+import typer
+
+from vxtrain.api import Options, Result
+from vxtrain.commands import _common as c
+from vxtrain.errors import UsageError
+from vxtrain.spec.model import parse_size
+
+
+def plan(path: str, options: Options, output: c.OutputFormat = c.OutputFormat.text) -> int:
+    """Print the compiled job and bandwidth plan; exit 1 when the spec is invalid."""
+    from vxtrain import api
+
+    result = api.check_file(path, options)
+    if output is c.OutputFormat.json:
+        c.emit_json(plan_json(result))
+    else:
+        _print_text(result)
+    return 0 if result.valid else 1
+
+
+def plan_json(result: Result) -> dict[str, Any]:
+    """The Contract's plan shape (``custom_job`` null when the spec is invalid)."""
+    valid = result.valid
+    doc: dict[str, Any] = {
+        "custom_job": result.custom_job if valid else None,
+        "bandwidth": result.plan.to_json() if result.plan is not None else None,
+        "diagnostics": [d.to_json() for d in result.diagnostics],
+    }
+    if result.job is not None and result.job.study is not None:
+        doc["hyperparameter_tuning_job"] = result.hyperparameter_tuning_job if valid else None
+    return doc
+
+
+def _print_text(result: Result) -> None:
+    from vxtrain.plan import render
+    from vxtrain.render import console, diagnostics_text
+
+    diagnostics_text(result.diagnostics)
+    if not result.valid:
+        return
+    out = console()
+    out.rule(f"CustomJob {result.custom_job.get('displayName', '') if result.custom_job else ''}")
+    out.print_json(json.dumps(result.custom_job)) if out.is_terminal else out.print(
+        json.dumps(result.custom_job, indent=2))
+    if result.hyperparameter_tuning_job is not None:
+        out.rule("HyperparameterTuningJob (studySpec)")
+        study = {k: v for k, v in result.hyperparameter_tuning_job.items() if k != "trialJobSpec"}
+        out.print(json.dumps(study, indent=2))
+    out.rule("Bandwidth plan")
+    for item in render(result.plan):
+        out.print(item)
+
+
+def _gradient(value: Optional[str]) -> float | None:
+    if value is None:
+        return None
+    size = parse_size(value)
+    if size is None or size <= 0:
+        raise UsageError(f"--gradient-size takes a size such as 1.3GB, 500MiB or 1e9; got {value!r}")
+    return size
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``plan`` command."""
+
+    @app.command("plan")
+    def _cmd(
+        path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
+        gradient_size: Annotated[Optional[str], typer.Option(
+            "--gradient-size", help="Gradient size per step (e.g. 1.3GB) for the all-reduce estimate.")] = None,
+        output: c.OutputOpt = c.OutputFormat.text,
+        overlay: c.OverlayOpt = None,
+        set_: c.SetOpt = None,
+        var: c.VarOpt = None,
+        project: c.ProjectOpt = None,
+        region: c.RegionOpt = None,
+        display_name: c.DisplayNameOpt = None,
+        strict: c.StrictOpt = False,
+    ) -> None:
+        """Show the exact CustomJob that would be sent and the Reduction Server bandwidth plan."""
+        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
+                              display_name=display_name, strict=strict,
+                              gradient_size=_gradient(gradient_size))
+        raise typer.Exit(plan(path, opts, output))

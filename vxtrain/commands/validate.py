@@ -1,0 +1,62 @@
+"""``vxtrain validate PATH...``: every problem of every spec, at once."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+import typer
+
+from vxtrain.api import Options, Result
+from vxtrain.commands import _common as c
+from vxtrain.errors import UsageError
+
+
+def validate(paths: Sequence[str], options: Options, output: c.OutputFormat = c.OutputFormat.text) -> int:
+    """Validate files and folders (recursively *.yaml, *.yml); exit 1 when any is invalid."""
+    from vxtrain import api
+
+    files = api.spec_files(paths)
+    if not files:
+        raise UsageError(f"no *.yaml or *.yml files under {', '.join(paths)}")
+    results = [api.check_file(f, options) for f in files]
+    if output is c.OutputFormat.json:
+        c.emit_json({"files": [_file_json(r) for r in results]})
+    else:
+        _print_text(results)
+    return 0 if all(r.valid for r in results) else 1
+
+
+def _file_json(result: Result) -> dict[str, object]:
+    return {"path": result.file, "valid": result.valid,
+            "diagnostics": [d.to_json() for d in result.diagnostics]}
+
+
+def _print_text(results: Sequence[Result]) -> None:
+    from vxtrain.render import console, diagnostics_text, summary_line
+
+    diags = [d for r in results for d in r.diagnostics]
+    diagnostics_text(diags, stderr=False)
+    errors = sum(d.severity == "error" for d in diags)
+    invalid = sum(not r.valid for r in results)
+    console().print(summary_line(len(results), invalid, errors, len(diags) - errors))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``validate`` command."""
+
+    @app.command("validate")
+    def _cmd(
+        paths: Annotated[list[str], typer.Argument(help="Spec files or folders (recursed for *.yaml, *.yml).")],
+        output: c.OutputOpt = c.OutputFormat.text,
+        overlay: c.OverlayOpt = None,
+        set_: c.SetOpt = None,
+        var: c.VarOpt = None,
+        project: c.ProjectOpt = None,
+        region: c.RegionOpt = None,
+        display_name: c.DisplayNameOpt = None,
+        strict: c.StrictOpt = False,
+    ) -> None:
+        """Check specs: schema, Vertex rules, catalog, bandwidth; all problems at once."""
+        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
+                              display_name=display_name, strict=strict)
+        raise typer.Exit(validate(paths, opts, output))

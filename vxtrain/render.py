@@ -1,0 +1,47 @@
+"""Text output for people: diagnostics like a compiler's, tables with rich.
+
+Colour only on a terminal; rich honours NO_COLOR and FORCE_COLOR. JSON output
+never comes through here.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, TextIO
+
+from vxtrain.diagnostics import Diagnostic
+
+_STYLE = {"error": "bold red", "warning": "bold yellow"}
+
+
+@cache
+def console(stderr: bool = False) -> Any:
+    """A rich Console on stdout or stderr (created once, lazily: rich costs startup time)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def diagnostics_text(diagnostics: Sequence[Diagnostic], *, stderr: bool = True) -> None:
+    """Print diagnostics one per line: ``FILE:LINE:COL: error: MESSAGE [code] (at path)``."""
+    from rich.markup import escape
+
+    out = console(stderr)
+    for d in diagnostics:
+        head, _, rest = d.render().partition(f": {d.severity}: ")
+        out.print(f"[bold]{escape(head)}[/]: [{_STYLE[d.severity]}]{d.severity}[/]: {escape(rest)}")
+
+
+def summary_line(n_files: int, n_invalid: int, n_errors: int, n_warnings: int) -> str:
+    """``3 files checked: 2 valid, 1 invalid (2 errors, 1 warning)``."""
+    def plural(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    return (f"{plural(n_files, 'file')} checked: {n_files - n_invalid} valid, {n_invalid} invalid "
+            f"({plural(n_errors, 'error')}, {plural(n_warnings, 'warning')})")
+
+
+def write(text: str, stream: TextIO | None = None) -> None:
+    """Plain text to stdout (or ``stream``)."""
+    (stream or sys.stdout).write(text if text.endswith("\n") else text + "\n")

@@ -1,0 +1,129 @@
+"""JSON Schema (Draft 2020-12) check of the native format.
+
+The schema ships as ``schema.json`` beside this module and is what ``vxtrain
+schema`` prints. jsonschema's errors are rewritten into diagnostics a person
+can act on: unknown keys get a did-you-mean, type errors say what would be
+accepted, and everything is located at FILE:LINE:COL of the key.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from vxtrain.diagnostics import Diagnostic, error
+from vxtrain.spec.document import KeyPath, NativeSpec
+
+_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number",
+               "boolean": "true or false", "object": "a mapping", "array": "a list", "null": "null"}
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The native-format JSON Schema shipped with the package."""
+    text = resources.files("vxtrain.spec").joinpath("schema.json").read_text(encoding="utf-8")
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+@cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema())
+
+
+@cache
+def _fast_check() -> Any:
+    """fastjsonschema's compiled form of the same schema: ~20x faster on valid specs.
+
+    It stops at the first error, so it only answers "valid?"; jsonschema (the
+    validator of record) produces the full list of errors. The schema uses
+    only keywords whose meaning is the same in draft 7, which fastjsonschema
+    implements; tests/spec/test_schema.py checks that both always agree.
+    """
+    import fastjsonschema
+
+    return fastjsonschema.compile({**schema(), "$schema": "http://json-schema.org/draft-07/schema#"})
+
+
+def is_valid(data: Any) -> bool:
+    """True when ``data`` conforms to the native schema (fast path)."""
+    import fastjsonschema
+
+    try:
+        _fast_check()(data)
+    except fastjsonschema.JsonSchemaException:
+        return False
+    return True
+
+
+def check(native: NativeSpec) -> list[Diagnostic]:
+    """Schema diagnostics of a native-shaped spec (empty when it conforms)."""
+    if is_valid(native.data):
+        return []
+    out: list[Diagnostic] = []
+    for err in _validator().iter_errors(native.data):
+        out += _convert(err, native)
+    return out
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _expected(subschema: dict[str, Any]) -> str:
+    if "x-accepts" in subschema:  # our annotation: how a person says what fits
+        return str(subschema["x-accepts"])
+    if "enum" in subschema:
+        return "one of " + ", ".join(map(str, subschema["enum"]))
+    if "const" in subschema:
+        return repr(subschema["const"])
+    kinds = subschema.get("type")
+    if isinstance(kinds, list):
+        return " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
+    if isinstance(kinds, str):
+        return _TYPE_WORDS.get(kinds, kinds)
+    if "oneOf" in subschema:
+        return " or ".join(_expected(s) for s in subschema["oneOf"])
+    return "a value matching the schema"
+
+
+def _convert(err: Any, native: NativeSpec) -> list[Diagnostic]:
+    path: KeyPath = tuple(err.absolute_path)
+    kind = err.validator
+    if kind == "additionalProperties":
+        return _unknown_keys(err, path, native)
+    if kind == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        return [error("missing-key", f"missing required key '{missing}'", **native.where(path))]
+    if kind == "enum":
+        return [_bad_enum(err, path, native)]
+    if kind in ("type", "oneOf", "anyOf", "const"):
+        what = _expected(err.schema)
+        msg = f"expected {what}, got {_describe(err.instance)}"
+        return [error("wrong-type", msg, **native.where(path))]
+    msg = f"{_describe(err.instance)}: {err.message}"
+    return [error(f"schema-{kind}".lower(), msg, **native.where(path))]
+
+
+def _unknown_keys(err: Any, path: KeyPath, native: NativeSpec) -> list[Diagnostic]:
+    allowed = sorted(err.schema.get("properties", {}))
+    out = []
+    for key in err.instance:
+        if key in allowed:
+            continue
+        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+        hint = f"did you mean '{close[0]}'?" if close else "accepted keys: " + ", ".join(allowed)
+        out.append(error("unknown-key", f"unknown key '{key}'; {hint}", **native.where(path + (key,))))
+    return out
+
+
+def _bad_enum(err: Any, path: KeyPath, native: NativeSpec) -> Diagnostic:
+    choices = [str(c) for c in err.validator_value]
+    close = difflib.get_close_matches(str(err.instance), choices, n=1, cutoff=0.5)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    msg = f"{_describe(err.instance)} is not accepted{hint}; expected one of {', '.join(choices)}"
+    return error("bad-value", msg, **native.where(path))
