@@ -13,3 +13,95 @@ CONFIGS = ROOT / "configs"
 def configs_dir() -> Path:
     """The repository's configs/ folder."""
     return CONFIGS
+
+
+# --- the no-Google guard ---------------------------------------------------------
+# No test may reach a Google endpoint (pre-commit's pattern: the dangerous
+# default raises in tests). Three layers:
+#   1. VXTRAIN_NO_GOOGLE=1: vxtrain.backends.vertex refuses any endpoint that is
+#      not loopback (gRPC opens its sockets in C, below any Python patch);
+#   2. a socket guard: Python-level connects and name lookups of non-loopback
+#      hosts raise (google-auth's metadata-server probe, token refresh, …);
+#   3. no credentials to find: GOOGLE_APPLICATION_CREDENTIALS points nowhere,
+#      gcloud's config dir is empty, the metadata server is a closed local port.
+# A test that really must talk to Google opts in with @pytest.mark.allow_google.
+
+import ipaddress
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+
+
+class NetworkGuardError(RuntimeError):
+    """A test tried to reach a non-loopback address (the suite's no-Google guard)."""
+
+
+def _host_is_local(host: Any) -> bool:
+    """Loopback names/addresses, the wildcard (binds), and AF_UNIX paths pass."""
+    if host is None or isinstance(host, (bytes, bytearray)):
+        return True
+    text = str(host).strip("[]")
+    if text in ("", "0.0.0.0", "::") or text.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(text.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_address(address: Any) -> None:
+    if isinstance(address, tuple) and address and not _host_is_local(address[0]):
+        raise NetworkGuardError(f"test tried to connect to {address!r}: only loopback is allowed "
+                                f"(mark the test allow_google to opt in)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Environment for every test (and the processes tests start): no way to Google."""
+    config.addinivalue_line("markers", "allow_google: the test may reach Google endpoints (none should)")
+    empty = tempfile.mkdtemp(prefix="vxtrain-no-google-")
+    os.environ["VXTRAIN_NO_GOOGLE"] = "1"
+    os.environ["GOOGLE_APPLICATION_CREDENTIALS"] = os.path.join(empty, "no-such-credentials.json")
+    os.environ["CLOUDSDK_CONFIG"] = empty
+    os.environ["GCE_METADATA_HOST"] = "127.0.0.1:9"  # discard port: nothing answers
+    os.environ["GCE_METADATA_IP"] = "127.0.0.1:9"
+    os.environ["NO_GCE_CHECK"] = "True"
+    for name in ("GOOGLE_CLOUD_PROJECT", "CLOUD_ML_REGION", "GOOGLE_CLOUD_REGION"):
+        os.environ.pop(name, None)  # the developer's defaults must not leak into tests
+
+
+@pytest.fixture(autouse=True)
+def _no_google(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Refuse non-loopback connects and lookups unless the test is marked allow_google."""
+    if request.node.get_closest_marker("allow_google") is not None:
+        monkeypatch.delenv("VXTRAIN_NO_GOOGLE", raising=False)
+        yield
+        return
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+    real_getaddrinfo, real_create = socket.getaddrinfo, socket.create_connection
+
+    def connect(self: socket.socket, address: Any) -> None:
+        _check_address(address)
+        real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        _check_address(address)
+        return real_connect_ex(self, address)
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _host_is_local(host):
+            raise NetworkGuardError(f"test tried to resolve {host!r}: only loopback is allowed")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    def create_connection(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        _check_address(address)
+        return real_create(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+    yield

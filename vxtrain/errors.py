@@ -70,6 +70,9 @@ class ApiError(VxtrainError):
     """The Job API refused a call, or transient errors outlived the retries."""
 
     exit_code = 4
+    #: True when retrying may help (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL):
+    #: set by the backend that translated the error, read by retry predicates.
+    transient: bool = False
 
 
 class QuotaError(ApiError):

@@ -45,7 +45,10 @@ def _fast_check() -> Any:
     """
     import fastjsonschema
 
-    return fastjsonschema.compile({**schema(), "$schema": "http://json-schema.org/draft-07/schema#"})
+    # A copy: schema() is shared and cached; keep it out of reach of the compiler.
+    draft7 = json.loads(json.dumps(schema()))
+    draft7["$schema"] = "http://json-schema.org/draft-07/schema#"
+    return fastjsonschema.compile(draft7, use_default=False)  # never fill defaults into the data
 
 
 def is_valid(data: Any) -> bool:

@@ -1,0 +1,115 @@
+"""Writes vxtrain/spec/schema.json, the native-format JSON Schema (Draft 2020-12).
+
+The schema is kept as Python here (shared pieces, less repetition) and shipped
+as JSON; tests/spec/test_schema.py fails when the two drift.
+    python scripts/gen_schema.py
+"""
+import json
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent.parent / "vxtrain" / "spec" / "schema.json"
+S = "string"
+def strlist(desc):
+    return {"description": desc, "x-accepts": "a string or a list of strings", "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": ["string", "number", "boolean"]}}]}
+env = {"type": "object", "description": "Environment variables of the container (names: C identifiers).",
+       "additionalProperties": {"type": ["string", "number", "boolean"]}}
+accel = {"type": "object", "description": "Accelerators on every node of the pool.", "additionalProperties": False,
+         "required": ["type"],
+         "properties": {"type": {"type": "string", "description": "AcceleratorType enum name, e.g. NVIDIA_TESLA_V100, NVIDIA_L4, NVIDIA_H100_80GB."},
+                        "count": {"type": "integer", "minimum": 1, "default": 1, "description": "Accelerators per node."}}}
+disk = {"type": "object", "description": "Boot disk of every node.", "additionalProperties": False,
+        "properties": {"type": {"type": "string", "enum": ["pd-ssd", "pd-standard", "hyperdisk-balanced"], "default": "pd-ssd"},
+                       "size_gb": {"type": "integer", "minimum": 10, "maximum": 65536, "default": 100}}}
+pkg = {"type": "object", "description": "Run a Python package in a prebuilt executor image instead of a custom image.",
+       "additionalProperties": False, "required": ["executor_image", "package_uris", "module"],
+       "properties": {"executor_image": {"type": "string", "description": "Prebuilt training container, e.g. us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest."},
+                      "package_uris": {"type": "array", "minItems": 1, "items": {"type": "string"}, "description": "gs:// URIs (or local paths for local runs) of the package archives."},
+                      "module": {"type": "string", "description": "Python module to run, e.g. trainer.task."}}}
+container_props = {
+    "image": {"type": "string", "description": "Container image URI."},
+    "command": strlist("Container entrypoint (overrides the image's)."),
+    "args": strlist("Arguments passed to the container."),
+    "env": env,
+    "disk": {"$ref": "#/$defs/disk"},
+    "python_package": {"$ref": "#/$defs/python_package"},
+}
+machine_props = {
+    "machine_type": {"type": "string", "description": "Compute Engine machine type, e.g. n1-highmem-96, a2-highgpu-8g, g2-standard-8."},
+    "accelerator": {"$ref": "#/$defs/accelerator"},
+}
+def pool(desc, replicas):
+    props = {"replicas": replicas, **machine_props, **container_props}
+    return {"type": "object", "description": desc, "additionalProperties": False, "properties": props}
+count = {"type": "integer", "minimum": 1, "description": "Number of nodes in the pool.", "default": 1}
+duration = {"description": "A duration: 90s, 30m, 12h, 7d, or seconds as a number.", "x-accepts": "a duration such as 90s, 30m, 12h or 7d (or seconds as a number)",
+            "oneOf": [{"type": "string", "pattern": "^\\s*\\d+(\\.\\d+)?\\s*[smhd]?\\s*$"}, {"type": "integer", "minimum": 0}]}
+param = {"type": "object", "additionalProperties": False, "required": ["type"],
+         "properties": {"type": {"type": "string", "enum": ["double", "integer", "discrete", "categorical"]},
+                        "min": {"type": "number"}, "max": {"type": "number"},
+                        "values": {"type": "array", "items": {"type": ["string", "number"]}},
+                        "scale": {"type": "string", "enum": ["linear", "log", "reverse_log"]}}}
+metric = {"type": "object", "additionalProperties": False, "required": ["id", "goal"],
+          "properties": {"id": {"type": "string"}, "goal": {"type": "string", "enum": ["maximize", "minimize"]}}}
+schema = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://vxtrain.dev/schema/native-v1.json",
+    "title": "vxtrain job spec (native format)",
+    "description": "A readable Vertex AI CustomJob: pools by role (chief, workers, parameter_servers or reduction_server, evaluators).",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["display_name"],
+    "properties": {
+        "display_name": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Job display name (Vertex: at most 128 characters)."},
+        "project": {"type": "string", "description": "Google Cloud project (else --project, else GOOGLE_CLOUD_PROJECT)."},
+        "region": {"type": "string", "description": "Vertex AI region, e.g. us-central1 (else --region, else CLOUD_ML_REGION)."},
+        "labels": {"type": "object", "description": "Job labels: lowercase keys/values, [a-z0-9_-], at most 63 characters.",
+                   "additionalProperties": {"type": ["string", "number", "boolean"]}},
+        "service_account": {"type": "string", "description": "Service account the job runs as."},
+        "network": {"type": "string", "description": "VPC network: projects/NUMBER/global/networks/NAME."},
+        "base_output_dir": {"type": "string", "description": "gs:// prefix for AIP_MODEL_DIR, AIP_CHECKPOINT_DIR, AIP_TENSORBOARD_LOG_DIR (a local path is allowed for --target local)."},
+        "tensorboard": {"type": "string", "description": "Tensorboard resource name (needs service_account)."},
+        "enable_web_access": {"type": "boolean", "default": False, "description": "Interactive shell access to the replicas."},
+        "scheduling": {"type": "object", "additionalProperties": False, "description": "Scheduling options.",
+                       "properties": {"timeout": {**duration, "description": "Maximum run time (Vertex default 7d)."},
+                                      "restart_job_on_worker_restart": {"type": "boolean", "default": False},
+                                      "strategy": {"type": "string", "enum": ["STANDARD", "SPOT", "FLEX_START"], "default": "STANDARD"},
+                                      "max_wait": {**duration, "description": "FLEX_START: how long to wait for resources."},
+                                      "disable_retries": {"type": "boolean", "default": False}}},
+        "defaults": {"type": "object", "additionalProperties": False, "description": "Merged into every training pool (never into reduction_server).",
+                     "properties": {**machine_props, **container_props}},
+        "chief": pool("Pool 0: the primary replica. Always exactly 1 replica.", {"type": "integer", "default": 1, "description": "Must be 1 (Vertex requires one primary replica)."}),
+        "workers": pool("Pool 1: workers.", count),
+        "parameter_servers": pool("Pool 2: parameter servers (not with reduction_server).", count),
+        "reduction_server": {"type": "object", "additionalProperties": False,
+                             "description": "Pool 2: Vertex AI Reduction Server for NCCL all-reduce (not with parameter_servers). Takes nothing from defaults.",
+                             "properties": {"replicas": {"description": "A number, or auto: sized so its bandwidth covers pools 0+1.", "x-accepts": "an integer >= 1 or auto",
+                                                         "oneOf": [{"type": "integer", "minimum": 1}, {"const": "auto"}], "default": "auto"},
+                                            "machine_type": {"type": "string", "default": "n1-highcpu-16", "description": "Reduction Server node machine type."},
+                                            "image": {"type": "string", "description": "Override of the regional reductionserver:latest image."},
+                                            "accelerator": {"$ref": "#/$defs/accelerator"},
+                                            "disk": {"$ref": "#/$defs/disk"}}},
+        "evaluators": pool("Pool 3: evaluators (not part of the training cluster).", count),
+        "local": {"type": "object", "additionalProperties": False, "description": "How local-run and --target local run replicas on this host.",
+                  "properties": {"command": strlist("Command run on the host instead of the container command; pool args are appended."),
+                                 "workdir": {"type": "string", "description": "Working directory, relative to the spec file."},
+                                 "env": env}},
+        "study": {"type": "object", "additionalProperties": False, "description": "Makes the job a HyperparameterTuningJob.",
+                  "properties": {"metric": metric, "metrics": {"type": "array", "minItems": 1, "items": metric},
+                                 "parameters": {"type": "object", "minProperties": 1, "additionalProperties": param},
+                                 "max_trials": {"type": "integer", "minimum": 1},
+                                 "parallel_trials": {"type": "integer", "minimum": 1},
+                                 "max_failed_trials": {"type": "integer", "minimum": 0},
+                                 "algorithm": {"type": "string", "enum": ["default", "random", "grid"], "default": "default"}}},
+        "extra": {"type": "object", "description": "Raw CustomJob fields (camelCase REST form), deep-merged last; checked against the installed aiplatform protos."},
+    },
+    "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg},
+}
+
+
+def build() -> dict:
+    """The schema as a dict."""
+    return schema
+
+
+if __name__ == "__main__":
+    OUT.write_text(json.dumps(schema, indent=2) + "\n")

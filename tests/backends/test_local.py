@@ -1,0 +1,337 @@
+"""The local runner with real processes: success, failures, stopping, Ctrl-C, no leftovers."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vxtrain.backends import local
+from vxtrain.errors import LocalRunError
+from vxtrain.spec.model import Job, build
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+POOL = {"machine_type": "n1-standard-4", "image": "gcr.io/p/train:1"}
+
+#: One script for every replica; what it does comes from $PLAN by replica name:
+#: exit:N, sleep:S (then exit 0), ignore-term (blocks, ignoring SIGTERM),
+#: grandchild (spawns a sleeping child, records its pid, blocks), lines:N (long lines).
+REPLICA_SCRIPT = r'''
+import json, os, signal, subprocess, sys, time
+from vxtrain import cluster
+spec = json.loads(os.environ["CLUSTER_SPEC"])
+name = f"{spec['task']['type']}-{spec['task']['index']}"
+action = json.loads(os.environ.get("PLAN", "{}")).get(name, "exit:0")
+pids = os.environ.get("PID_DIR")
+if pids:
+    open(os.path.join(pids, name), "w").write(str(os.getpid()))
+info = cluster.current()
+print(f"ready {name} role={info.role} index={info.index} trial={info.trial} args={sys.argv[1:]}", flush=True)
+kind, _, arg = action.partition(":")
+if kind == "exit":
+    sys.exit(int(arg))
+if kind == "sleep":
+    time.sleep(float(arg))
+if kind == "ignore-term":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(600)
+if kind == "grandchild":
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    open(os.path.join(pids, name + "-child"), "w").write(str(child.pid))
+    time.sleep(600)
+if kind == "lines":
+    for i in range(int(arg)):
+        print(f"<{name}:{i}:" + "x" * 3000 + ">", flush=False)
+'''
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a running (not zombie) process, using os.kill and /proc."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "replica.py"
+    path.write_text(REPLICA_SCRIPT)
+    return path
+
+
+def make_job(script: Path, plan: dict[str, str] | None = None, *, workers: int = 2, ps: int = 0,
+             evaluators: int = 0, **top: Any) -> Job:
+    data: dict[str, Any] = {
+        "display_name": "t", "chief": dict(POOL),
+        "local": {"command": ["python", str(script)],
+                  "env": {"PLAN": json.dumps(plan or {}), "PID_DIR": str(script.parent)}},
+        **top,
+    }
+    for role, count in (("workers", workers), ("parameter_servers", ps), ("evaluators", evaluators)):
+        if count:
+            data[role] = {**POOL, "replicas": count}
+    return build(data)
+
+
+class Lines:
+    """A thread-safe ``out`` callable that keeps every line."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> None:
+        with self._lock:
+            self.lines.append(text)
+
+    def of(self, name: str) -> list[str]:
+        prefix = f"[{name}] "
+        return [line[len(prefix):].rstrip("\n") for line in self.lines if line.startswith(prefix)]
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+def recorded_pids(folder: Path) -> dict[str, int]:
+    return {p.name: int(p.read_text()) for p in folder.iterdir()
+            if p.name.startswith("workerpool") and p.read_text()}
+
+
+def run(job: Job, **kw: Any) -> tuple[local.LocalRunResult, Lines]:
+    out = Lines()
+    kw.setdefault("grace", 1.0)
+    result = local.run_job(job, {"workerPoolSpecs": []}, out=out, **kw)
+    return result, out
+
+
+def test_success_runs_every_replica_with_its_env(script: Path) -> None:
+    result, out = run(make_job(script, workers=2, ps=1, evaluators=1), trial="4")
+    assert result.succeeded and result.exit_code == 0 and result.failed_replica is None
+    assert [r.name for r in result.replicas] == ["workerpool0-0", "workerpool1-0", "workerpool1-1",
+                                                 "workerpool2-0", "workerpool3-0"]
+    assert out.of("workerpool1-1")[0].startswith("ready workerpool1-1 role=worker index=1 trial=4")
+    assert out.of("workerpool2-0")[0].startswith("ready workerpool2-0 role=ps index=0")
+    assert out.of("workerpool3-0")[0].startswith("ready workerpool3-0 role=evaluator index=0")
+    assert all(not alive(pid) for pid in recorded_pids(script.parent).values())
+
+
+def test_a_failing_worker_fails_the_run_and_stops_the_rest(script: Path) -> None:
+    plan = {"workerpool0-0": "sleep:60", "workerpool1-0": "sleep:60", "workerpool1-1": "exit:3"}
+    started = time.monotonic()
+    result, out = run(make_job(script, plan, workers=2))
+    assert time.monotonic() - started < 20
+    assert not result.succeeded
+    assert (result.failed_replica, result.exit_code) == ("workerpool1-1", 3)
+    assert "workerpool1-1" in result.message and "code 3" in result.message
+    stopped = {r.name for r in result.replicas if r.stopped}
+    assert stopped == {"workerpool0-0", "workerpool1-0"}
+    assert "[vxtrain] stopped workerpool0-0, workerpool1-0" in out.text
+    assert all(not alive(pid) for pid in recorded_pids(script.parent).values())
+    assert all(r.pid is not None and not alive(r.pid) for r in result.replicas)
+
+
+def test_a_failing_chief_fails_the_run(script: Path) -> None:
+    result, _ = run(make_job(script, {"workerpool0-0": "exit:7", "workerpool1-0": "sleep:60"}, workers=1))
+    assert (result.succeeded, result.failed_replica, result.exit_code) == (False, "workerpool0-0", 7)
+
+
+def test_chief_success_stops_a_blocking_parameter_server(script: Path) -> None:
+    started = time.monotonic()
+    result, out = run(make_job(script, {"workerpool2-0": "sleep:600"}, workers=1, ps=1))
+    assert result.succeeded
+    assert time.monotonic() - started < 15
+    ps = result.replicas[-1]
+    assert (ps.name, ps.stopped, ps.exit_code) == ("workerpool2-0", True, -signal.SIGTERM)
+    assert ps.pid is not None and not alive(ps.pid)
+
+
+def test_a_replica_ignoring_sigterm_is_killed_after_the_grace(script: Path) -> None:
+    result, _ = run(make_job(script, {"workerpool2-0": "ignore-term"}, workers=0, ps=1), grace=0.5)
+    assert result.succeeded
+    assert result.replicas[-1].exit_code == -signal.SIGKILL
+
+
+def test_grandchildren_do_not_outlive_the_run(script: Path) -> None:
+    result, _ = run(make_job(script, {"workerpool1-0": "grandchild"}, workers=1))
+    assert result.succeeded
+    pids = recorded_pids(script.parent)
+    assert "workerpool1-0-child" in pids
+    assert not alive(pids["workerpool1-0-child"]) and not alive(pids["workerpool1-0"])
+
+
+def test_an_evaluator_failure_does_not_fail_the_job(script: Path) -> None:
+    plan = {"workerpool3-0": "exit:2", "workerpool0-0": "sleep:1"}
+    result, out = run(make_job(script, plan, workers=0, evaluators=1))
+    assert result.succeeded
+    assert "workerpool3-0 (evaluators) exited with code 2" in out.text
+
+
+def test_stop_from_another_thread_cancels_and_cleans_up(script: Path) -> None:
+    job = make_job(script, {"workerpool0-0": "sleep:600", "workerpool1-0": "sleep:600"}, workers=1)
+    stop, out, box = threading.Event(), Lines(), {}
+    worker = threading.Thread(target=lambda: box.update(r=local.run_job(job, {}, stop=stop, out=out)))
+    worker.start()
+    deadline = time.monotonic() + 15
+    while len(recorded_pids(script.parent)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    worker.join(timeout=15)
+    assert not worker.is_alive()
+    result = box["r"]
+    assert result.cancelled and not result.succeeded
+    assert all(r.stopped for r in result.replicas)
+    assert all(not alive(pid) for pid in recorded_pids(script.parent).values())
+
+
+def test_output_lines_are_prefixed_and_never_interleaved(script: Path) -> None:
+    plan = {"workerpool0-0": "lines:200", "workerpool1-0": "lines:200", "workerpool1-1": "lines:200"}
+    result, out = run(make_job(script, plan, workers=2))
+    assert result.succeeded
+    for name in ("workerpool0-0", "workerpool1-0", "workerpool1-1"):
+        body = [line for line in out.of(name) if line.startswith("<")]
+        assert len(body) == 200
+        assert all(line == f"<{name}:{i}:" + "x" * 3000 + ">" for i, line in enumerate(body))
+    assert all(line.startswith("[") and line.endswith("\n") for line in out.lines)
+
+
+def test_reduction_server_replicas_are_not_started(script: Path) -> None:
+    job = make_job(script, workers=1, reduction_server={"replicas": 2})
+    result, out = run(job)
+    assert result.succeeded
+    assert [r.name for r in result.replicas] == ["workerpool0-0", "workerpool1-0"]
+    assert "Reduction Server (workerpool2, 2 replica(s)) is not started locally" in out.text
+    cluster_line = out.of("workerpool1-0")[0]
+    assert cluster_line.startswith("ready workerpool1-0 role=worker")
+
+
+def test_torch_variables_for_chief_and_workers_only(tmp_path: Path) -> None:
+    code = ("import os; print(*[os.environ.get(k, '-') for k in "
+            "('MASTER_ADDR', 'MASTER_PORT', 'WORLD_SIZE', 'RANK')])")
+    job = build({"display_name": "t", "chief": {**POOL, "command": ["python", "-c", code]},
+                 "workers": {**POOL, "replicas": 2, "command": ["python", "-c", code]},
+                 "parameter_servers": {**POOL, "command": ["python", "-c", code]}})
+    result, out = run(job)
+    assert result.succeeded
+    rows = {name: out.of(name)[0].split() for name in ("workerpool0-0", "workerpool1-0", "workerpool1-1")}
+    assert {r[0] for r in rows.values()} == {"127.0.0.1"} and len({r[1] for r in rows.values()}) == 1
+    assert [rows[n][2:] for n in sorted(rows)] == [["3", "0"], ["3", "1"], ["3", "2"]]
+    assert out.of("workerpool2-0")[0] == "- - - -"
+
+
+def test_hosts_are_distinct_free_ports_on_loopback(script: Path) -> None:
+    job = make_job(script, workers=3, ps=2)
+    hosts = local.local_hosts(job)
+    flat = [h for pool in hosts.values() for h in pool]
+    assert len(flat) == 6 and len(set(flat)) == 6
+    assert all(h.startswith("127.0.0.1:") for h in flat)
+
+
+def test_container_command_and_args_run_when_there_is_no_local_command(tmp_path: Path) -> None:
+    job = build({"display_name": "t", "chief": {
+        **POOL, "command": ["python", "-c", "import sys; print('argv', sys.argv[1:])"], "args": ["--a=1"]}})
+    result, out = run(job, extra_args=["--lr=0.1"])
+    assert result.succeeded
+    assert out.of("workerpool0-0") == ["argv ['--a=1', '--lr=0.1']"]
+
+
+def test_python_package_runs_its_module_from_a_local_folder(tmp_path: Path) -> None:
+    pkg = tmp_path / "src" / "trainer"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "task.py").write_text("import os; print('task in', os.getcwd())")
+    job = build({"display_name": "t", "chief": {"machine_type": "n1-standard-4", "python_package": {
+        "executor_image": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest",
+        "package_uris": ["src"], "module": "trainer.task"}}, "local": {"workdir": "run"}})
+    (tmp_path / "run").mkdir()
+    result, out = run(job, base_dir=tmp_path)
+    assert result.succeeded, out.text
+    assert out.of("workerpool0-0") == [f"task in {tmp_path / 'run'}"]
+
+
+def test_a_pool_with_nothing_to_run_is_a_clear_error() -> None:
+    job = build({"display_name": "t", "chief": dict(POOL)})
+    with pytest.raises(LocalRunError, match="set local.command"):
+        local.run_job(job, {}, out=Lines())
+
+
+def test_a_command_that_cannot_start_leaves_nothing_running(script: Path) -> None:
+    job = build({"display_name": "t", "chief": {**POOL, "command": ["python", str(script)]},
+                 "workers": {**POOL, "command": ["/nonexistent/trainer"]},
+                 "local": {"env": {"PLAN": json.dumps({"workerpool0-0": "sleep:600"}),
+                                   "PID_DIR": str(script.parent)}}})
+    with pytest.raises(LocalRunError, match="workerpool1-0: cannot start '/nonexistent/trainer'"):
+        local.run_job(job, {}, out=Lines(), grace=0.5)
+    assert all(not alive(pid) for pid in recorded_pids(script.parent).values())
+
+
+def _spec_file(tmp_path: Path, script: Path, plan: dict[str, str]) -> Path:
+    spec = {"display_name": "ctrl-c", "chief": dict(POOL), "workers": {**POOL, "replicas": 2},
+            "parameter_servers": {**POOL, "replicas": 1},
+            "local": {"command": ["python", str(script)],
+                      "env": {"PLAN": json.dumps(plan), "PID_DIR": str(tmp_path)}}}
+    path = tmp_path / "job.yaml"
+    path.write_text(json.dumps(spec))  # JSON is YAML
+    return path
+
+
+def _cli(*args: str, **kw: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "vxtrain", *args], cwd=ROOT, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, **kw)
+
+
+def test_ctrl_c_stops_every_replica_and_exits_130(tmp_path: Path, script: Path) -> None:
+    plan = {"workerpool0-0": "sleep:600", "workerpool1-0": "sleep:600",
+            "workerpool1-1": "ignore-term", "workerpool2-0": "grandchild"}
+    proc = _cli("local-run", str(_spec_file(tmp_path, script, plan)),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while len(recorded_pids(tmp_path)) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(recorded_pids(tmp_path)) == 5, "replicas did not start"
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "cancelled: every replica was stopped" in stdout
+    assert "Traceback" not in stderr
+    assert all(not alive(pid) for pid in recorded_pids(tmp_path).values())
+
+
+def test_cli_exit_codes_success_and_failed_replica(tmp_path: Path, script: Path) -> None:
+    ok = _cli("local-run", str(_spec_file(tmp_path, script, {})),
+              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, _ = ok.communicate(timeout=60)
+    assert ok.returncode == 0 and "[vxtrain] succeeded" in out
+    bad = _cli("local-run", str(_spec_file(tmp_path, script, {"workerpool1-1": "exit:5",
+                                                               "workerpool0-0": "sleep:60"})),
+               "--output", "json", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = bad.communicate(timeout=60)
+    assert bad.returncode == 3
+    doc = json.loads(out)
+    assert (doc["failed_replica"], doc["exit_code"], doc["succeeded"]) == ("workerpool1-1", 5, False)
+    assert "[workerpool1-1] ready" in err
+
+
+def test_quickstart_example_runs_through_the_cli() -> None:
+    proc = _cli("local-run", "configs/examples/quickstart.yaml", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "[workerpool0-0] chief: all 2 workers reported; done" in out
+    assert "[workerpool1-1] worker 1: chief says welcome" in out

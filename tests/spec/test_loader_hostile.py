@@ -1,0 +1,169 @@
+"""Hostile files are refused fast and small: < 1 s and < 200 MB peak (DESIGN.md, Budgets).
+
+Each case is generated in tmp_path. Time is measured with time.perf_counter
+and Python-level memory with tracemalloc in this process; one test reruns
+every case in a fresh interpreter and checks its peak RSS, which also covers
+libyaml's own (C) allocations.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from vxtrain.spec import loader
+from vxtrain.spec.loader import load, load_text
+
+SECONDS = 1.0
+PEAK_BYTES = 200 * 1024 * 1024
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fifty_mb(path: Path) -> None:
+    with path.open("wb") as handle:
+        handle.write(b"display_name: x\n")
+        handle.truncate(50 * 1024 * 1024)
+
+
+def billion_laughs(path: Path) -> None:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{name}: &{name} [{', '.join(['*' + prev] * 9)}]")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def deep_lists(path: Path) -> None:
+    path.write_text("x: " + "[" * 10_000 + "]" * 10_000 + "\n")
+
+
+def deep_maps(path: Path) -> None:
+    path.write_text("a: " + "{a: " * 10_000 + "1" + "}" * 10_000 + "\n")
+
+
+def deep_block(path: Path) -> None:
+    path.write_text("".join(" " * i + "a:\n" for i in range(2_000)) + " " * 2_000 + "b: 1\n")
+
+
+def deep_through_alias(path: Path) -> None:
+    nest = "{a: " * 40 + "1" + "}" * 40
+    path.write_text(f"base: &d {nest}\nuse: {'{a: ' * 40}*d{'}' * 40}\n")
+
+
+def many_nodes(path: Path) -> None:
+    path.write_text("a: [" + "1," * 150_000 + "1]\n")
+
+
+def wide_alias(path: Path) -> None:
+    items = ", ".join(str(i) for i in range(1_000))
+    path.write_text(f"w: &w [{items}]\nuse: [{', '.join(['*w'] * 200)}]\n")
+
+
+CASES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "fifty_mb": (fifty_mb, "too-large"),
+    "billion_laughs": (billion_laughs, "alias-limit"),
+    "deep_lists": (deep_lists, "too-deep"),
+    "deep_maps": (deep_maps, "too-deep"),
+    "deep_block": (deep_block, "too-deep"),
+    "deep_through_alias": (deep_through_alias, "too-deep"),
+    "many_nodes": (many_nodes, "too-many-nodes"),
+    "wide_alias": (wide_alias, "alias-limit"),
+}
+
+
+def measure(action: Callable[[], object]) -> tuple[object, float, int]:
+    """Result and seconds of ``action``, and its tracemalloc peak in a second run.
+
+    tracemalloc slows every allocation down several times, so time is taken
+    in a run without it.
+    """
+    start = time.perf_counter()
+    result = action()
+    seconds = time.perf_counter() - start
+    tracemalloc.start()
+    try:
+        action()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return result, seconds, peak
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hostile_file_is_refused_fast_and_small(tmp_path: Path, name: str) -> None:
+    make, code = CASES[name]
+    path = tmp_path / f"{name}.yaml"
+    make(path)
+    (doc, diags), seconds, peak = measure(lambda: load(path, environ={}))  # type: ignore[misc]
+    assert doc is None
+    assert [d.code for d in diags] == [code], diags
+    assert str(diags[0].file) == str(path)
+    assert seconds < SECONDS and peak < PEAK_BYTES, (seconds, peak)
+
+
+def test_limits_name_the_size_and_limit(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    fifty_mb(path)
+    _, diags = load(path, environ={})
+    assert f"{50 * 1024 * 1024:,} bytes" in diags[0].message
+    assert f"{loader.MAX_FILE_BYTES:,} bytes" in diags[0].message
+
+
+def test_hostile_text_is_refused_too() -> None:
+    big = "a: " + "x" * (50 * 1024 * 1024)
+    for text, code in ((big, "too-large"), (big.encode(), "too-large"),
+                       ("x: " + "[" * 10_000, "too-deep")):
+        (doc, diags), seconds, peak = measure(lambda: load_text(text, environ={}))  # type: ignore[misc]
+        assert doc is None and [d.code for d in diags] == [code]
+        assert seconds < SECONDS and peak < PEAK_BYTES
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_endless_device_is_read_only_up_to_the_limit() -> None:
+    (doc, diags), seconds, _ = measure(lambda: load("/dev/zero", environ={}))  # type: ignore[misc]
+    assert doc is None and [d.code for d in diags] == ["too-large"]
+    assert seconds < SECONDS
+
+
+def test_just_within_limits_still_loads(tmp_path: Path) -> None:
+    nest = "{a: " * (loader.MAX_DEPTH - 1) + "1" + "}" * (loader.MAX_DEPTH - 1)
+    doc, diags = load_text(f"a: {nest}\n", environ={})
+    assert doc is not None and diags == []
+    doc, diags = load_text(f"a: {nest[:-1]}{{b: 1}}" + "}" * 0 + "\n", environ={})
+    assert doc is None and [d.code for d in diags] in (["too-deep"], ["yaml-syntax"])
+    items = ", ".join(["1"] * 99)
+    doc, diags = load_text(f"w: &w [{items}]\nuse: [{', '.join(['*w'] * 900)}]\n", environ={})
+    assert doc is not None and len(doc.data["use"]) == 900
+
+
+CHILD = """
+import json, resource, sys, time
+from vxtrain.spec.loader import load
+out = {}
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for path in sys.argv[1:]:
+    start = time.perf_counter()
+    doc, diags = load(path, environ={})
+    out[path] = [time.perf_counter() - start, [d.code for d in diags]]
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"cases": out, "grew_kib": after - before}))
+"""
+
+
+def test_peak_rss_in_a_fresh_process(tmp_path: Path) -> None:
+    paths = []
+    for name, (make, _) in sorted(CASES.items()):
+        paths.append(tmp_path / f"{name}.yaml")
+        make(paths[-1])
+    proc = subprocess.run([sys.executable, "-c", CHILD, *map(str, paths)], cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          timeout=120, check=True)
+    report = json.loads(proc.stdout)
+    assert report["grew_kib"] * 1024 < PEAK_BYTES
+    for path, (seconds, codes) in report["cases"].items():
+        assert seconds < SECONDS and len(codes) == 1, (path, seconds, codes)

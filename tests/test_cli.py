@@ -1,0 +1,178 @@
+"""The CLI Contract: commands, JSON shapes, exit codes, no tracebacks."""
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vxtrain.cli import app, main
+from vxtrain.commands import COMMANDS
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "configs" / "examples"
+RS = EXAMPLES / "reduction-server.yaml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    code, out, _ = run(capsys, *argv, "--output", "json")
+    return code, json.loads(out)
+
+
+def test_every_command_module_registers_exactly_its_commands() -> None:
+    names = [c.name for c in app.registered_commands]
+    assert len(names) == len(set(names))
+    for module in COMMANDS:
+        mod = importlib.import_module(f"vxtrain.commands.{module}")
+        assert callable(getattr(mod, "register"))
+    for contract in ("validate", "plan", "submit", "status", "wait", "cancel", "list", "env",
+                     "local-run", "emulator", "schema", "convert"):
+        assert contract in names
+
+
+def test_validate_folder_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bad.yml").write_text("display_name: x\nchief: {machine_type: n1-standard-4, image: i, replicas: 2}\n")
+    (tmp_path / "good.yaml").write_text(RS.read_text())
+    (tmp_path / "notes.txt").write_text("not a spec")
+    code, doc = run_json(capsys, "validate", str(tmp_path))
+    assert code == 1
+    files = {Path(f["path"]).name: f for f in doc["files"]}
+    assert set(files) == {"bad.yml", "good.yaml"}
+    assert files["good.yaml"]["valid"] is True
+    bad = files["bad.yml"]
+    assert bad["valid"] is False
+    diag = next(d for d in bad["diagnostics"] if d["severity"] == "error")
+    assert set(diag) >= {"severity", "code", "message", "path", "line", "column"}
+    assert diag["path"] == "chief.replicas" and diag["line"] == 2
+
+
+def test_validate_text_is_compiler_style(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: x\nchief:\n  machine_type: n1-standrad-8\n  image: i\n")
+    code, out, _ = run(capsys, "validate", str(spec))
+    assert code == 1
+    assert f"{spec}:3:3: error:" in out
+    assert "n1-standard-8" in out
+
+
+def test_warnings_fail_only_with_strict(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: x\nchief: {machine_type: n1-standard-4, image: i}\n"
+                    "evaluators: {replicas: 2, machine_type: n1-standard-4, image: i}\n")
+    assert run(capsys, "validate", str(spec))[0] == 0
+    assert run(capsys, "validate", str(spec), "--strict")[0] == 1
+
+
+def test_plan_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "plan", str(RS))
+    assert code == 0
+    assert set(doc) == {"custom_job", "bandwidth", "diagnostics"}
+    pools = doc["custom_job"]["jobSpec"]["workerPoolSpecs"]
+    assert [p["replicaCount"] for p in pools] == [1, 4, 16]
+    bw = doc["bandwidth"]
+    assert bw["training_gbps"] == 500
+    rs = bw["reduction_server"]
+    assert {k: rs[k] for k in ("machine_type", "replicas", "gbps_per_replica")} == {
+        "machine_type": "n1-highcpu-16", "replicas": 16, "gbps_per_replica": 32}
+    assert bw["server_gbps"] == 512
+
+
+def test_plan_overrides(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "plan", str(RS), "--set", "workers.replicas=9", "--var", "IMAGE_TAG=abc123",
+                         "--display-name", "renamed")
+    assert code == 0
+    job = doc["custom_job"]
+    assert job["displayName"] == "renamed"
+    assert job["jobSpec"]["workerPoolSpecs"][1]["replicaCount"] == 9
+    assert job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"].endswith(":abc123")
+    # 10 × 100 Gbps of training traffic → 32 Reduction Server nodes of 32 Gbps.
+    assert doc["bandwidth"]["reduction_server"]["replicas"] == 32
+
+
+def test_plan_of_invalid_spec(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: x\nchief: {machine_type: n1-standard-4, image: i, replicas: 2}\n")
+    code, doc = run_json(capsys, "plan", str(spec))
+    assert code == 1
+    assert doc["custom_job"] is None
+    assert any(d["code"] == "chief-replicas" for d in doc["diagnostics"])
+
+
+def test_plan_gradient_size(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "plan", str(RS), "--gradient-size", "1.3GB")
+    assert code == 0
+    assert "allreduce" in doc["bandwidth"]
+    assert run(capsys, "plan", str(RS), "--gradient-size", "lots")[0] == 2
+
+
+def test_schema_command_prints_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "schema")
+    assert code == 0
+    assert json.loads(out)["title"].startswith("vxtrain")
+
+
+def test_convert_to_gcloud_round_trips(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "convert", str(RS), "--to", "gcloud")
+    assert code == 0
+    cfg = tmp_path / "bert.yaml"
+    cfg.write_text(out)
+    code, doc = run_json(capsys, "plan", str(cfg), "--project", "p", "--region", "us-central1")
+    assert code == 0, doc["diagnostics"]
+    _, original = run_json(capsys, "plan", str(RS))
+    assert doc["custom_job"]["jobSpec"]["workerPoolSpecs"] == original["custom_job"]["jobSpec"]["workerPoolSpecs"]
+
+
+def test_convert_gcloud_command_is_shell_quoted(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "convert", str(RS), "--to", "gcloud-command")
+    assert code == 0
+    assert "gcloud ai custom-jobs create" in out
+    assert "--config=reduction-server.gcloud.yaml" in out
+    bash = subprocess.run(["bash", "-n"], input=out, text=True, capture_output=True)
+    assert bash.returncode == 0, bash.stderr
+
+
+@pytest.mark.parametrize("junk", [
+    b"", b"\x00\xff\xfe", b"- a\n- b\n", b"a: [", b"a: &x *x", b"{{{{", b"display_name: !!python/object:os.system x\n",
+    b"a: 1\na: 2\n", b"\t- x", "display_name: \u2603\nchief: 7\n".encode(),
+])
+def test_no_traceback_for_junk(junk: bytes, tmp_path: Path) -> None:
+    spec = tmp_path / "junk.yaml"
+    spec.write_bytes(junk)
+    for cmd in (["validate"], ["plan"], ["convert", "--to", "native"]):
+        res = subprocess.run([sys.executable, "-m", "vxtrain", cmd[0], str(spec), *cmd[1:]],
+                             capture_output=True, text=True, cwd=ROOT)
+        assert res.returncode == 1, (cmd, res.stdout, res.stderr)
+        assert "Traceback" not in res.stdout + res.stderr
+        assert "junk.yaml" in res.stdout + res.stderr
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert run(capsys, "validate")[0] == 2
+    assert run(capsys, "plan", str(RS), "--output", "xml")[0] == 2
+    assert run(capsys, "plan", str(RS), "--var", "NOEQUALS")[0] == 2
+    assert run(capsys, "validate", str(tmp_path))[0] == 2  # a folder without specs
+
+
+def test_validate_and_plan_never_import_aiplatform() -> None:
+    code = ("import sys; from vxtrain.cli import main; "
+            f"rc = main(['validate', {str(EXAMPLES)!r}]); main(['plan', {str(RS)!r}]); "
+            "bad = [m for m in sys.modules if m.startswith('google.cloud.aiplatform')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.startswith("vxtrain ")

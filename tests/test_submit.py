@@ -1,0 +1,393 @@
+"""Submitting and following jobs through the real JobServiceClient and the
+emulator on loopback: the Python API, exactly-once under injected faults, and
+the CLI commands (submit, status, wait, cancel, list)."""
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vxtrain import errors
+from vxtrain import submit as api
+from vxtrain.backends import vertex
+from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.backends.vertex import VertexBackend
+
+PROJECT, REGION = "p", "us-central1"
+PARENT = f"projects/{PROJECT}/locations/{REGION}"
+FAST = api.Backoff(initial=0.01, maximum=0.05, deadline=5.0)
+
+
+@pytest.fixture
+def emulator() -> Iterator[EmulatorHandle]:
+    handle = start_emulator(out=io.StringIO())
+    try:
+        yield handle
+    finally:
+        handle.stop(grace=None)
+
+
+@pytest.fixture
+def backend(emulator: EmulatorHandle) -> Iterator[VertexBackend]:
+    with vertex.connect(endpoint=emulator.address) as client:
+        yield client
+
+
+def job(code: str = "pass", name: str = "unit") -> dict[str, Any]:
+    """A CustomJob (REST JSON) whose chief runs ``python -c code`` on this host."""
+    return {"displayName": name, "jobSpec": {"workerPoolSpecs": [{
+        "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+        "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/train:1",
+                          "command": [sys.executable, "-c", code]}}]}}
+
+
+def labelled(emulator: EmulatorHandle, key: str) -> list[Any]:
+    """Stored jobs carrying the idempotency label for ``key``."""
+    value = api.label_value(key)
+    return [j for j in emulator.jobs() if j.labels.get(api.LABEL_KEY) == value]
+
+
+def submit(backend: VertexBackend, **kwargs: Any) -> dict[str, Any]:
+    kwargs.setdefault("backoff", FAST)
+    return api.submit(kwargs.pop("custom_job", None) or job(), project=PROJECT, region=REGION,
+                      backend=backend, **kwargs)
+
+
+# --- the Python API, end to end ------------------------------------------------------
+
+def test_submit_status_wait_list(backend: VertexBackend) -> None:
+    view = submit(backend)
+    assert re.fullmatch(rf"{PARENT}/customJobs/\d+", view["name"])
+    assert view["state"] in ("JOB_STATE_QUEUED", "JOB_STATE_PENDING")
+    assert view["adopted"] is False and view["emulated"] is True
+    job_id = view["name"].rsplit("/", 1)[-1]
+    assert view["console_url"] == (f"https://console.cloud.google.com/vertex-ai/locations/{REGION}"
+                                   f"/training/{job_id}/cpu?project={PROJECT}")
+    assert view["display_name"] == "unit" and view["create_time"]
+    assert api.get(view["name"], backend=backend)["name"] == view["name"]
+    done = api.wait_job(view["name"], backend=backend)
+    assert done["state"] == "JOB_STATE_SUCCEEDED" and "error" not in done
+    assert [v["name"] for v in api.list_jobs(project=PROJECT, region=REGION, backend=backend)] == [view["name"]]
+    succeeded = api.build_filter(state="succeeded")
+    assert len(api.list_jobs(project=PROJECT, region=REGION, backend=backend, filter=succeeded)) == 1
+
+
+def test_submit_with_wait_follows_to_the_end(backend: VertexBackend) -> None:
+    out = io.StringIO()
+    view = submit(backend, wait=True, progress=api.PlainProgress(out))
+    assert view["state"] == "JOB_STATE_SUCCEEDED"
+    lines = out.getvalue().splitlines()
+    assert lines[-1].endswith(" s") and "JOB_STATE_SUCCEEDED after" in lines[-1]
+    states = [line.split(": ")[-1].split(" after")[0] for line in lines]
+    assert len(states) == len(set(states)), "one line per state change"
+
+
+def test_a_failed_job_raises_with_its_error(backend: VertexBackend) -> None:
+    with pytest.raises(errors.JobFailedError, match="JOB_STATE_FAILED.*non-zero status of 3") as info:
+        submit(backend, custom_job=job("import sys; sys.exit(3)"), wait=True)
+    assert info.value.exit_code == 3
+    assert info.value.job["error"]["message"]
+    view = submit(backend, custom_job=job("import sys; sys.exit(3)"), wait=True, check=False)
+    assert view["state"] == "JOB_STATE_FAILED" and "error" in view
+
+
+def test_cancel_a_running_job(backend: VertexBackend) -> None:
+    view = submit(backend, custom_job=job("import time; time.sleep(60)"))
+    cancelled = api.cancel(view["name"], backend=backend)
+    assert cancelled["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+    with pytest.raises(errors.JobFailedError, match="CANCELLED"):
+        api.wait_job(view["name"], backend=backend)
+
+
+def test_wait_gives_up_after_its_timeout(backend: VertexBackend) -> None:
+    view = submit(backend, custom_job=job("import time; time.sleep(60)"))
+    with pytest.raises(errors.ApiError, match="still JOB_STATE_"):
+        api.wait_job(view["name"], backend=backend, timeout=0.2)
+    api.cancel(view["name"], backend=backend)
+
+
+def test_a_study_submits_a_hyperparameter_tuning_job(backend: VertexBackend, emulator: EmulatorHandle) -> None:
+    tuning = {"displayName": "study", "maxTrialCount": 1, "parallelTrialCount": 1,
+              "studySpec": {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
+                            "parameters": [{"parameterId": "lr",
+                                            "doubleValueSpec": {"minValue": 0.01, "maxValue": 0.1}}]},
+              "trialJobSpec": job()["jobSpec"]}
+    view = submit(backend, custom_job=tuning, idempotency_key="study-1", wait=True)
+    assert "/hyperparameterTuningJobs/" in view["name"] and view["state"] == "JOB_STATE_SUCCEEDED"
+    again = submit(backend, custom_job=tuning, idempotency_key="study-1")
+    assert again["name"] == view["name"] and again["adopted"]
+    assert len(emulator.jobs("hpt")) == 1 and emulator.jobs("custom") == []
+
+
+# --- exactly once --------------------------------------------------------------------------
+
+def test_same_explicit_key_twice_makes_one_job(backend: VertexBackend, emulator: EmulatorHandle) -> None:
+    first = submit(backend, idempotency_key="release-1.2.3")
+    second = submit(backend, idempotency_key="release-1.2.3")
+    assert second["name"] == first["name"]
+    assert (first["adopted"], second["adopted"]) == (False, True)
+    assert len(emulator.jobs()) == 1
+
+
+def test_explicit_key_returns_the_job_in_any_state(backend: VertexBackend) -> None:
+    failed = submit(backend, custom_job=job("raise SystemExit(1)"), idempotency_key="k", wait=True, check=False)
+    again = submit(backend, idempotency_key="k")
+    assert again["name"] == failed["name"] and again["state"] == "JOB_STATE_FAILED"
+
+
+def test_without_a_key_each_submit_makes_a_job(backend: VertexBackend, emulator: EmulatorHandle) -> None:
+    first, second = submit(backend), submit(backend)
+    assert first["name"] != second["name"]
+    assert len(emulator.jobs()) == 2
+    assert first["idempotency_key"] != second["idempotency_key"]
+
+
+def test_keys_are_per_project_and_region(backend: VertexBackend, emulator: EmulatorHandle) -> None:
+    submit(backend, idempotency_key="k")
+    api.submit(job(), project=PROJECT, region="europe-west4", backend=backend, idempotency_key="k", backoff=FAST)
+    assert len(emulator.jobs()) == 2
+
+
+@pytest.mark.parametrize(("faults", "adopted"), [
+    (["create:unavailable-before-commit:1"], False),
+    (["create:deadline-after-commit:1"], True),
+    (["create:deadline-after-commit:1", "list:unavailable:1"], True),
+    (["create:unavailable-before-commit:2", "create:deadline-after-commit:1"], True),
+    (["get:unavailable:2"], False),
+])
+@pytest.mark.parametrize("key", [None, "pipeline-run-42"])
+def test_transient_faults_end_with_exactly_one_job(backend: VertexBackend, emulator: EmulatorHandle,
+                                                   faults: list[str], adopted: bool, key: str | None) -> None:
+    for fault in faults:
+        emulator.add_fault(fault)
+    view = submit(backend, idempotency_key=key, wait=True)
+    assert view["state"] == "JOB_STATE_SUCCEEDED"
+    assert view["adopted"] is adopted
+    stored = labelled(emulator, key or view["idempotency_key"])
+    assert [j.name for j in stored] == [view["name"]]
+    assert len(emulator.jobs()) == 1
+    assert emulator.emulator.faults.pending() == []
+
+
+@pytest.mark.parametrize(("fault", "error", "words"), [
+    ("create:quota:1", errors.QuotaError,
+     ["aiplatform.googleapis.com/custom_model_training_cpus", REGION, "try another region/machine type"]),
+    ("create:permission:1", errors.PermissionError_, ["actAs", "roles/iam.serviceAccountUser"]),
+])
+def test_permanent_faults_end_at_once_with_no_job(backend: VertexBackend, emulator: EmulatorHandle,
+                                                  fault: str, error: type[errors.ApiError],
+                                                  words: list[str]) -> None:
+    emulator.add_fault(fault.replace(":1", ":5"))
+    with pytest.raises(error) as info:
+        submit(backend, idempotency_key="k")
+    assert info.value.exit_code == 4
+    for word in words:
+        assert word in str(info.value)
+    assert emulator.jobs() == []
+    assert emulator.emulator.faults.pending()[0].count == 4, "no retry of a permanent error"
+
+
+def test_transient_errors_that_outlive_the_deadline(backend: VertexBackend, emulator: EmulatorHandle) -> None:
+    emulator.add_fault("create:unavailable-before-commit:1000")
+    short = api.Backoff(initial=0.01, maximum=0.02, deadline=0.3)
+    with pytest.raises(errors.UnavailableError, match="still failing after retrying") as info:
+        submit(backend, backoff=short)
+    assert info.value.exit_code == 4
+    assert emulator.jobs() == []
+
+
+def test_a_retried_create_lists_by_the_label_before_creating_again() -> None:
+    """Against a small fake backend that loses every create's answer: only one job is made."""
+
+    class LosesAnswers:
+        emulated = True
+
+        def __init__(self) -> None:
+            self.jobs: list[dict[str, Any]] = []
+            self.creates = 0
+
+        def create_custom_job(self, parent: str, custom_job: dict[str, Any]) -> dict[str, Any]:
+            self.creates += 1
+            self.jobs.append({**custom_job, "name": f"{parent}/customJobs/{len(self.jobs) + 1}"})
+            lost = errors.UnavailableError("deadline exceeded")
+            lost.transient = True
+            raise lost
+
+        def list_custom_jobs(self, parent: str, filter: str = "") -> list[dict[str, Any]]:  # noqa: A002
+            assert filter == f'labels.{api.LABEL_KEY}="{api.label_value("k")}"'
+            return list(self.jobs)
+
+    fake = LosesAnswers()
+    made, adopted = api.create_once(fake, job(), parent=PARENT, key="k", explicit=False,  # type: ignore[arg-type]
+                                    backoff=FAST)
+    assert adopted and fake.creates == 1 and made["name"] == f"{PARENT}/customJobs/1"
+
+
+# --- labels, names, filters --------------------------------------------------------------------
+
+@given(st.text(max_size=200))
+def test_label_value_is_always_label_safe(key: str) -> None:
+    value = api.label_value(key)
+    assert re.fullmatch(r"[a-z0-9_-]{1,63}", value)
+    assert api.label_value(key) == value
+
+
+@given(st.text(min_size=1, max_size=80), st.text(min_size=1, max_size=80))
+def test_distinct_keys_get_distinct_labels(a: str, b: str) -> None:
+    if a != b:
+        assert api.label_value(a) != api.label_value(b)
+
+
+def test_safe_keys_are_kept_readable() -> None:
+    assert api.label_value("release-1_2") == "release-1_2"
+    assert api.label_value("Release 1.2.3").startswith("release-1-2-3-")
+
+
+def test_resolve_name() -> None:
+    full = f"{PARENT}/customJobs/123"
+    assert api.resolve_name(full) == full
+    assert api.resolve_name("123", project=PROJECT, region=REGION) == full
+    with pytest.raises(errors.UsageError, match="--project and --region"):
+        api.resolve_name("123")
+    with pytest.raises(errors.UsageError, match="not a job name"):
+        api.resolve_name("projects/p/customJobs/1")
+
+
+def test_build_filter() -> None:
+    assert api.build_filter() == ""
+    assert (api.build_filter('display_name="x"', {"team": "nlp"}, "running")
+            == '(display_name="x") AND labels.team="nlp" AND state=JOB_STATE_RUNNING')
+
+
+# --- the CLI -------------------------------------------------------------------------------------
+
+def write_spec(tmp_path: Path, code: str = "print('hello from the chief')", **extra: str) -> Path:
+    lines = ["display_name: cli-e2e", "chief:", "  machine_type: n1-standard-4",
+             "  image: us-docker.pkg.dev/p/r/train:1", f"  command: [{json.dumps(sys.executable)}, -c, {json.dumps(code)}]"]
+    lines += [f"{k}: {v}" for k, v in extra.items()]
+    path = tmp_path / "job.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    """``vxtrain ARGV`` in process: (exit code, parsed stdout JSON or text, stderr)."""
+    from vxtrain.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    try:
+        return code, json.loads(out), err
+    except ValueError:
+        return code, out, err
+
+
+def test_cli_submit_status_wait_cancel_list(emulator: EmulatorHandle, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path)
+    ep = ["--endpoint", emulator.address, "--output", "json"]
+    code, view, _ = run(capsys, "submit", str(spec), *ep)
+    assert code == 0 and view["name"].startswith("projects/local-project/locations/us-central1/customJobs/")
+    code, status, _ = run(capsys, "status", view["name"], *ep)
+    assert code == 0 and status["name"] == view["name"]
+    code, done, err = run(capsys, "wait", view["name"].rsplit("/", 1)[-1], *ep)
+    assert code == 0 and done["state"] == "JOB_STATE_SUCCEEDED"
+    assert "JOB_STATE_SUCCEEDED after" in err
+    sleeper = write_spec(tmp_path, "import time; time.sleep(60)")
+    code, slow, _ = run(capsys, "submit", str(sleeper), *ep)
+    code, cancelled, _ = run(capsys, "cancel", slow["name"], *ep)
+    assert code == 0 and cancelled["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+    code, ended, err = run(capsys, "wait", slow["name"], *ep)
+    assert code == 3 and ended["state"] == "JOB_STATE_CANCELLED" and "CANCELLED" in err
+    code, listed, _ = run(capsys, "list", *ep, "--state", "succeeded")
+    assert code == 0 and [j["name"] for j in listed["jobs"]] == [view["name"]]
+    code, listed, _ = run(capsys, "list", *ep, "--label", f"{api.LABEL_KEY}={view['idempotency_key']}")
+    assert [j["name"] for j in listed["jobs"]] == [view["name"]]
+
+
+def test_cli_submit_wait_exit_codes(emulator: EmulatorHandle, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    ep = ["--endpoint", emulator.address]
+    code, text, err = run(capsys, "submit", str(write_spec(tmp_path)), "--wait", *ep)
+    assert code == 0 and "state: JOB_STATE_SUCCEEDED" in text and "emulated" in text
+    code, text, err = run(capsys, "submit", str(write_spec(tmp_path, "raise SystemExit(7)")), "--wait", *ep)
+    assert code == 3
+    assert "non-zero status of 7" in err and "JOB_STATE_FAILED" in text
+
+
+def test_cli_idempotency_key(emulator: EmulatorHandle, tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    spec = str(write_spec(tmp_path))
+    argv = ["submit", spec, "--endpoint", emulator.address, "--output", "json"]
+    first = run(capsys, *argv, "--idempotency-key", "rel-7")[1]
+    second = run(capsys, *argv, "--idempotency-key", "rel-7")[1]
+    assert second["name"] == first["name"] and second["adopted"] is True
+    run(capsys, *argv)
+    run(capsys, *argv)
+    assert len(emulator.jobs()) == 3
+
+
+@pytest.mark.parametrize("fault", ["create:quota:1", "create:permission:1"])
+def test_cli_permanent_errors_exit_4_with_no_job(emulator: EmulatorHandle, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str], fault: str) -> None:
+    emulator.add_fault(fault)
+    code, out, err = run(capsys, "submit", str(write_spec(tmp_path)), "--endpoint", emulator.address,
+                         "--output", "json")
+    assert code == 4 and out == "" and emulator.jobs() == []
+    assert err.startswith("vxtrain: error: ") and len(err.strip().splitlines()) == 1
+    assert ("try another region/machine type" in err) if "quota" in fault else ("actAs" in err)
+
+
+def test_cli_target_vertex_needs_a_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "submit", str(write_spec(tmp_path)), "--region", REGION)
+    assert code == 2 and "GOOGLE_CLOUD_PROJECT" in err
+
+
+def test_cli_target_vertex_is_refused_by_the_guard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "submit", str(write_spec(tmp_path)), "--project", PROJECT, "--region", REGION)
+    assert code == 2 and "VXTRAIN_NO_GOOGLE" in err
+
+
+def test_cli_target_local_runs_the_job_here(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_spec(tmp_path, "raise SystemExit(0)", local="{command: [python, -c, \"print('local!')\"]}")
+    code, view, err = run(capsys, "submit", str(spec), "--target", "local", "--output", "json")
+    assert code == 0 and view["state"] == "JOB_STATE_SUCCEEDED" and view["emulated"] is True
+    assert "[workerpool0-0] local!" in err
+
+
+def test_cli_target_local_with_endpoint_is_a_usage_error(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "submit", str(write_spec(tmp_path)), "--target", "local",
+                       "--endpoint", "127.0.0.1:1")
+    assert code == 2 and "--endpoint" in err
+
+
+def test_cli_status_of_a_bare_id_needs_project_and_region(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "status", "123")
+    assert code == 2 and "--project and --region" in err
+
+
+def test_cli_status_of_a_missing_job_exits_4(emulator: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "status", f"{PARENT}/customJobs/42", "--endpoint", emulator.address)
+    assert code == 4 and "does not exist" in err
+
+
+
+def test_a_server_refusal_of_a_pool_points_into_the_spec(tmp_path: Path) -> None:
+    from vxtrain.api import load_job
+    from vxtrain.commands.submit import spec_location
+
+    spec = write_spec(tmp_path)
+    result = load_job(spec)
+    message = "List of found errors:\t1.Field: job_spec.worker_pool_specs[0].replica_count; Message: ..."
+    assert spec_location(result, message) == f" (at {spec}:2:1, key chief)"
+    assert spec_location(result, "workerPoolSpecs[1] is wrong") == ""  # no workers in this spec
+    assert spec_location(result, "Quota exceeded") == ""

@@ -1,0 +1,404 @@
+"""The local backend: every replica of a job as a process on this host.
+
+Each replica gets the environment Vertex AI would give it (``vxtrain.cluster``)
+with hosts on 127.0.0.1 and free ports, plus the PyTorch variables for the
+chief and workers. Output is streamed line by line as ``[workerpoolK-I] line``.
+
+Semantics follow Vertex AI (DESIGN.md, local runner): the job ends when the
+primary replica (pool 0) ends; a non-zero exit of the chief, a worker or a
+parameter server fails it and the rest are stopped; replicas still running
+when the chief succeeded (parameter servers block forever by design) are
+stopped with SIGTERM, then SIGKILL after a grace period. Every replica runs in
+its own process group (``start_new_session``) and the whole group is killed,
+so no process outlives ``run_job``. Reduction Server replicas are not started:
+they are transparent to training code.
+
+``run_job`` installs no signal handler, so it can run in any thread; a caller
+cancels it by setting ``stop`` (the CLI does that on Ctrl-C).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TextIO, Union
+
+from vxtrain import cluster
+from vxtrain.errors import LocalRunError
+
+if TYPE_CHECKING:
+    from vxtrain.spec.model import Job, Pool
+
+Output = Union[TextIO, Callable[[str], Any]]
+#: Seconds between SIGTERM and SIGKILL when stopping replicas.
+DEFAULT_GRACE = 3.0
+#: Seconds workers and evaluators get to end by themselves once the chief succeeded.
+DEFAULT_SETTLE = 1.0
+_POLL = 0.05
+#: Interpreter names in a command that mean "the Python running vxtrain" locally.
+_PYTHON_NAMES = ("python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}")
+#: Roles whose non-zero exit fails the job (an evaluator's failure is reported only).
+_FATAL_ROLES = ("chief", "workers", "parameter_servers")
+#: The folder holding the vxtrain package, put on children's PYTHONPATH so training
+#: code can ``import vxtrain.cluster`` even when vxtrain is not installed.
+_VXTRAIN_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+
+
+@dataclass
+class ReplicaRun:
+    """One replica process and how it ended."""
+
+    name: str  # workerpool1-0
+    role: str
+    pool_index: int
+    replica_index: int
+    command: list[str]
+    pid: int | None = None
+    exit_code: int | None = None
+    stopped: bool = False  # ended by the runner, not by itself
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-data form for ``--output json``."""
+        return {"name": self.name, "role": self.role, "pid": self.pid,
+                "exit_code": self.exit_code, "stopped": self.stopped}
+
+
+@dataclass
+class LocalRunResult:
+    """How a local run ended."""
+
+    succeeded: bool
+    failed_replica: str | None = None
+    exit_code: int | None = None
+    message: str = ""
+    replicas: list[ReplicaRun] = field(default_factory=list)
+    cancelled: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-data form for ``--output json``."""
+        return {"succeeded": self.succeeded, "cancelled": self.cancelled,
+                "failed_replica": self.failed_replica, "exit_code": self.exit_code,
+                "message": self.message, "replicas": [r.to_json() for r in self.replicas]}
+
+
+class _Printer:
+    """Writes whole lines to a stream or a callable, one writer at a time."""
+
+    def __init__(self, out: Output) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+
+    def line(self, text: str) -> None:
+        text = text if text.endswith("\n") else text + "\n"
+        with self._lock:
+            if callable(getattr(self._out, "write", None)):
+                self._out.write(text)  # type: ignore[union-attr]
+                flush = getattr(self._out, "flush", None)
+                if flush is not None:
+                    flush()
+            else:
+                self._out(text)  # type: ignore[operator]
+
+
+# --- planning the processes ---------------------------------------------------
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free TCP ports on 127.0.0.1 (all held open until all are chosen)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def local_hosts(job: Job) -> dict[int, list[str]]:
+    """Pool slot → ``127.0.0.1:PORT`` per replica, every port free and distinct."""
+    counts = cluster.pool_replicas(job)
+    ports = iter(free_ports(sum(counts.values())))
+    return {k: [f"127.0.0.1:{next(ports)}" for _ in range(n)] for k, n in counts.items()}
+
+
+def _resolve_python(command: Sequence[str]) -> list[str]:
+    """``python`` → this interpreter, so the run uses the environment vxtrain runs in."""
+    cmd = list(command)
+    if cmd and cmd[0] in _PYTHON_NAMES:
+        cmd[0] = sys.executable
+    return cmd
+
+
+def _split(command: Sequence[str]) -> list[str]:
+    """``local.command: python train.py`` (one string) → ``[python, train.py]``."""
+    return shlex.split(command[0]) if len(command) == 1 else list(command)
+
+
+def replica_command(job: Job, pool: Pool, extra_args: Sequence[str] = ()) -> list[str]:
+    """What a replica runs: ``local.command``, else the container command, else ``python -m``.
+
+    The pool's ``args`` and ``extra_args`` (a trial's ``--name=value``) follow, as
+    Vertex AI appends args to the container command.
+    """
+    tail = list(pool.args) + list(extra_args)
+    if job.local is not None and job.local.command:
+        return _resolve_python(_split(job.local.command)) + tail
+    if pool.command:
+        return _resolve_python(pool.command) + tail
+    if pool.python_package is not None and pool.python_package.module:
+        return [sys.executable, "-m", pool.python_package.module] + tail
+    raise LocalRunError(
+        f"{pool.role} (workerpool{pool.index}) has no command to run here: its image's entrypoint "
+        "is not known locally; set local.command (e.g. [python, train.py]) or the pool's command")
+
+
+def package_paths(pool: Pool, base_dir: Path) -> list[str]:
+    """Local package_uris of a python_package pool, as PYTHONPATH entries.
+
+    Folders and zip-importable archives (.whl, .zip, .egg) work; a source
+    tarball cannot be imported in place, so it is an error that says what to do.
+    """
+    if pool.python_package is None:
+        return []
+    paths = []
+    for uri in pool.python_package.package_uris:
+        if "://" in uri:
+            continue  # gs:// packages are fetched by Vertex AI, not here
+        path = (base_dir / uri).resolve()
+        if path.is_file() and path.suffix not in (".whl", ".zip", ".egg"):
+            raise LocalRunError(
+                f"package_uris entry {uri!r} is an archive Python cannot import in place; "
+                "for local runs give the package's source folder (or a .whl)")
+        paths.append(str(path))
+    return paths
+
+
+@dataclass
+class _Plan:
+    replica: ReplicaRun
+    env: dict[str, str]
+    cwd: Path
+
+
+def _workdir(job: Job, base_dir: Path, workdir: str | Path | None) -> Path:
+    if workdir is not None:
+        return Path(workdir)
+    if job.local is not None and job.local.workdir:
+        return (base_dir / job.local.workdir).resolve()
+    return base_dir
+
+
+def _child_env(job: Job, pool: Pool, vertex_env: Mapping[str, str], torch: Mapping[str, str],
+               base_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(vertex_env)
+    if job.local is not None:
+        env.update(job.local.env)
+    env.update(torch)
+    inherited = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
+    env["PYTHONPATH"] = os.pathsep.join(package_paths(pool, base_dir) + inherited + [_VXTRAIN_ROOT])
+    env["PYTHONUNBUFFERED"] = "1"  # lines reach the prefixing reader as they are printed
+    return env
+
+
+def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
+                  extra_args: Sequence[str] = (), base_dir: Path, workdir: str | Path | None = None,
+                  job_id: str = cluster.PREVIEW_JOB_ID) -> list[_Plan]:
+    """One planned process per replica of pools 0, 1, 2 (parameter servers) and 3."""
+    hosts = local_hosts(job)
+    chief_ports = free_ports(1)
+    training = sum(p.replicas or 0 for p in job.ordered_pools() if p.role in ("chief", "workers"))
+    cwd = _workdir(job, base_dir, workdir)
+    plans = []
+    for pool in job.ordered_pools():
+        if pool.role == "reduction_server":
+            continue
+        command = replica_command(job, pool, extra_args)
+        for i in range(pool.replicas or 0):
+            vertex_env = cluster.replica_env(job, job_spec, pool.index, i, hosts=hosts,
+                                             trial=trial, job_id=job_id)
+            torch = _torch_vars(pool, i, training, chief_ports[0])
+            replica = ReplicaRun(f"workerpool{pool.index}-{i}", pool.role, pool.index, i, command)
+            plans.append(_Plan(replica, _child_env(job, pool, vertex_env, torch, base_dir), cwd))
+    return plans
+
+
+def _torch_vars(pool: Pool, i: int, world_size: int, port: int) -> dict[str, str]:
+    """PyTorch's env:// rendezvous for the chief (rank 0) and workers (ranks 1..N)."""
+    if pool.role not in ("chief", "workers"):
+        return {}
+    rank = 0 if pool.role == "chief" else i + 1
+    return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+            "WORLD_SIZE": str(world_size), "RANK": str(rank)}
+
+
+# --- running them -------------------------------------------------------------
+
+def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], threading.Thread]:
+    try:
+        proc = subprocess.Popen(plan.replica.command, cwd=plan.cwd, env=plan.env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError as exc:
+        raise LocalRunError(f"{plan.replica.name}: cannot start {plan.replica.command[0]!r} "
+                            f"in {plan.cwd}: {exc.strerror or exc}") from exc
+    plan.replica.pid = proc.pid
+    assert proc.stdout is not None
+    reader = threading.Thread(target=_pump, args=(proc.stdout, f"[{plan.replica.name}] ", printer),
+                              name=f"vxtrain-{plan.replica.name}", daemon=True)
+    reader.start()
+    return proc, reader
+
+
+def _pump(stream: IO[bytes], prefix: str, printer: _Printer) -> None:
+    """Copy a replica's output, one whole line at a time, with its prefix."""
+    with stream:
+        for raw in iter(stream.readline, b""):
+            printer.line(prefix + raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
+
+
+class _Running:
+    """The started processes of one run, and the bookkeeping of how they end."""
+
+    def __init__(self, printer: _Printer, grace: float) -> None:
+        self.printer = printer
+        self.grace = grace
+        self.procs: list[tuple[ReplicaRun, subprocess.Popen[bytes]]] = []
+        self.readers: list[threading.Thread] = []
+
+    def start(self, plans: Sequence[_Plan]) -> None:
+        for plan in plans:
+            proc, reader = _start(plan, self.printer)
+            self.procs.append((plan.replica, proc))
+            self.readers.append(reader)
+
+    def poll(self) -> list[ReplicaRun]:
+        """Replicas that ended since the last poll."""
+        ended = []
+        for replica, proc in self.procs:
+            if replica.exit_code is None and proc.poll() is not None:
+                replica.exit_code = proc.returncode
+                ended.append(replica)
+        return ended
+
+    def settle(self, seconds: float) -> None:
+        """Give workers and evaluators a moment to end by themselves after the chief.
+
+        Parameter servers never end on their own (they ``join()`` forever), so
+        they are not waited for.
+        """
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and any(
+                p.poll() is None for r, p in self.procs if r.role != "parameter_servers"):
+            time.sleep(_POLL)
+
+    def stop_all(self) -> None:
+        """SIGTERM every group still running, SIGKILL what is left after the grace period."""
+        live = [(r, p) for r, p in self.procs if p.poll() is None]
+        for replica, proc in live:
+            replica.stopped = True
+            _signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        while any(p.poll() is None for _, p in live) and time.monotonic() < deadline:
+            time.sleep(_POLL)
+        for _, proc in self.procs:  # also grandchildren left behind by an exited leader
+            _signal_group(proc.pid, signal.SIGKILL)
+        for replica, proc in self.procs:
+            proc.wait()
+            if replica.exit_code is None:
+                replica.exit_code = proc.returncode
+        for reader in self.readers:
+            reader.join(timeout=5)
+
+
+def _failure(replica: ReplicaRun) -> LocalRunResult:
+    code = replica.exit_code
+    how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+    return LocalRunResult(False, replica.name, code, f"replica {replica.name} ({replica.role}) {how}")
+
+
+def _judge(ended: Sequence[ReplicaRun], printer: _Printer) -> LocalRunResult | None:
+    """The run's outcome if one of the replicas that just ended decides it."""
+    for replica in ended:
+        if replica.exit_code and replica.role in _FATAL_ROLES:
+            return _failure(replica)
+        if replica.exit_code:
+            printer.line(f"[vxtrain] {replica.name} ({replica.role}) exited with code "
+                         f"{replica.exit_code}; the job goes on (evaluators do not decide it)")
+    if any(r.role == "chief" for r in ended):
+        return LocalRunResult(True, None, 0, "the chief (workerpool0-0) finished")
+    return None
+
+
+def _watch(running: _Running, stop: threading.Event | None) -> LocalRunResult:
+    while True:
+        outcome = _judge(running.poll(), running.printer)
+        if outcome is not None:
+            return outcome
+        if stop is not None and stop.wait(_POLL):
+            return LocalRunResult(False, None, None, "cancelled", cancelled=True)
+        if stop is None:
+            time.sleep(_POLL)
+
+
+def _announce(job: Job, plans: Sequence[_Plan], printer: _Printer) -> None:
+    names = ", ".join(f"{p.replica.name} ({p.replica.role})" for p in plans)
+    printer.line(f"[vxtrain] starting {len(plans)} replica(s): {names}")
+    rs = job.pool("reduction_server")
+    if rs is not None:
+        printer.line(f"[vxtrain] Reduction Server (workerpool2, {rs.replicas or 'auto'} replica(s)) "
+                     "is not started locally: it is transparent to training code")
+
+
+def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
+            extra_args: Sequence[str] = (), stop: threading.Event | None = None,
+            out: Output = sys.stdout, workdir: str | Path | None = None,
+            base_dir: str | Path | None = None, job_id: str | None = None,
+            grace: float = DEFAULT_GRACE, settle: float = DEFAULT_SETTLE) -> LocalRunResult:
+    """Run every replica of ``job`` as a local process; returns how the run ended.
+
+    ``job_spec`` is the compiled CustomJobSpec (camelCase) that CLUSTER_SPEC
+    carries. ``base_dir`` is the spec file's folder (``local.workdir`` is
+    relative to it); ``workdir`` overrides the working directory. Setting
+    ``stop`` cancels the run. Once the chief succeeded, workers and evaluators
+    get ``settle`` seconds to end by themselves; then whatever still runs gets
+    SIGTERM and, ``grace`` seconds later, SIGKILL. Raises LocalRunError when a replica cannot be
+    started (nothing is left running then either).
+    """
+    printer = _Printer(out)
+    base = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
+    plans = plan_replicas(job, job_spec, trial=trial, extra_args=extra_args, base_dir=base,
+                          workdir=workdir, job_id=job_id or str(time.time_ns() // 1000))
+    _announce(job, plans, printer)
+    running = _Running(printer, grace)
+    try:
+        running.start(plans)
+        result = _watch(running, stop)
+        if result.succeeded:
+            running.settle(settle)
+    finally:
+        running.stop_all()
+    result.replicas = [p.replica for p in plans]
+    stopped = [r.name for r in result.replicas if r.stopped]
+    if stopped:
+        printer.line(f"[vxtrain] stopped {', '.join(stopped)}")
+    printer.line(f"[vxtrain] {'succeeded' if result.succeeded else 'FAILED'}: {result.message}"
+                 if not result.cancelled else "[vxtrain] cancelled: every replica was stopped")
+    return result

@@ -1,0 +1,382 @@
+"""The Vertex AI backend: ``google.cloud.aiplatform_v1.JobServiceClient``.
+
+One class serves both targets:
+
+* Vertex AI: the regional endpoint ``{region}-aiplatform.googleapis.com``
+  with Application Default Credentials
+  (https://cloud.google.com/vertex-ai/docs/reference/rest#service-endpoint);
+* an emulator at ``HOST:PORT`` (``vxtrain emulator``): the same client over an
+  insecure gRPC channel with anonymous credentials.
+
+Jobs go in and come out as REST-JSON dicts (``json_format.ParseDict`` /
+``MessageToDict``); protos never leave this module. Every
+``google.api_core.exceptions`` class is translated into ``vxtrain.errors``
+here and nowhere else (``ERROR_MAP``; a test fails when one is missing).
+
+google.cloud.aiplatform is imported inside functions only, so importing this
+module costs nothing (validate/plan must stay fast: DESIGN.md "Budgets").
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from vxtrain import errors
+from vxtrain.backends.base import JobDict
+
+#: Set (to "1") by the test suite: any endpoint that is not loopback is refused.
+NO_GOOGLE_ENV = "VXTRAIN_NO_GOOGLE"
+
+#: Per-call deadline in seconds. Vertex answers create in a few seconds; retries
+#: (google.api_core.retry, in vxtrain.submit) give the whole call more time.
+DEFAULT_TIMEOUT = 60.0
+
+_QUOTA_HELP = "https://cloud.google.com/vertex-ai/docs/quotas"
+_ACT_AS_HELP = "https://cloud.google.com/vertex-ai/docs/general/custom-service-account"
+_QUOTA_METRIC = re.compile(r"[a-z0-9_.-]+\.googleapis\.com/[A-Za-z0-9_./-]+")
+_REGION_IN_NAME = re.compile(r"(?:^|/)locations/([^/]+)")
+
+
+class GoogleEndpointBlocked(errors.UsageError):
+    """A test tried to reach a Google endpoint while VXTRAIN_NO_GOOGLE=1."""
+
+
+# --- error translation -------------------------------------------------------
+
+#: google.api_core.exceptions class name → (vxtrain error class, transient).
+#: Transient ones (the outcome of a create is unknown) are retried by callers;
+#: DESIGN.md "Submission reliability" names UNAVAILABLE, DEADLINE_EXCEEDED and
+#: INTERNAL. Keyed by name so this module imports nothing at load time.
+ERROR_MAP: dict[str, tuple[type[errors.ApiError], bool]] = {
+    # transient: retried with backoff, then UnavailableError
+    "ServiceUnavailable": (errors.UnavailableError, True),
+    "DeadlineExceeded": (errors.UnavailableError, True),
+    "InternalServerError": (errors.UnavailableError, True),
+    # server-side, not retried (the server says retrying will not help, or the
+    # outcome is known): reported as unavailable
+    "ServerError": (errors.UnavailableError, False),
+    "GatewayTimeout": (errors.UnavailableError, False),
+    "BadGateway": (errors.UnavailableError, False),
+    "Unknown": (errors.UnavailableError, False),
+    "DataLoss": (errors.UnavailableError, False),
+    "Aborted": (errors.UnavailableError, False),
+    "Cancelled": (errors.UnavailableError, False),
+    "MethodNotImplemented": (errors.ApiError, False),
+    # quota
+    "ResourceExhausted": (errors.QuotaError, False),
+    "TooManyRequests": (errors.QuotaError, False),
+    # permission
+    "PermissionDenied": (errors.PermissionError_, False),
+    "Forbidden": (errors.PermissionError_, False),
+    "Unauthenticated": (errors.PermissionError_, False),
+    "Unauthorized": (errors.PermissionError_, False),
+    # the request as sent is refused
+    "InvalidArgument": (errors.InvalidArgumentError, False),
+    "BadRequest": (errors.InvalidArgumentError, False),
+    "FailedPrecondition": (errors.InvalidArgumentError, False),
+    "OutOfRange": (errors.InvalidArgumentError, False),
+    "AlreadyExists": (errors.InvalidArgumentError, False),
+    "Conflict": (errors.InvalidArgumentError, False),
+    "PreconditionFailed": (errors.InvalidArgumentError, False),
+    "LengthRequired": (errors.InvalidArgumentError, False),
+    "MethodNotAllowed": (errors.InvalidArgumentError, False),
+    "RequestRangeNotSatisfiable": (errors.InvalidArgumentError, False),
+    "ClientError": (errors.InvalidArgumentError, False),
+    "NotFound": (errors.NotFoundError, False),
+    # HTTP redirects and resumable-upload errors: not expected from gRPC
+    "Redirection": (errors.ApiError, False),
+    "MovedPermanently": (errors.ApiError, False),
+    "NotModified": (errors.ApiError, False),
+    "TemporaryRedirect": (errors.ApiError, False),
+    "ResumeIncomplete": (errors.ApiError, False),
+    "ResumableTransferError": (errors.ApiError, False),
+    "MissingStatusHeaderError": (errors.ApiError, False),
+    "TransferStalledError": (errors.ApiError, False),
+    "UnseekableStreamError": (errors.ApiError, False),
+    "UploadCancelledError": (errors.ApiError, False),
+    "GoogleAPICallError": (errors.ApiError, False),
+}
+
+
+def translate(exc: BaseException, *, region: str | None = None) -> errors.ApiError:
+    """The vxtrain error for a google.api_core exception, with a message that says what to do."""
+    cls, transient = _lookup(type(exc))
+    message = _server_message(exc)
+    text = _explain(cls, type(exc).__name__, message, exc, region)
+    mapped = cls(text)
+    mapped.transient = transient
+    return mapped
+
+
+def _lookup(exc_type: type[BaseException]) -> tuple[type[errors.ApiError], bool]:
+    """First ERROR_MAP entry along the MRO (a future subclass maps like its base)."""
+    for klass in exc_type.__mro__:
+        if klass.__module__ == "google.api_core.exceptions" and klass.__name__ in ERROR_MAP:
+            return ERROR_MAP[klass.__name__]
+    return errors.ApiError, False
+
+
+def _server_message(exc: BaseException) -> str:
+    message = getattr(exc, "message", None)
+    return str(message if message else exc).strip()
+
+
+def _explain(cls: type[errors.ApiError], kind: str, message: str, exc: BaseException,
+             region: str | None) -> str:
+    """The user-facing sentence for each class of error."""
+    where = f" in {region}" if region else ""
+    if cls is errors.QuotaError:
+        metric = quota_metric(exc) or "a Vertex AI quota"
+        said = message if metric in message else f"{metric} ({message})"
+        return (f"quota exceeded{where}: {said}; request quota ({_QUOTA_HELP}) "
+                f"or try another region/machine type")
+    if cls is errors.PermissionError_:
+        return _permission_text(kind, message)
+    if cls is errors.InvalidArgumentError:
+        return f"the Job API refused the request ({kind}): {message}"
+    if cls is errors.NotFoundError:
+        return f"not found{where}: {message} (check the job name, project and region)"
+    if cls is errors.UnavailableError:
+        return f"the Job API is unavailable{where} ({kind}): {message}; try again later"
+    if kind == "MethodNotImplemented":
+        return f"the endpoint does not implement this call: {message} (is it a Vertex AI JobService?)"
+    return f"the Job API failed ({kind}): {message}"
+
+
+def _permission_text(kind: str, message: str) -> str:
+    if kind in ("Unauthenticated", "Unauthorized"):
+        return (f"not authenticated: {message}; run `gcloud auth application-default login` "
+                f"or set GOOGLE_APPLICATION_CREDENTIALS")
+    return (f"permission denied: {message}; the caller needs roles/aiplatform.user on the "
+            f"project, and to run the job as a service account, iam.serviceAccounts.actAs on it "
+            f"(roles/iam.serviceAccountUser): {_ACT_AS_HELP}")
+
+
+def quota_metric(exc: BaseException) -> str | None:
+    """The quota metric a RESOURCE_EXHAUSTED names (error details first, then the text)."""
+    for detail in getattr(exc, "details", None) or ():
+        metadata = getattr(detail, "metadata", None)
+        if metadata and metadata.get("quota_metric"):
+            return str(metadata["quota_metric"])
+        for violation in getattr(detail, "violations", ()) or ():
+            subject = getattr(violation, "subject", "")
+            if subject:
+                return str(subject)
+    found = _QUOTA_METRIC.search(_server_message(exc))
+    return found.group(0) if found else None
+
+
+def region_of(name: str) -> str | None:
+    """``projects/p/locations/us-central1/...`` → ``us-central1``."""
+    found = _REGION_IN_NAME.search(name)
+    return found.group(1) if found else None
+
+
+# --- endpoints and the guard -------------------------------------------------
+
+def split_endpoint(endpoint: str) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``[::1]:PORT``) → (host, port); a usage error otherwise."""
+    host, sep, port = endpoint.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise errors.UsageError(f"--endpoint takes HOST:PORT (e.g. 127.0.0.1:8471), got {endpoint!r}")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost, 127.0.0.0/8 and ::1."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_guard(host: str) -> None:
+    """Refuse a non-loopback host while the test suite's guard is on."""
+    if os.environ.get(NO_GOOGLE_ENV) == "1" and not is_loopback(host):
+        raise GoogleEndpointBlocked(
+            f"refusing to reach {host}: {NO_GOOGLE_ENV}=1 (the test suite's guard); "
+            f"use the emulator on 127.0.0.1, or mark the test allow_google")
+
+
+def vertex_host(region: str) -> str:
+    """The regional API endpoint; Vertex AI has no global one for jobs."""
+    return f"{region}-aiplatform.googleapis.com"
+
+
+# --- the backend ---------------------------------------------------------------
+
+class VertexBackend:
+    """``JobBackend`` over ``aiplatform_v1.JobServiceClient`` (Vertex AI or an emulator)."""
+
+    def __init__(self, region: str | None = None, *, endpoint: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, credentials: Any = None) -> None:
+        if endpoint is None and not region:
+            raise errors.UsageError("a region is needed to reach Vertex AI: pass --region, set "
+                                    "region: in the spec, or export CLOUD_ML_REGION")
+        self.region = region
+        self.endpoint = endpoint
+        self.emulated = endpoint is not None
+        self.timeout = timeout
+        self._credentials = credentials
+        self._host = split_endpoint(endpoint)[0] if endpoint else vertex_host(region or "")
+        self._client_obj: Any = None
+        self._channel: Any = None
+
+    def __repr__(self) -> str:
+        target = f"emulator {self.endpoint}" if self.emulated else f"Vertex AI {self._host}"
+        return f"VertexBackend({target})"
+
+    # -- plumbing
+
+    def _client(self) -> Any:
+        if self._client_obj is None:
+            check_guard(self._host)
+            self._client_obj = self._guarded(self._make_client, self.region)
+        return self._client_obj
+
+    def _make_client(self) -> Any:
+        from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
+
+        if not self.emulated:
+            return JobServiceClient(credentials=self._credentials,
+                                    client_options={"api_endpoint": self._host})
+        import grpc
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud.aiplatform_v1.services.job_service.transports import (
+            JobServiceGrpcTransport,
+        )
+
+        self._channel = grpc.insecure_channel(self.endpoint or "")
+        transport = JobServiceGrpcTransport(channel=self._channel, credentials=AnonymousCredentials())
+        return JobServiceClient(transport=transport)
+
+    def _guarded(self, call: Callable[[], Any], region: str | None) -> Any:
+        """Run ``call``, translating every lower-level error into vxtrain.errors."""
+        from google.api_core import exceptions as gexc
+        from google.auth import exceptions as auth_exc
+
+        try:
+            return call()
+        except gexc.GoogleAPICallError as exc:
+            raise translate(exc, region=region) from exc
+        except auth_exc.DefaultCredentialsError as exc:
+            raise errors.PermissionError_(
+                f"no Application Default Credentials: {exc}; run `gcloud auth "
+                f"application-default login` or set GOOGLE_APPLICATION_CREDENTIALS") from exc
+        except auth_exc.GoogleAuthError as exc:
+            raise errors.PermissionError_(f"authentication failed: {exc}") from exc
+
+    def _rpc(self, method: str, region_hint: str, **request: Any) -> Any:
+        client = self._client()
+        bound = getattr(client, method)
+        region = region_of(region_hint) or self.region
+        # retry=None: retries are decided by the caller (vxtrain.submit), which
+        # must list by the idempotency label before re-creating.
+        return self._guarded(lambda: bound(request=request, retry=None, timeout=self.timeout), region)
+
+    def _create(self, method: str, field: str, parent: str, job: JobDict, message: str) -> JobDict:
+        proto = _from_dict(message, job)
+        return _to_dict(self._rpc(method, parent, parent=parent, **{field: proto}))
+
+    def _list(self, method: str, parent: str, filter_: str) -> list[JobDict]:
+        request: dict[str, Any] = {"parent": parent}
+        if filter_:
+            request["filter"] = filter_
+        pager = self._rpc(method, parent, **request)
+        return self._guarded(lambda: [_to_dict(job) for job in pager], region_of(parent))
+
+    # -- CustomJob
+
+    def create_custom_job(self, parent: str, custom_job: JobDict) -> JobDict:
+        """Create a CustomJob; see JobBackend."""
+        return self._create("create_custom_job", "custom_job", parent, custom_job, "CustomJob")
+
+    def get_custom_job(self, name: str) -> JobDict:
+        """The CustomJob ``name``; see JobBackend."""
+        return _to_dict(self._rpc("get_custom_job", name, name=name))
+
+    def list_custom_jobs(self, parent: str, filter: str = "") -> list[JobDict]:  # noqa: A002
+        """CustomJobs under ``parent`` matching ``filter``; see JobBackend."""
+        return self._list("list_custom_jobs", parent, filter)
+
+    def cancel_custom_job(self, name: str) -> None:
+        """Request cancellation; see JobBackend."""
+        self._rpc("cancel_custom_job", name, name=name)
+
+    def delete_custom_job(self, name: str) -> None:
+        """Delete (a long-running operation we do not wait for); see JobBackend."""
+        self._rpc("delete_custom_job", name, name=name)
+
+    # -- HyperparameterTuningJob
+
+    def create_hyperparameter_tuning_job(self, parent: str, job: JobDict) -> JobDict:
+        """Create a HyperparameterTuningJob; see JobBackend."""
+        return self._create("create_hyperparameter_tuning_job", "hyperparameter_tuning_job",
+                            parent, job, "HyperparameterTuningJob")
+
+    def get_hyperparameter_tuning_job(self, name: str) -> JobDict:
+        """The HyperparameterTuningJob ``name``; see JobBackend."""
+        return _to_dict(self._rpc("get_hyperparameter_tuning_job", name, name=name))
+
+    def list_hyperparameter_tuning_jobs(self, parent: str, filter: str = "") -> list[JobDict]:  # noqa: A002
+        """HyperparameterTuningJobs under ``parent`` matching ``filter``; see JobBackend."""
+        return self._list("list_hyperparameter_tuning_jobs", parent, filter)
+
+    def cancel_hyperparameter_tuning_job(self, name: str) -> None:
+        """Request cancellation; see JobBackend."""
+        self._rpc("cancel_hyperparameter_tuning_job", name, name=name)
+
+    def delete_hyperparameter_tuning_job(self, name: str) -> None:
+        """Delete (a long-running operation we do not wait for); see JobBackend."""
+        self._rpc("delete_hyperparameter_tuning_job", name, name=name)
+
+    def close(self) -> None:
+        """Close the gRPC channel (idempotent)."""
+        if self._client_obj is not None:
+            self._client_obj.transport.close()
+        self._client_obj = None
+        self._channel = None
+
+    def __enter__(self) -> VertexBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _message_class(name: str) -> Any:
+    from google.cloud import aiplatform_v1
+
+    return getattr(aiplatform_v1, name)
+
+
+def _from_dict(message: str, data: JobDict) -> Any:
+    """REST-JSON dict → proto-plus message (strict: unknown fields are refused)."""
+    from google.protobuf import json_format
+
+    cls = _message_class(message)
+    raw = cls.pb()()
+    try:
+        json_format.ParseDict(data, raw)
+    except json_format.ParseError as exc:
+        raise errors.InvalidArgumentError(f"the job is not a valid {message}: {exc}") from exc
+    return cls.wrap(raw)
+
+
+def _to_dict(message: Any) -> JobDict:
+    """proto-plus message → REST-JSON dict (camelCase, enum names)."""
+    from google.protobuf import json_format
+
+    result: JobDict = json_format.MessageToDict(type(message).pb(message))
+    return result
+
+
+def connect(region: str | None = None, endpoint: str | None = None, **kwargs: Any) -> VertexBackend:
+    """A backend for Vertex AI in ``region``, or for the emulator at ``endpoint``."""
+    return VertexBackend(region, endpoint=endpoint, **kwargs)

@@ -1,0 +1,328 @@
+"""The machine catalog: Compute Engine machine types, their GPUs and bandwidth.
+
+The facts are data (``*.csv`` beside this file, each row with a ``source`` URL
+and a ``confidence`` of documented | derived | unverified; README.md says how
+they were derived). This module only loads them, once and lazily, into dicts,
+so every lookup is a dict hit (``validate`` runs thousands of specs a second).
+
+Nothing here imports google.cloud.aiplatform: the accelerator enum is read
+from the installed package's source text (see ``accelerator_types``).
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import importlib.util
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+_N1_PREFIX = "n1-"
+_UNKNOWN = "unknown"
+
+#: Reduction Server images live in one multi-region per continent:
+#: https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction_server
+_RS_IMAGE = "{}-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
+_RS_MULTIREGION = (
+    (("europe-", "me-", "africa-"), "europe"),
+    (("asia-", "australia-"), "asia"),
+)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine type; ``egress_gbps`` is its default per-VM egress cap (None: not published)."""
+
+    name: str
+    vcpu: int
+    memory_gb: float
+    egress_gbps: float | None
+    confidence: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Egress:
+    """Per-node egress bandwidth and how sure the catalog is of it ('unknown' when gbps is None)."""
+
+    gbps: float | None
+    confidence: str
+    source: str
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    machines: dict[str, Machine]
+    fixed_gpus: dict[str, dict[str, tuple[int, ...]]]
+    n1_limits: dict[tuple[str, int], tuple[int, float]]
+    n1_egress: dict[tuple[str, str, int], Egress]
+    accelerators: tuple[str, ...]
+    deprecated: frozenset[str]
+    allowed: dict[str, dict[str, tuple[int, ...]]]
+    by_series: dict[str, tuple[str, ...]]
+
+
+def _rows(name: str) -> Iterator[dict[str, str]]:
+    """Rows of a catalog CSV; lines starting with '#' are comments."""
+    with open(_HERE / name, newline="", encoding="utf-8") as f:
+        yield from csv.DictReader(line for line in f if not line.startswith("#"))
+
+
+def _gbps(text: str) -> float | None:
+    return float(text) if text else None
+
+
+def _load_machines() -> dict[str, Machine]:
+    return {
+        r["name"]: Machine(r["name"], int(r["vcpu"]), float(r["memory_gb"]),
+                           _gbps(r["egress_gbps"]), r["confidence"], r["source"])
+        for r in _rows("machines.csv")
+    }
+
+
+def _load_fixed_gpus() -> dict[str, dict[str, tuple[int, ...]]]:
+    out: dict[str, dict[str, tuple[int, ...]]] = {}
+    for r in _rows("gpu_machines.csv"):
+        counts = out.setdefault(r["machine_type"], {}).get(r["accelerator"], ())
+        out[r["machine_type"]][r["accelerator"]] = (*counts, int(r["count"]))
+    return out
+
+
+def _load_n1_limits() -> dict[tuple[str, int], tuple[int, float]]:
+    return {(r["accelerator"], int(r["count"])): (int(r["max_vcpu"]), float(r["max_memory_gb"]))
+            for r in _rows("n1_gpu_limits.csv")}
+
+
+def _load_n1_egress() -> dict[tuple[str, str, int], Egress]:
+    return {(r["machine_type"], r["accelerator"], int(r["count"])):
+            Egress(_gbps(r["egress_gbps"]), r["confidence"], r["source"])
+            for r in _rows("n1_gpu_egress.csv")}
+
+
+def _n1_allowed(m: Machine, limits: dict[tuple[str, int], tuple[int, float]]) -> dict[str, tuple[int, ...]]:
+    """GPU type → counts an N1 machine of this size can take (Compute Engine GPU limits)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for (acc, count), (max_vcpu, max_mem) in sorted(limits.items()):
+        if m.vcpu <= max_vcpu and m.memory_gb <= max_mem:
+            out[acc] = (*out.get(acc, ()), count)
+    return out
+
+
+def _allowed_map(machines: dict[str, Machine], fixed: dict[str, dict[str, tuple[int, ...]]],
+                 limits: dict[tuple[str, int], tuple[int, float]]) -> dict[str, dict[str, tuple[int, ...]]]:
+    out: dict[str, dict[str, tuple[int, ...]]] = {}
+    for name, m in machines.items():
+        if name.startswith(_N1_PREFIX):
+            out[name] = _n1_allowed(m, limits)
+        else:
+            out[name] = fixed.get(name, {})
+    return out
+
+
+def _series_index(names: list[str]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    for name in names:
+        out.setdefault(_series(name), []).append(name)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@functools.cache
+def _catalog() -> _Catalog:
+    machines = _load_machines()
+    fixed = _load_fixed_gpus()
+    limits = _load_n1_limits()
+    accs = list(_rows("accelerators.csv"))
+    return _Catalog(
+        machines=machines, fixed_gpus=fixed, n1_limits=limits, n1_egress=_load_n1_egress(),
+        accelerators=tuple(r["name"] for r in accs),
+        deprecated=frozenset(r["name"] for r in accs if r["deprecated"] == "yes"),
+        allowed=_allowed_map(machines, fixed, limits),
+        by_series=_series_index(sorted(machines)),
+    )
+
+
+def machine(name: str) -> Machine | None:
+    """The catalog entry of machine type ``name``, or None when it is not in the catalog."""
+    return _catalog().machines.get(name)
+
+
+def machine_types() -> list[str]:
+    """Every machine type in the catalog, sorted."""
+    return sorted(_catalog().machines)
+
+
+# --- near misses -------------------------------------------------------------
+
+_DIGITS = re.compile(r"\d+")
+_SEPARATORS = re.compile(r"[\s_.]+")
+
+
+def _series(name: str) -> str:
+    """``n1-standard-8`` → ``n1`` (the machine series, before the first dash)."""
+    return name.split("-", 1)[0]
+
+
+def _normalize(name: str) -> str:
+    return _SEPARATORS.sub("-", name.strip().lower())
+
+
+def _distance(a: str, b: str) -> int:
+    """Optimal-string-alignment distance (Levenshtein plus adjacent transpositions)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, prev2[j - 2] + 1)
+            cur.append(cost)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def near_miss(name: str) -> str | None:
+    """The catalog type ``name`` is probably a typo of (``n1-standrad-8`` → ``n1-standard-8``).
+
+    Only a candidate of the same series with the same numbers counts, at most
+    two edits away (after folding case and ``_``/spaces to ``-``): a new series
+    such as ``a4-highgpu-8g`` is *not* a near miss of ``a3-highgpu-8g``, it is
+    a type the catalog does not know yet. None when nothing is that close.
+    """
+    norm = _normalize(name)
+    machines = _catalog().machines
+    if norm in machines:
+        return norm if norm != name else None
+    digits = _DIGITS.findall(norm)
+    best: tuple[int, str] | None = None
+    for cand in _catalog().by_series.get(_series(norm), ()):
+        if _DIGITS.findall(cand) != digits:
+            continue
+        d = _distance(norm, cand)
+        if d <= 2 and (best is None or d < best[0]):
+            best = (d, cand)
+    return best[1] if best else None
+
+
+# --- accelerators -------------------------------------------------------------
+
+_ENUM_VALUE = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s*=\s*\d+\s*$", re.MULTILINE)
+
+
+def _read_installed_enum() -> list[str] | None:
+    """AcceleratorType names from the installed aiplatform_v1 source, without importing it."""
+    try:
+        spec = importlib.util.find_spec("google.cloud.aiplatform_v1")
+    except (ImportError, ValueError):
+        return None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(root) / "types" / "accelerator_type.py"
+        if path.is_file():
+            names = _ENUM_VALUE.findall(path.read_text(encoding="utf-8"))
+            return [n for n in names if not n.endswith("_UNSPECIFIED")] or None
+    return None
+
+
+@functools.cache
+def _accelerator_types() -> tuple[str, ...]:
+    return tuple(_read_installed_enum() or _catalog().accelerators)
+
+
+def accelerator_types() -> list[str]:
+    """Accelerator types the installed google-cloud-aiplatform knows (UNSPECIFIED excluded).
+
+    Read from the package's source text so new GPUs appear without a vxtrain
+    release and ``validate`` never imports the heavy client library; falls back
+    to the catalog's own list when the package is not installed.
+    """
+    return list(_accelerator_types())
+
+
+def catalog_accelerators() -> list[str]:
+    """The accelerator types listed in the catalog data (accelerators.csv)."""
+    return list(_catalog().accelerators)
+
+
+def deprecated_accelerator(accelerator_type: str) -> bool:
+    """True for accelerator types at end of support (K80: compute/docs/eol/k80-eol)."""
+    return accelerator_type in _catalog().deprecated
+
+
+def allowed_accelerators(machine_type: str) -> dict[str, tuple[int, ...]] | None:
+    """Accelerator type → allowed counts on ``machine_type``.
+
+    None when the machine is not in the catalog; ``{}`` when it takes no
+    accelerators. N1 takes V100/T4/P4/P100/K80 within the N1 GPU vCPU/memory
+    limits; A2/A3/G2 come with a fixed GPU type and count.
+    """
+    allowed = _catalog().allowed.get(machine_type)
+    return None if allowed is None else dict(allowed)
+
+
+def builtin_accelerator(machine_type: str) -> tuple[str, int] | None:
+    """The GPUs built into an accelerator-optimized type (A2/A3/G2), e.g. ``("NVIDIA_L4", 1)``."""
+    fixed = _catalog().fixed_gpus.get(machine_type)
+    if not fixed:
+        return None
+    acc, counts = next(iter(fixed.items()))
+    return acc, counts[0]
+
+
+def n1_gpu_limits(accelerator_type: str, count: int) -> tuple[int, float] | None:
+    """(max vCPU, max memory GB) of an N1 machine with ``count`` GPUs of that type; None if not offered."""
+    return _catalog().n1_limits.get((accelerator_type, count))
+
+
+def n1_gpu_counts(accelerator_type: str) -> tuple[int, ...]:
+    """GPU counts N1 offers for ``accelerator_type`` (empty: not an N1 GPU)."""
+    return tuple(sorted(c for a, c in _catalog().n1_limits if a == accelerator_type))
+
+
+def node_egress(machine_type: str, accelerator_type: str | None = None,
+                accelerator_count: int = 0) -> Egress:
+    """Per-node egress cap of a machine, GPU-aware.
+
+    N1 with GPUs: the N1 × GPU table (T4/V100 rows unverified except Google's
+    n1-highmem-96 + 8 × V100 = 100 Gbps example; P100/P4/K80 capped at 32).
+    Everything else: the machine's default cap. Unknown: ``Egress(None, 'unknown', '')``.
+    """
+    cat = _catalog()
+    if accelerator_type and accelerator_count:
+        combo = cat.n1_egress.get((machine_type, accelerator_type, accelerator_count))
+        if combo is not None:
+            return combo
+    m = cat.machines.get(machine_type)
+    if m is None:
+        return Egress(None, _UNKNOWN, "")
+    if m.egress_gbps is None:
+        return Egress(None, _UNKNOWN, m.source)
+    return Egress(m.egress_gbps, m.confidence, m.source)
+
+
+def reduction_server_image(region: str | None) -> str:
+    """The Reduction Server image of the multi-region nearest ``region`` (us when unknown)."""
+    region = (region or "").lower()
+    for prefixes, multi in _RS_MULTIREGION:
+        if region.startswith(prefixes):
+            return _RS_IMAGE.format(multi)
+    return _RS_IMAGE.format("us")
+
+
+__all__ = [
+    "Egress",
+    "Machine",
+    "accelerator_types",
+    "allowed_accelerators",
+    "builtin_accelerator",
+    "catalog_accelerators",
+    "deprecated_accelerator",
+    "machine",
+    "machine_types",
+    "n1_gpu_counts",
+    "n1_gpu_limits",
+    "near_miss",
+    "node_egress",
+    "reduction_server_image",
+]

@@ -1,0 +1,56 @@
+"""``vxtrain emulator``: serve the emulated Vertex AI JobService until Ctrl-C.
+
+grpc and google.cloud.aiplatform are imported only when the command runs: the
+CLI imports every command module at startup and must stay fast.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+#: The port ``vxtrain emulator`` listens on when none is given (``--endpoint 127.0.0.1:8470``);
+#: the same as vxtrain.backends.emulator.DEFAULT_PORT, repeated to keep this import light.
+DEFAULT_PORT = 8470
+
+
+def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
+             simulate: float | None = None, workdir: str | Path | None = None) -> int:
+    """Serve on ``host:port`` until Ctrl-C (the normal way to stop it: exit 0)."""
+    from vxtrain.backends.emulator import parse_fault, start_emulator
+
+    faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
+    handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir)
+    print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
+    try:
+        handle.wait_for_termination()
+    except KeyboardInterrupt:
+        print("vxtrain emulator stopped", file=sys.stderr, flush=True)
+    finally:
+        handle.stop()
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``emulator`` command to ``app``."""
+
+    @app.command("emulator")
+    def _emulator(
+        host: Annotated[str, typer.Option("--host", help="Address to bind (loopback unless told otherwise).")]
+        = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", help="Port to bind exclusively (0: any free port).")]
+        = DEFAULT_PORT,
+        fault: Annotated[Optional[list[str]], typer.Option(
+            "--fault", help="METHOD:KIND:COUNT, repeatable; e.g. create:unavailable-before-commit:1. "
+                            "Also VXTRAIN_EMULATOR_FAULTS (comma-separated).")] = None,
+        simulate: Annotated[Optional[float], typer.Option(
+            "--simulate", metavar="SECONDS",
+            help="Run nothing: walk each job through its states over SECONDS and succeed.")] = None,
+        workdir: Annotated[Optional[Path], typer.Option(
+            "--workdir", help="Directory jobs' relative commands run in (default: here).")] = None,
+    ) -> None:
+        """Serve the emulated Vertex AI JobService (gRPC) on 127.0.0.1 until Ctrl-C."""
+        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir))

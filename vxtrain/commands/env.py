@@ -1,0 +1,103 @@
+"""``vxtrain env FILE --replica workerpoolK:I``: the environment that replica gets on Vertex AI.
+
+Host names are in Vertex AI's style (``cmle-training-workerpool1-<job id>-0:2222``);
+the job id is a placeholder until the job exists.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from vxtrain.api import Options
+from vxtrain.commands import _common as c
+from vxtrain.errors import UsageError, VxtrainError
+from vxtrain.spec.model import POOL_INDEX
+
+if TYPE_CHECKING:
+    from vxtrain.spec.model import Job
+
+_REPLICA = re.compile(r"^\s*(?:workerpool(?P<pool>\d+)|(?P<role>[a-z_]+))\s*[:\-/](?P<index>\d+)\s*$")
+
+
+def parse_replica(text: str) -> tuple[int, int]:
+    """``workerpool1:0`` (or ``workerpool1-0``, ``workers:0``) → ``(1, 0)``."""
+    m = _REPLICA.match(text)
+    role = m.group("role") if m else None
+    if m is None or (role is not None and role not in POOL_INDEX):
+        raise UsageError(f"--replica takes workerpoolK:I (e.g. workerpool1:0) or ROLE:I with ROLE one of "
+                         f"{', '.join(POOL_INDEX)}; got {text!r}")
+    pool = int(m.group("pool")) if role is None else POOL_INDEX[role]
+    return pool, int(m.group("index"))
+
+
+def parse_trial(text: str | None) -> str | None:
+    """A trial id is a whole number from 1 (Vertex AI passes it as a string)."""
+    if text is None:
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise UsageError(f"--trial takes a trial number from 1; got {text!r}")
+    return str(int(text))
+
+
+def _existing(job: Job) -> str:
+    """``workerpool0:0, workerpool1:0..3``: the replicas a message can offer."""
+    from vxtrain import cluster
+
+    counts = cluster.pool_replicas(job)
+    return ", ".join(f"workerpool{k}:0..{n - 1}" if n > 1 else f"workerpool{k}:0"
+                     for k, n in counts.items() if n) or "none"
+
+
+def compute_env(path: str, replica: str, options: Options, trial: str | None = None) -> dict[str, str]:
+    """The variables of one replica of the spec at ``path`` (raises for a missing replica)."""
+    from vxtrain import api, cluster
+
+    pool_index, replica_index = parse_replica(replica)
+    trial = parse_trial(trial)
+    result = api.load_job(path, options)
+    if not cluster.has_replica(result.job, pool_index, replica_index):
+        raise VxtrainError(f"{path}: the job has no replica workerpool{pool_index}:{replica_index}; "
+                         f"its replicas are {_existing(result.job)}")
+    job_spec = (result.custom_job or {}).get("jobSpec", {})
+    return cluster.replica_env(result.job, job_spec, pool_index, replica_index, trial=trial)
+
+
+def env(path: str, replica: str, options: Options, trial: str | None = None,
+        output: c.OutputFormat = c.OutputFormat.text) -> int:
+    """Print the replica's environment: ``export VAR='...'`` lines, or ``{VAR: value}`` JSON."""
+    values = compute_env(path, replica, options, trial)
+    if output is c.OutputFormat.json:
+        c.emit_json(values)
+    else:
+        typer.echo(export_lines(values))
+    return 0
+
+
+def export_lines(values: dict[str, str]) -> str:
+    """Sourceable shell: one ``export NAME='value'`` per variable."""
+    return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in values.items())
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``env`` command."""
+
+    @app.command("env")
+    def _cmd(
+        path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
+        replica: Annotated[str, typer.Option("--replica", "-r", help="workerpoolK:I, e.g. workerpool1:0.")],
+        trial: Annotated[Optional[str], typer.Option("--trial", help="Trial id (from 1) of a tuning job.")] = None,
+        output: c.OutputOpt = c.OutputFormat.text,
+        overlay: c.OverlayOpt = None,
+        set_: c.SetOpt = None,
+        var: c.VarOpt = None,
+        project: c.ProjectOpt = None,
+        region: c.RegionOpt = None,
+        display_name: c.DisplayNameOpt = None,
+    ) -> None:
+        """Print the environment Vertex AI sets for one replica (CLUSTER_SPEC, TF_CONFIG, AIP_*)."""
+        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
+                              display_name=display_name)
+        raise typer.Exit(env(path, replica, opts, trial, output))

@@ -1,0 +1,152 @@
+"""``vxtrain status|wait|cancel NAME`` and ``vxtrain list``: operations on jobs.
+
+NAME is a full resource name (``projects/P/locations/R/customJobs/ID`` or
+``.../hyperparameterTuningJobs/ID``) or a bare id with --project/--region.
+``--endpoint HOST:PORT`` talks to an emulator instead of Vertex AI.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Optional
+
+import typer
+
+from vxtrain.commands import _common as c
+from vxtrain.commands.submit import _progress, print_view
+from vxtrain.errors import JobFailedError, UsageError
+
+
+def _where(project: str | None, region: str | None, endpoint: str | None,
+           environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """Flag, else environment, else (for an emulator) the local defaults."""
+    from vxtrain.submit import LOCAL_PROJECT, LOCAL_REGION
+
+    env = os.environ if environ is None else environ
+    project = project or env.get("GOOGLE_CLOUD_PROJECT")
+    region = region or env.get("CLOUD_ML_REGION")
+    if endpoint:
+        return project or LOCAL_PROJECT, region or LOCAL_REGION
+    return project, region
+
+
+def _name(name: str, project: str | None, region: str | None, endpoint: str | None) -> str:
+    from vxtrain.submit import resolve_name
+
+    project, region = _where(project, region, endpoint)
+    return resolve_name(name, project=project, region=region)
+
+
+def status(name: str, *, project: str | None = None, region: str | None = None,
+           endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
+    """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
+    from vxtrain import submit as api
+
+    print_view(api.get(_name(name, project, region, endpoint), endpoint=endpoint), output)
+    return 0
+
+
+def wait(name: str, *, project: str | None = None, region: str | None = None,
+         endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text,
+         timeout: float | None = None) -> int:
+    """Follow the job to its end: 0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
+    from vxtrain import submit as api
+
+    full = _name(name, project, region, endpoint)
+    with _progress(True) as progress:
+        try:
+            view = api.wait_job(full, endpoint=endpoint, progress=progress, timeout=timeout)
+        except JobFailedError as exc:
+            print_view(exc.job, output)
+            raise
+    print_view(view, output)
+    return 0
+
+
+def cancel(name: str, *, project: str | None = None, region: str | None = None,
+           endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
+    """Ask for the job to be cancelled and print its state (CANCELLING, later CANCELLED)."""
+    from vxtrain import submit as api
+
+    print_view(api.cancel(_name(name, project, region, endpoint), endpoint=endpoint), output)
+    return 0
+
+
+def parse_labels(pairs: Sequence[str] | None) -> dict[str, str]:
+    """``["team=nlp"]`` → ``{"team": "nlp"}``; a pair without ``=`` is a usage error."""
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--label takes KEY=VALUE, got {pair!r}")
+        out[key] = value
+    return out
+
+
+def list_(*, project: str | None = None, region: str | None = None, endpoint: str | None = None,
+          filter_: str | None = None, labels: Mapping[str, str] | None = None,
+          state: str | None = None, tuning: bool = False,
+          output: c.OutputFormat = c.OutputFormat.text) -> int:
+    """List jobs in the project/region (newest first, as the API returns them)."""
+    from vxtrain import submit as api
+
+    project, region = _where(project, region, endpoint)
+    if not project or not region:
+        raise UsageError("list needs a project and a region: pass --project/--region or export "
+                         "GOOGLE_CLOUD_PROJECT/CLOUD_ML_REGION")
+    views = api.list_jobs(project=project, region=region, endpoint=endpoint, tuning=tuning,
+                          filter=api.build_filter(filter_, labels, state))
+    if output is c.OutputFormat.json:
+        c.emit_json({"jobs": views})
+    else:
+        _print_table(views)
+    return 0
+
+
+def _print_table(views: Sequence[dict[str, Any]]) -> None:
+    if not views:
+        typer.echo("no jobs", err=True)
+    for view in views:
+        job_id = view["name"].rsplit("/", 1)[-1]
+        typer.echo(f"{job_id}\t{view['state']}\t{view['display_name']}\t{view.get('create_time') or ''}")
+
+
+NameArg = Annotated[str, typer.Argument(help="Full resource name, or a bare id with --project/--region.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``status``, ``wait``, ``cancel`` and ``list``."""
+
+    @app.command("status")
+    def _status(name: NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
+                endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text) -> None:
+        """Show a job's state, console URL and error."""
+        raise typer.Exit(status(name, project=project, region=region, endpoint=endpoint, output=output))
+
+    @app.command("wait")
+    def _wait(name: NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
+              endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text,
+              timeout: Annotated[Optional[float], typer.Option(
+                  "--timeout", help="Give up (exit 4) after this many seconds.")] = None) -> None:
+        """Follow a job to its end: exit 0 on SUCCEEDED, 3 on FAILED/CANCELLED/EXPIRED."""
+        raise typer.Exit(wait(name, project=project, region=region, endpoint=endpoint, output=output,
+                              timeout=timeout))
+
+    @app.command("cancel")
+    def _cancel(name: NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
+                endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text) -> None:
+        """Ask for a job to be cancelled."""
+        raise typer.Exit(cancel(name, project=project, region=region, endpoint=endpoint, output=output))
+
+    @app.command("list")
+    def _list(
+        project: c.ProjectOpt = None, region: c.RegionOpt = None, endpoint: c.EndpointOpt = None,
+        filter_: Annotated[Optional[str], typer.Option("--filter", help="Raw list filter (AIP-160).")] = None,
+        label: Annotated[Optional[list[str]], typer.Option("--label", help="KEY=VALUE (repeatable).")] = None,
+        state: Annotated[Optional[str], typer.Option("--state", help="e.g. running or JOB_STATE_FAILED.")] = None,
+        tuning: Annotated[bool, typer.Option("--tuning", help="List HyperparameterTuningJobs.")] = False,
+        output: c.OutputOpt = c.OutputFormat.text,
+    ) -> None:
+        """List jobs (filters: --filter, --label, --state)."""
+        raise typer.Exit(list_(project=project, region=region, endpoint=endpoint, filter_=filter_,
+                               labels=parse_labels(label), state=state, tuning=tuning, output=output))

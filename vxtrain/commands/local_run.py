@@ -1,0 +1,88 @@
+"""``vxtrain local-run FILE``: every replica of the job as a process on this host.
+
+Exit codes (DESIGN.md): 0 when the chief succeeded, 3 when a replica failed,
+130 on Ctrl-C — after every child process is gone.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from vxtrain.api import Options
+from vxtrain.commands import _common as c
+from vxtrain.commands.env import parse_trial
+from vxtrain.errors import LocalRunError
+
+#: Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Turn SIGINT/SIGTERM into ``stop.set()`` while the run lasts (main thread only).
+
+    The runner then stops every replica's process group itself; letting
+    KeyboardInterrupt fly through a half-started run could leave orphans.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler: Callable[[int, Any], None] = lambda signum, frame: stop.set()  # noqa: E731
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def local_run(path: str, options: Options, trial: str | None = None,
+              output: c.OutputFormat = c.OutputFormat.text) -> int:
+    """Run the spec's replicas locally; 0 on success, 3 on a failed replica, 130 on Ctrl-C."""
+    from vxtrain import api
+    from vxtrain.backends import local
+
+    trial = parse_trial(trial)
+    result = api.load_job(path, options)
+    job_spec = (result.custom_job or {}).get("jobSpec", {})
+    stop = threading.Event()
+    stream = sys.stderr if output is c.OutputFormat.json else sys.stdout
+    with stop_on_signals(stop):
+        run = local.run_job(result.job, job_spec, trial=trial, stop=stop, out=stream,
+                            base_dir=Path(path).resolve().parent)
+    if output is c.OutputFormat.json:
+        c.emit_json(run.to_json())
+    if run.cancelled:
+        typer.echo("vxtrain: interrupted; every replica was stopped", err=True)
+        return INTERRUPTED
+    if not run.succeeded and output is c.OutputFormat.text:
+        raise LocalRunError(run.message)
+    return 0 if run.succeeded else LocalRunError.exit_code
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``local-run`` command."""
+
+    @app.command("local-run")
+    def _cmd(
+        path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
+        trial: Annotated[Optional[str], typer.Option("--trial", help="Run as trial N (from 1) of a tuning job.")] = None,
+        output: c.OutputOpt = c.OutputFormat.text,
+        overlay: c.OverlayOpt = None,
+        set_: c.SetOpt = None,
+        var: c.VarOpt = None,
+        project: c.ProjectOpt = None,
+        region: c.RegionOpt = None,
+        display_name: c.DisplayNameOpt = None,
+    ) -> None:
+        """Run every replica (chief, workers, parameter servers, evaluators) as a local process."""
+        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
+                              display_name=display_name)
+        raise typer.Exit(local_run(path, opts, trial, output))

@@ -1,0 +1,473 @@
+"""Job model → the REST JSON (camelCase) of a Vertex AI CustomJob.
+
+Pure: no environment, clock or network, and deterministic key order, so
+``plan`` output and ``convert --to gcloud`` files diff cleanly. The result is
+the JSON form of ``google.cloud.aiplatform_v1.CustomJob`` (what the REST API
+and ``gcloud ai custom-jobs create --config`` take); the proto message itself
+is built only by a backend, to keep google.cloud.aiplatform off this path.
+
+``check_extra`` verifies the raw ``extra:`` fields against the *installed*
+aiplatform protos by reading their source text (``ast``), never importing them.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import difflib
+import functools
+import importlib.util
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vxtrain import catalog
+from vxtrain import diagnostics as dx
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.spec.document import Key, KeyPath, NativeSpec, format_path
+from vxtrain.spec.model import Job, Pool, PythonPackage, Scheduling, Study, StudyParameter
+
+#: workerPoolSpecs slots. Vertex fixes the meaning of each position and lets a
+#: skipped pool be an empty value: "All worker pools except the first one are
+#: optional and can be skipped by providing an empty value."
+#: https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec
+POOL_SLOTS = 4
+
+_ALGORITHMS = {
+    None: "ALGORITHM_UNSPECIFIED",  # Vertex's default: Bayesian optimization
+    "default": "ALGORITHM_UNSPECIFIED",
+    "random": "RANDOM_SEARCH",
+    "grid": "GRID_SEARCH",
+}
+_SCALES = {
+    "linear": "UNIT_LINEAR_SCALE",
+    "log": "UNIT_LOG_SCALE",
+    "reverse_log": "UNIT_REVERSE_LOG_SCALE",
+}
+_GOALS = {"maximize": "MAXIMIZE", "minimize": "MINIMIZE"}
+
+
+# --- CustomJob ---------------------------------------------------------------
+
+def compile_custom_job(job: Job) -> dict[str, Any]:
+    """The REST JSON of the job's ``aiplatform_v1.CustomJob``: displayName, labels, jobSpec.
+
+    ``job.extra`` is deep-merged last (its ``jobSpec`` part already inside
+    :func:`compile_custom_job_spec`).
+    """
+    out: dict[str, Any] = {}
+    if job.display_name is not None:
+        out["displayName"] = job.display_name
+    if job.labels:
+        out["labels"] = dict(job.labels)
+    out["jobSpec"] = compile_custom_job_spec(job)
+    top = {k: v for k, v in job.extra.items() if k != "jobSpec"}
+    return deep_merge(out, top)
+
+
+def compile_custom_job_spec(job: Job) -> dict[str, Any]:
+    """The ``jobSpec`` (a CustomJobSpec): what ``convert --to gcloud`` writes and
+    what CLUSTER_SPEC's ``job`` holds; ``extra.jobSpec`` merged in."""
+    spec: dict[str, Any] = {"workerPoolSpecs": compile_pools(job)}
+    scheduling = compile_scheduling(job.scheduling)
+    if scheduling:
+        spec["scheduling"] = scheduling
+    spec.update(_job_spec_scalars(job))
+    extra = job.extra.get("jobSpec")
+    return deep_merge(spec, extra) if isinstance(extra, Mapping) else spec
+
+
+def _job_spec_scalars(job: Job) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if job.service_account is not None:
+        out["serviceAccount"] = job.service_account
+    if job.network is not None:
+        out["network"] = job.network
+    if job.base_output_dir is not None:
+        out["baseOutputDirectory"] = {"outputUriPrefix": job.base_output_dir}
+    if job.tensorboard is not None:
+        out["tensorboard"] = job.tensorboard
+    if job.enable_web_access is not None:
+        out["enableWebAccess"] = job.enable_web_access
+    return out
+
+
+def compile_pools(job: Job) -> list[dict[str, Any]]:
+    """workerPoolSpecs: slot 0 chief, 1 workers, 2 parameter servers or Reduction
+    Server, 3 evaluators; ``{}`` for a gap, trailing gaps dropped."""
+    slots: list[dict[str, Any]] = [{} for _ in range(POOL_SLOTS)]
+    for pool in job.ordered_pools():
+        slots[pool.index] = compile_pool(pool, region=job.region)
+    while slots and not slots[-1]:
+        slots.pop()
+    return slots
+
+
+def compile_pool(pool: Pool, *, region: str | None = None) -> dict[str, Any]:
+    """One WorkerPoolSpec. The Reduction Server pool runs Google's image unless
+    it names its own; defaults never reach it (the model does not merge them)."""
+    out: dict[str, Any] = {"machineSpec": _machine_spec(pool)}
+    if pool.replicas is not None:
+        out["replicaCount"] = pool.replicas
+    if pool.python_package is not None and pool.image is None:
+        out["pythonPackageSpec"] = _python_package_spec(pool, pool.python_package)
+    else:
+        out["containerSpec"] = _container_spec(pool, region)
+    if pool.disk is not None:
+        out["diskSpec"] = {"bootDiskType": pool.disk.type, "bootDiskSizeGb": pool.disk.size_gb}
+    return out
+
+
+def _machine_spec(pool: Pool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if pool.machine_type is not None:
+        out["machineType"] = pool.machine_type
+    acc = pool.accelerator
+    if acc is not None and acc.type is not None:
+        out["acceleratorType"] = acc.type
+        if acc.count is not None:
+            out["acceleratorCount"] = acc.count
+    return out
+
+
+def _container_spec(pool: Pool, region: str | None) -> dict[str, Any]:
+    image = pool.image
+    if image is None and pool.role == "reduction_server":
+        # https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction-server
+        image = catalog.reduction_server_image(region)
+    out: dict[str, Any] = {} if image is None else {"imageUri": image}
+    if pool.command:
+        out["command"] = list(pool.command)
+    out.update(_args_env(pool))
+    return out
+
+
+def _python_package_spec(pool: Pool, pkg: PythonPackage) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if pkg.executor_image is not None:
+        out["executorImageUri"] = pkg.executor_image
+    if pkg.package_uris:
+        out["packageUris"] = list(pkg.package_uris)
+    if pkg.module is not None:
+        out["pythonModule"] = pkg.module
+    out.update(_args_env(pool))
+    return out
+
+
+def _args_env(pool: Pool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if pool.args:
+        out["args"] = list(pool.args)
+    if pool.env:
+        out["env"] = [{"name": k, "value": v} for k, v in pool.env.items()]
+    return out
+
+
+def compile_scheduling(scheduling: Scheduling | None) -> dict[str, Any]:
+    """Scheduling with durations as the proto JSON ``"<seconds>s"`` strings ({} if unset)."""
+    if scheduling is None:
+        return {}
+    out: dict[str, Any] = {}
+    if scheduling.timeout is not None:
+        out["timeout"] = f"{scheduling.timeout}s"
+    if scheduling.restart_job_on_worker_restart is not None:
+        out["restartJobOnWorkerRestart"] = scheduling.restart_job_on_worker_restart
+    if scheduling.strategy is not None:
+        out["strategy"] = scheduling.strategy.upper()
+    if scheduling.max_wait is not None:
+        out["maxWaitDuration"] = f"{scheduling.max_wait}s"
+    if scheduling.disable_retries is not None:
+        out["disableRetries"] = scheduling.disable_retries
+    return out
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    """``over`` merged into a copy of ``base``: mappings merge key by key, lists
+    of mappings item by item (``workerPoolSpecs: [{}, {...}]`` touches pool 1
+    only; extra items are appended); anything else is replaced by ``over``."""
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        out = dict(base)
+        for key, value in over.items():
+            out[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
+        return out
+    if _dict_list(base) and _dict_list(over):
+        merged = [deep_merge(b, o) for b, o in zip(base, over)]
+        return merged + copy.deepcopy(list(over[len(base):])) + list(base[len(over):])
+    return copy.deepcopy(over)
+
+
+def _dict_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, Mapping) for v in value)
+
+
+# --- HyperparameterTuningJob --------------------------------------------------
+
+def compile_hpt_job(job: Job) -> dict[str, Any]:
+    """The REST JSON of ``aiplatform_v1.HyperparameterTuningJob`` for ``job.study``;
+    each trial runs :func:`compile_custom_job_spec`. Raises ValueError without a study."""
+    study = job.study
+    if study is None:
+        raise ValueError("the job has no study: compile_hpt_job needs `study:`")
+    out: dict[str, Any] = {}
+    if job.display_name is not None:
+        out["displayName"] = job.display_name
+    if job.labels:
+        out["labels"] = dict(job.labels)
+    out["studySpec"] = compile_study_spec(study)
+    counts = (("maxTrialCount", study.max_trials), ("parallelTrialCount", study.parallel_trials),
+              ("maxFailedTrialCount", study.max_failed_trials))
+    out.update({key: value for key, value in counts if value is not None})
+    out["trialJobSpec"] = compile_custom_job_spec(job)
+    return out
+
+
+def compile_study_spec(study: Study) -> dict[str, Any]:
+    """StudySpec: metrics, parameters and the search algorithm."""
+    metrics = [{"metricId": m.id, "goal": _GOALS.get((m.goal or "").lower(), (m.goal or "").upper())}
+               for m in study.metrics if m.id is not None]
+    algorithm = _ALGORITHMS.get(study.algorithm.lower() if study.algorithm else None)
+    return {
+        "metrics": metrics,
+        "parameters": [compile_parameter(p) for p in study.parameters],
+        "algorithm": algorithm or (study.algorithm or "").upper(),
+    }
+
+
+def compile_parameter(param: StudyParameter) -> dict[str, Any]:
+    """One ParameterSpec; scaleType only for numeric parameters that give a scale."""
+    out: dict[str, Any] = {"parameterId": param.name}
+    kind = (param.type or "").lower()
+    if kind == "double":
+        out["doubleValueSpec"] = _bounds(param, float)
+    elif kind == "integer":
+        out["integerValueSpec"] = _bounds(param, int)
+    elif kind == "discrete":
+        out["discreteValueSpec"] = {"values": [float(v) for v in param.values if _is_number(v)]}
+    elif kind == "categorical":
+        out["categoricalValueSpec"] = {"values": [_category(v) for v in param.values]}
+    if param.scale is not None and kind != "categorical":
+        out["scaleType"] = _SCALES.get(param.scale.lower(), param.scale.upper())
+    return out
+
+
+def _bounds(param: StudyParameter, cast: type) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if param.min is not None:
+        out["minValue"] = cast(param.min)
+    if param.max is not None:
+        out["maxValue"] = cast(param.max)
+    return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _category(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# --- extra: checked against the installed protos, read as text ---------------
+
+_TYPES_PACKAGE = "google.cloud.aiplatform_v1"
+_PROTO_PACKAGE = "google.cloud.aiplatform.v1"
+_FIELD_CALLS = {"Field": "single", "RepeatedField": "repeated", "MapField": "map"}
+
+MessageRef = tuple[str, str]  # (module file stem under types/, qualified class name)
+
+
+@dataclass(frozen=True)
+class ProtoField:
+    """One field of a proto message as declared in aiplatform_v1/types/*.py."""
+
+    name: str
+    kind: str  # "single" | "repeated" | "map"
+    message: MessageRef | None  # a message of aiplatform_v1 we can look into, else None
+
+
+def check_extra(job: Job, native: NativeSpec | None) -> list[Diagnostic]:
+    """Errors for ``extra:`` keys that are not fields of the installed CustomJob
+    proto (camelCase JSON names; nested messages checked too), with a did-you-mean."""
+    if not job.extra:
+        return []
+    if _types_dir() is None:
+        return [dx.warning("extra-unchecked", "`extra` was not checked: google-cloud-aiplatform "
+                           "is not installed (pip install google-cloud-aiplatform)",
+                           **_where(native, ()))]
+    return _check_message(job.extra, ("custom_job", "CustomJob"), (), native)
+
+
+def _check_message(value: Mapping[str, Any], ref: MessageRef, path: KeyPath,
+                   native: NativeSpec | None) -> list[Diagnostic]:
+    fields = message_fields(*ref)
+    if fields is None:
+        return []
+    out: list[Diagnostic] = []
+    for key, sub in value.items():
+        field = fields.get(str(key))
+        if field is None:
+            out.append(_unknown_field(str(key), ref, fields, path + (str(key),), native))
+        else:
+            out += _check_field(field, sub, path + (str(key),), native)
+    return out
+
+
+def _check_field(field: ProtoField, value: Any, path: KeyPath,
+                 native: NativeSpec | None) -> list[Diagnostic]:
+    if field.message is None or field.kind == "map":
+        return []
+    if field.kind == "single":
+        return _check_item(field.message, value, path, native)
+    if not isinstance(value, list):
+        return [_type_error(field.message, value, path, native, "a list of ")]
+    out: list[Diagnostic] = []
+    for i, item in enumerate(value):
+        out += _check_item(field.message, item, path + (i,), native)
+    return out
+
+
+def _check_item(ref: MessageRef, value: Any, path: KeyPath,
+                native: NativeSpec | None) -> list[Diagnostic]:
+    if not isinstance(value, Mapping):
+        return [_type_error(ref, value, path, native, "")]
+    return _check_message(value, ref, path, native)
+
+
+def _unknown_field(key: str, ref: MessageRef, fields: Mapping[str, ProtoField], path: KeyPath,
+                   native: NativeSpec | None) -> Diagnostic:
+    names = sorted(fields)
+    guess = _guess(key, names)
+    hint = f"did you mean `{guess}`?" if guess else "fields: " + ", ".join(names)
+    return dx.error("extra-unknown-field",
+                    f"`{key}` is not a field of {_PROTO_PACKAGE}.{ref[1]} in the installed "
+                    f"google-cloud-aiplatform; {hint}", **_where(native, path))
+
+
+def _guess(key: str, names: Sequence[str]) -> str | None:
+    camel = snake_to_camel(key)
+    for name in names:
+        if name.lower() == camel.lower():
+            return name
+    close = difflib.get_close_matches(camel, names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _type_error(ref: MessageRef, value: Any, path: KeyPath, native: NativeSpec | None,
+                container: str) -> Diagnostic:
+    return dx.error("extra-type", f"{format_path(('extra',) + path)} must be {container}"
+                    f"mapping(s) ({_PROTO_PACKAGE}.{ref[1]}), got {value!r}",
+                    **_where(native, path))
+
+
+def _where(native: NativeSpec | None, path: KeyPath) -> dict[str, Any]:
+    full: tuple[Key, ...] = ("extra",) + path
+    return native.where(full) if native is not None else {"path": format_path(full)}
+
+
+def snake_to_camel(name: str) -> str:
+    """``base_output_directory`` → ``baseOutputDirectory`` (the proto JSON name)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+@functools.lru_cache(maxsize=1)
+def _types_dir() -> Path | None:
+    """aiplatform_v1/types of the installed package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(_TYPES_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        if (Path(location) / "types").is_dir():
+            return Path(location) / "types"
+    return None
+
+
+def message_fields(module: str, qualname: str) -> dict[str, ProtoField] | None:
+    """JSON name → field of message ``qualname`` in types/``module``.py (None if unknown)."""
+    return _parse_module(module).get(qualname)
+
+
+@functools.lru_cache(maxsize=None)
+def _parse_module(module: str) -> dict[str, dict[str, ProtoField]]:
+    """Every proto.Message class of types/``module``.py, read with ``ast``."""
+    types_dir = _types_dir()
+    source = types_dir / f"{module}.py" if types_dir else None
+    if source is None or not source.is_file():
+        return {}
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    imports = _type_imports(tree)
+    classes = dict(_classes(tree.body, ()))
+    return {name: _fields(node, name, module, imports, classes) for name, node in classes.items()}
+
+
+def _type_imports(tree: ast.Module) -> dict[str, str]:
+    """Local alias → module stem for ``from google.cloud.aiplatform_v1.types import x as y``."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == f"{_TYPES_PACKAGE}.types":
+            out.update({a.asname or a.name: a.name for a in node.names})
+    return out
+
+
+def _classes(body: Sequence[ast.stmt], scope: tuple[str, ...]) -> list[tuple[str, ast.ClassDef]]:
+    out: list[tuple[str, ast.ClassDef]] = []
+    for node in body:
+        if isinstance(node, ast.ClassDef) and _is_message(node):
+            qual = scope + (node.name,)
+            out.append((".".join(qual), node))
+            out += _classes(node.body, qual)
+    return out
+
+
+def _is_message(node: ast.ClassDef) -> bool:
+    return any(isinstance(b, ast.Attribute) and b.attr == "Message" for b in node.bases)
+
+
+def _fields(node: ast.ClassDef, qualname: str, module: str, imports: Mapping[str, str],
+            classes: Mapping[str, ast.ClassDef]) -> dict[str, ProtoField]:
+    """Fields declared as ``name: type = proto.Field(...)`` (or RepeatedField / MapField)."""
+    out: dict[str, ProtoField] = {}
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        call = stmt.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr in _FIELD_CALLS):
+            continue
+        ref = next((kw.value for kw in call.keywords if kw.arg == "message"), None)
+        target = _resolve(ref, qualname, module, imports, classes) if ref is not None else None
+        name = stmt.target.id
+        out[snake_to_camel(name)] = ProtoField(name, _FIELD_CALLS[call.func.attr], target)
+    return out
+
+
+def _resolve(ref: ast.expr, scope: str, module: str, imports: Mapping[str, str],
+             classes: Mapping[str, ast.ClassDef]) -> MessageRef | None:
+    """A ``message=`` reference → (module, qualname), looked up like Python scoping."""
+    dotted = _dotted(ref)
+    if dotted is None:
+        return None
+    head, _, rest = dotted.partition(".")
+    if head in imports and rest:
+        return (imports[head], rest)
+    parts = scope.split(".")
+    for cut in range(len(parts), -1, -1):
+        candidate = ".".join(parts[:cut] + [dotted])
+        if candidate in classes:
+            return (module, candidate)
+    return None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None

@@ -1,0 +1,353 @@
+"""Bandwidth plan: per-pool egress, Reduction Server sizing, all-reduce estimate.
+
+Vertex AI's rule for Reduction Server: the total bandwidth of pool 2 must be
+at least that of the training pools (0 + 1), and Google sizes it that way
+(5 × n1-highmem-96 with 8 × V100 = 500 Gbps → 16 × n1-highcpu-16 = 512 Gbps):
+https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction-server
+Per-node egress comes from the catalog with a ``confidence`` and ``source``;
+an unknown bandwidth is shown as such, never guessed and never a crash.
+
+Units: Gbps is 1e9 *bits* per second; gradient sizes are bytes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from vxtrain import catalog
+from vxtrain import diagnostics as dx
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.spec.document import NativeSpec, format_path
+from vxtrain.spec.model import TRAINING_ROLES, Job, Pool
+
+BITS_PER_BYTE = 8
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class PoolBandwidth:
+    """Egress of one pool: per node (catalog) and in total."""
+
+    index: int
+    role: str
+    replicas: int | None
+    machine_type: str | None
+    accelerator_type: str | None
+    accelerator_count: int
+    gbps_per_node: float | None
+    confidence: str
+    source: str
+
+    @property
+    def total_gbps(self) -> float | None:
+        """replicas × per-node egress (None when either is unknown)."""
+        if self.gbps_per_node is None or self.replicas is None:
+            return None
+        return self.replicas * self.gbps_per_node
+
+    def to_json(self) -> dict[str, Any]:
+        """One row of the Contract's ``bandwidth.pools``."""
+        return {
+            "index": self.index, "role": self.role, "replicas": self.replicas,
+            "machine_type": self.machine_type, "accelerator_type": self.accelerator_type,
+            "accelerator_count": self.accelerator_count, "gbps_per_node": self.gbps_per_node,
+            "total_gbps": self.total_gbps, "confidence": self.confidence, "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class ReductionServerPlan:
+    """Pool 2 as a Reduction Server: its size and whether it keeps up."""
+
+    machine_type: str | None
+    replicas: int | None  # resolved (auto filled in) when known
+    gbps_per_replica: float | None
+    auto: bool
+    replicas_needed: int | None  # the smallest count that matches the training pools
+
+    def to_json(self) -> dict[str, Any]:
+        """The Contract's ``bandwidth.reduction_server`` (plus ``auto``, ``replicas_needed``)."""
+        return {"machine_type": self.machine_type, "replicas": self.replicas,
+                "gbps_per_replica": self.gbps_per_replica, "auto": self.auto,
+                "replicas_needed": self.replicas_needed}
+
+
+@dataclass(frozen=True)
+class AllReduce:
+    """Time of one all-reduce of ``gradient_bytes`` across the training nodes."""
+
+    gradient_bytes: float
+    training_nodes: int
+    node_gbps: float | None  # the slowest training node sets the pace
+    ring_seconds: float | None
+    reduction_server_seconds: float | None
+    reduction_server_keeps_up: bool | None
+
+    def to_json(self) -> dict[str, Any]:
+        """``bandwidth.allreduce``."""
+        speedup = None
+        if self.ring_seconds and self.reduction_server_seconds:
+            speedup = self.ring_seconds / self.reduction_server_seconds
+        return {"gradient_bytes": self.gradient_bytes, "training_nodes": self.training_nodes,
+                "node_gbps": self.node_gbps, "ring_seconds": self.ring_seconds,
+                "reduction_server_seconds": self.reduction_server_seconds,
+                "reduction_server_keeps_up": self.reduction_server_keeps_up,
+                "speedup": speedup}
+
+
+@dataclass
+class Plan:
+    """The bandwidth plan of a job, and the diagnostics found while making it."""
+
+    pools: list[PoolBandwidth]
+    training_gbps: float  # known part of pools 0 + 1
+    training_known: bool  # every training pool's bandwidth is known
+    server_gbps: float  # pool 2 (Reduction Server or parameter servers), known part
+    reduction_server: ReductionServerPlan | None = None
+    allreduce: AllReduce | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The Contract's ``bandwidth`` object."""
+        out: dict[str, Any] = {
+            "training_gbps": self.training_gbps,
+            "server_gbps": self.server_gbps,
+            "reduction_server": self.reduction_server.to_json() if self.reduction_server else None,
+            "pools": [p.to_json() for p in self.pools],
+        }
+        if self.allreduce is not None:
+            out["allreduce"] = self.allreduce.to_json()
+        return out
+
+
+# --- planning ------------------------------------------------------------------
+
+def plan(job: Job, native: NativeSpec | None = None, *,
+         gradient_bytes: float | None = None) -> Plan:
+    """Bandwidth of every pool, Reduction Server sizing and (with ``gradient_bytes``)
+    the all-reduce estimate; warnings/errors about sizing in ``diagnostics``."""
+    rows = [pool_bandwidth(p) for p in job.ordered_pools()]
+    training = [r for r in rows if r.role in TRAINING_ROLES]
+    known = all(r.total_gbps is not None for r in training)
+    result = Plan(pools=rows, training_gbps=_known_sum(training), training_known=known,
+                  server_gbps=_known_sum([r for r in rows if r.index == 2]))
+    rs_pool = job.pool("reduction_server")
+    if rs_pool is not None:
+        _plan_reduction_server(result, rs_pool, native)
+    if gradient_bytes is not None:
+        result.allreduce = estimate_allreduce(gradient_bytes, training, result)
+    return result
+
+
+def pool_bandwidth(pool: Pool) -> PoolBandwidth:
+    """The catalog's egress for one pool's nodes (GPU-aware)."""
+    acc_type = pool.accelerator.type if pool.accelerator else None
+    gbps, confidence, source = None, UNKNOWN, "no machine type"
+    if pool.machine_type is not None:
+        egress = catalog.node_egress(pool.machine_type, acc_type, pool.gpu_count)
+        gbps, confidence, source = egress.gbps, egress.confidence, egress.source
+        if gbps is None:
+            confidence = UNKNOWN
+    return PoolBandwidth(index=pool.index, role=pool.role, replicas=pool.replicas,
+                         machine_type=pool.machine_type, accelerator_type=acc_type,
+                         accelerator_count=pool.gpu_count, gbps_per_node=gbps,
+                         confidence=confidence, source=source)
+
+
+def _known_sum(rows: list[PoolBandwidth]) -> float:
+    return float(sum(r.total_gbps for r in rows if r.total_gbps is not None))
+
+
+def replicas_needed(training_gbps: float, gbps_per_replica: float) -> int:
+    """ceil(training / per-replica), at least 1: the smallest pool 2 that keeps up."""
+    return max(1, math.ceil(training_gbps / gbps_per_replica - 1e-9))
+
+
+def is_auto(pool: Pool) -> bool:
+    """``replicas: auto``, or no count at all: both are sized by bandwidth."""
+    return pool.auto_replicas or pool.replicas is None
+
+
+def _plan_reduction_server(result: Plan, pool: Pool, native: NativeSpec | None) -> None:
+    rs = result.reduction_server = _size_reduction_server(pool, result)
+    result.server_gbps = _server_gbps(rs)
+    result.pools = [replace(r, replicas=rs.replicas) if r.role == "reduction_server" else r
+                    for r in result.pools]
+    result.diagnostics += _rs_diagnostics(rs, result, native)
+
+
+def _size_reduction_server(pool: Pool, result: Plan) -> ReductionServerPlan:
+    row = next(r for r in result.pools if r.role == "reduction_server")
+    needed = None
+    if result.training_known and row.gbps_per_node:
+        needed = replicas_needed(result.training_gbps, row.gbps_per_node)
+    auto = is_auto(pool)
+    return ReductionServerPlan(machine_type=pool.machine_type,
+                               replicas=needed if auto else pool.replicas,
+                               gbps_per_replica=row.gbps_per_node, auto=auto,
+                               replicas_needed=needed)
+
+
+def _server_gbps(rs: ReductionServerPlan) -> float:
+    if rs.replicas is None or rs.gbps_per_replica is None:
+        return 0.0
+    return rs.replicas * rs.gbps_per_replica
+
+
+def _rs_diagnostics(rs: ReductionServerPlan, result: Plan,
+                    native: NativeSpec | None) -> list[Diagnostic]:
+    where = _where(native, ("reduction_server", "replicas"))
+    if rs.auto and rs.replicas is None:
+        return [dx.error("rs-auto-unknown", _unknown_message(result, rs), **where)]
+    if rs.auto or rs.replicas is None or rs.replicas_needed is None:
+        return []
+    if rs.replicas * (rs.gbps_per_replica or 0.0) >= result.training_gbps:
+        return []
+    return [dx.warning("rs-bandwidth", _short_message(rs, result), **where)]
+
+
+def _short_message(rs: ReductionServerPlan, result: Plan) -> str:
+    total = (rs.replicas or 0) * (rs.gbps_per_replica or 0.0)
+    return (f"reduction_server.replicas: {rs.replicas} × {rs.machine_type} = {_gbps(total)} Gbps "
+            f"is below the {_gbps(result.training_gbps)} Gbps of the training pools (chief + "
+            f"workers), so all-reduce waits on it; replicas: {rs.replicas_needed} (or auto) "
+            f"would suffice")
+
+
+def _unknown_message(result: Plan, rs: ReductionServerPlan) -> str:
+    unknown = [f"{r.role} ({r.machine_type})" for r in result.pools
+               if r.gbps_per_node is None and (r.role in TRAINING_ROLES or r.index == 2)]
+    return (f"reduction_server.replicas: auto cannot be sized: the network bandwidth of "
+            f"{', '.join(unknown) or rs.machine_type} is not in the catalog; give a number "
+            f"of replicas instead (pool 2's total bandwidth should match pools 0 + 1)")
+
+
+def _where(native: NativeSpec | None, path: tuple[str, ...]) -> dict[str, Any]:
+    return native.where(path) if native is not None else {"path": format_path(path)}
+
+
+def estimate_allreduce(gradient_bytes: float, training: list[PoolBandwidth],
+                       result: Plan) -> AllReduce:
+    """Ring ≈ 2(N−1)/N · S / B_node; Reduction Server ≈ S / B_node while pool 2
+    keeps up, else bound by pool 2: N · S / B_pool2 (B in bytes/s, the slowest node)."""
+    nodes = sum(r.replicas or 0 for r in training)
+    speeds = [r.gbps_per_node for r in training]
+    node_gbps = None if not speeds or None in speeds else min(s for s in speeds if s is not None)
+    if node_gbps is None or nodes == 0:
+        return AllReduce(gradient_bytes, nodes, node_gbps, None, None, None)
+    node_bytes = node_gbps * 1e9 / BITS_PER_BYTE
+    ring = 2 * (nodes - 1) / nodes * gradient_bytes / node_bytes
+    rs_seconds, keeps_up = _rs_seconds(gradient_bytes, nodes, node_bytes, result)
+    return AllReduce(gradient_bytes, nodes, node_gbps, ring, rs_seconds, keeps_up)
+
+
+def _rs_seconds(size: float, nodes: int, node_bytes: float,
+                result: Plan) -> tuple[float | None, bool | None]:
+    """With no pool 2 yet, the estimate is for a Reduction Server sized to keep up."""
+    rs = result.reduction_server
+    if rs is None:
+        return size / node_bytes, None
+    if rs.replicas is None or rs.gbps_per_replica is None:
+        return None, None
+    pool_bytes = rs.replicas * rs.gbps_per_replica * 1e9 / BITS_PER_BYTE
+    keeps_up = pool_bytes >= nodes * node_bytes - 1e-6
+    return max(size / node_bytes, nodes * size / pool_bytes), keeps_up
+
+
+# --- applying the plan ---------------------------------------------------------
+
+def resolve(job: Job, plan: Plan) -> Job:
+    """A copy of ``job`` with ``reduction_server.replicas: auto`` filled in from the plan.
+
+    The copy is shallow where nothing changes (a deepcopy would cost more than
+    the whole compile); the Reduction Server pool and the pools map are new.
+    """
+    pool = job.pool("reduction_server")
+    rs = plan.reduction_server
+    if pool is None or not is_auto(pool) or rs is None or rs.replicas is None:
+        return replace(job, pools=dict(job.pools))
+    return replace(job, pools={**job.pools, "reduction_server": replace(pool, replicas=rs.replicas)})
+
+
+# --- text output -----------------------------------------------------------------
+
+def render(plan: Plan) -> list[Any]:
+    """Rich renderables for ``vxtrain plan``, to print in turn: a table of pools,
+    the Reduction Server coverage line and, when asked for, the all-reduce estimate."""
+    from rich.table import Table
+
+    table = Table(title="Network bandwidth (egress per node)", title_justify="left")
+    for name, justify in _COLUMNS:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in plan.pools:
+        table.add_row(*_cells(row))
+    lines: list[Any] = [table, _training_line(plan)]
+    if plan.reduction_server is not None:
+        lines.append(coverage_line(plan))
+    if plan.allreduce is not None:
+        lines.append(allreduce_line(plan.allreduce))
+    return lines
+
+
+_COLUMNS = (("pool", "right"), ("role", "left"), ("replicas", "right"), ("machine", "left"),
+            ("GPUs", "left"), ("Gbps/node", "right"), ("total", "right"), ("confidence", "left"))
+
+
+def _cells(row: PoolBandwidth) -> list[str]:
+    gpus = "-"
+    if row.accelerator_type:
+        short = row.accelerator_type.removeprefix("NVIDIA_").removeprefix("TESLA_")
+        gpus = f"{row.accelerator_count} × {short}"
+    replicas = "?" if row.replicas is None else str(row.replicas)
+    return [str(row.index), row.role, replicas, row.machine_type or "?", gpus,
+            _gbps(row.gbps_per_node), _gbps(row.total_gbps), row.confidence]
+
+
+def _training_line(plan: Plan) -> str:
+    suffix = "" if plan.training_known else " (known part; some bandwidth is unknown)"
+    return f"Training pools (chief + workers): {_gbps(plan.training_gbps)} Gbps{suffix}"
+
+
+def coverage_line(plan: Plan) -> str:
+    """``Reduction Server: 16 × n1-highcpu-16 = 512 Gbps ≥ 500 Gbps training``."""
+    rs = plan.reduction_server
+    assert rs is not None
+    head = f"Reduction Server: {rs.replicas if rs.replicas is not None else '?'} × {rs.machine_type}"
+    if rs.replicas is None or rs.gbps_per_replica is None or not plan.training_known:
+        return f"{head}: bandwidth unknown, coverage not checked"
+    total = rs.replicas * rs.gbps_per_replica
+    ok = total >= plan.training_gbps
+    tail = "" if ok else f" (short: {rs.replicas_needed} replicas would suffice)"
+    return (f"{head} = {_gbps(total)} Gbps {'≥' if ok else '<'} "
+            f"{_gbps(plan.training_gbps)} Gbps training{tail}")
+
+
+def allreduce_line(ar: AllReduce) -> str:
+    """One line comparing the ring and Reduction Server all-reduce times."""
+    head = f"All-reduce of {_bytes(ar.gradient_bytes)} over {ar.training_nodes} nodes"
+    if ar.ring_seconds is None:
+        return f"{head}: not estimated (node bandwidth unknown)"
+    text = f"{head} at {_gbps(ar.node_gbps)} Gbps: ring ≈ {_seconds(ar.ring_seconds)}"
+    if ar.reduction_server_seconds is not None:
+        text += f", Reduction Server ≈ {_seconds(ar.reduction_server_seconds)}"
+        if ar.reduction_server_keeps_up is False:
+            text += " (pool 2 too small, it sets the pace)"
+    return text
+
+
+def _gbps(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def _bytes(value: float) -> str:
+    for unit, factor in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= factor:
+            return f"{value / factor:g} {unit}"
+    return f"{value:g} B"

@@ -1,0 +1,353 @@
+"""gcloud ``--config`` files (a CustomJobSpec, or a whole CustomJob) → the native shape.
+
+``gcloud ai custom-jobs create --config FILE`` takes a CustomJobSpec in its
+camelCase JSON form (https://cloud.google.com/sdk/gcloud/reference/ai/custom-jobs/create).
+Slot meanings are fixed by Vertex AI
+(https://cloud.google.com/vertex-ai/docs/training/distributed-training):
+0 chief, 1 workers, 2 parameter servers *or* Reduction Server, 3 evaluators;
+``{}`` is an empty slot. Slot 2 is a Reduction Server when its image is one of
+Google's ``vertex-ai-restricted/training/reductionserver`` images
+(https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction-server).
+
+Accepted field names are read from the installed ``google.cloud.aiplatform_v1``
+type sources *as text* (never imported: validate must start fast), so a field
+added by a newer library is accepted without a vxtrain release. Fields the
+native format has no key for (``reservedIpRanges``, ``persistentResourceId``,
+``nfsMounts``, ...) are kept in native ``extra`` (CustomJob JSON form) so
+nothing the user wrote is lost.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.spec.document import Document, KeyPath, NativeSpec
+from vxtrain.spec.formats import Conversion, as_int, proto_duration
+
+#: Native role of each workerPoolSpecs slot; slot 2 is decided by its image.
+SLOT_ROLES: tuple[str | None, ...] = ("chief", "workers", None, "evaluators")
+
+#: Google's Reduction Server images ({us,europe,asia}-docker.pkg.dev/vertex-ai-restricted/training/reductionserver).
+RS_IMAGE = re.compile(r"(^|/)vertex-ai-restricted/training/reductionserver([:@]|$)")
+
+#: The proto sources (aiplatform_v1/types/*.py) that define the messages a config may use.
+PROTO_SOURCES: tuple[str, ...] = ("custom_job", "machine_resources", "io", "env_var")
+
+#: Used only when google-cloud-aiplatform is not installed: the fields vxtrain maps itself.
+FALLBACK_FIELDS: dict[str, tuple[str, ...]] = {
+    "CustomJob": ("displayName", "jobSpec", "labels", "encryptionSpec"),
+    "CustomJobSpec": ("workerPoolSpecs", "scheduling", "serviceAccount", "network",
+                      "baseOutputDirectory", "tensorboard", "enableWebAccess"),
+    "WorkerPoolSpec": ("containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec"),
+    "ContainerSpec": ("imageUri", "command", "args", "env"),
+    "PythonPackageSpec": ("executorImageUri", "packageUris", "pythonModule", "args", "env"),
+    "MachineSpec": ("machineType", "acceleratorType", "acceleratorCount"),
+    "DiskSpec": ("bootDiskType", "bootDiskSizeGb"),
+    "Scheduling": ("timeout", "restartJobOnWorkerRestart", "strategy", "disableRetries", "maxWaitDuration"),
+    "GcsDestination": ("outputUriPrefix",),
+    "EnvVar": ("name", "value"),
+}
+
+#: CustomJob fields the server sets; a described job may carry them, they are ignored.
+OUTPUT_ONLY: frozenset[str] = frozenset({
+    "name", "state", "createTime", "startTime", "endTime", "updateTime", "error",
+    "webAccessUris", "satisfiesPzs", "satisfiesPzi",
+})
+
+_CLASS = re.compile(r"^class (\w+)\(proto\.Message\):")
+_FIELD = re.compile(r"^    (\w+): .*=\s*proto\.(?:Field|RepeatedField|MapField)\(")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def parse_proto_fields(text: str) -> dict[str, tuple[str, ...]]:
+    """Message name → camelCase field names of the top-level proto-plus classes in ``text``."""
+    out: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        m = _CLASS.match(line)
+        if m:
+            current = m.group(1)
+            out[current] = []
+        elif line and not line[0].isspace():
+            current = None
+        elif current is not None:
+            f = _FIELD.match(line)
+            if f:
+                out[current].append(_camel(f.group(1)))
+    return {name: tuple(fields) for name, fields in out.items()}
+
+
+@functools.lru_cache(maxsize=1)
+def proto_fields() -> dict[str, tuple[str, ...]]:
+    """Fields of every message a gcloud config may contain, from the installed aiplatform_v1 sources."""
+    spec = importlib.util.find_spec("google.cloud.aiplatform_v1")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    found: dict[str, tuple[str, ...]] = {}
+    for location in locations:
+        for module in PROTO_SOURCES:
+            source = Path(location) / "types" / f"{module}.py"
+            if source.is_file():
+                found.update(parse_proto_fields(source.read_text(encoding="utf-8")))
+    return {name: found.get(name) or fields for name, fields in FALLBACK_FIELDS.items()}
+
+
+def fields_of(message: str) -> tuple[str, ...]:
+    """camelCase field names of one CustomJob-related message."""
+    return proto_fields()[message]
+
+
+def convert(document: Document, *, display_name: str | None = None) -> tuple[NativeSpec, list[Diagnostic]]:
+    """A gcloud config (CustomJobSpec or CustomJob) in the native shape, with its origin map."""
+    conv = Conversion(document)
+    root = document.data
+    spec, prefix = _unwrap(conv, root)
+    name = root.get("displayName") if prefix else None
+    if name is not None:
+        conv.put(("display_name",), name, ("displayName",))
+    elif display_name:
+        conv.put(("display_name",), display_name, ())
+    if prefix:
+        _custom_job_fields(conv, root)
+    if spec is not None:
+        _spec_fields(conv, spec, prefix)
+    return conv.result("gcloud")
+
+
+def _unwrap(conv: Conversion, root: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, KeyPath]:
+    """The CustomJobSpec of the document and its key path (``jobSpec`` for a whole CustomJob)."""
+    if "jobSpec" not in root:
+        return root, ()
+    return conv.mapping(root["jobSpec"], ("jobSpec",), "jobSpec"), ("jobSpec",)
+
+
+def _custom_job_fields(conv: Conversion, root: Mapping[str, Any]) -> None:
+    known = set(fields_of("CustomJob"))
+    conv.check_keys({k: v for k, v in root.items() if k not in OUTPUT_ONLY}, known, ())
+    ignored = sorted(k for k in root if k in OUTPUT_ONLY)
+    if ignored:
+        conv.warning("output-only-ignored", "ignored fields set by the server, not by a job config: "
+                     + ", ".join(ignored), (ignored[0],))
+    if "labels" in root:
+        conv.put(("labels",), root["labels"], ("labels",))
+    for key in sorted(known - {"displayName", "jobSpec", "labels"} - OUTPUT_ONLY):
+        if key in root:
+            conv.put(("extra", key), root[key], (key,))
+
+
+def _spec_fields(conv: Conversion, spec: Mapping[str, Any], prefix: KeyPath) -> None:
+    hints = {k: f"'{k}' is a CustomJob field, not a CustomJobSpec one: put the spec under 'jobSpec:' "
+                "beside it (or use --display-name)" for k in ("displayName", "labels")}
+    conv.check_keys(spec, fields_of("CustomJobSpec"), prefix, hints)
+    simple = {"serviceAccount": "service_account", "network": "network", "tensorboard": "tensorboard",
+              "enableWebAccess": "enable_web_access"}
+    for key, native in simple.items():
+        if key in spec:
+            conv.put((native,), spec[key], prefix + (key,))
+    if "baseOutputDirectory" in spec:
+        _output_dir(conv, spec["baseOutputDirectory"], prefix + ("baseOutputDirectory",))
+    if "scheduling" in spec:
+        _scheduling(conv, spec["scheduling"], prefix + ("scheduling",))
+    mapped = {"workerPoolSpecs", "baseOutputDirectory", "scheduling", *simple}
+    for key in fields_of("CustomJobSpec"):
+        if key in spec and key not in mapped:
+            conv.put(("extra", "jobSpec", key), spec[key], prefix + (key,))
+    _pools(conv, spec.get("workerPoolSpecs"), prefix + ("workerPoolSpecs",))
+
+
+def _output_dir(conv: Conversion, value: Any, src: KeyPath) -> None:
+    if isinstance(value, str):  # a bare URI is a common slip; accept it
+        conv.put(("base_output_dir",), value, src)
+        return
+    raw = conv.mapping(value, src, "baseOutputDirectory")
+    if raw is None:
+        return
+    conv.check_keys(raw, fields_of("GcsDestination"), src)
+    if "outputUriPrefix" in raw:
+        conv.put(("base_output_dir",), raw["outputUriPrefix"], src + ("outputUriPrefix",))
+
+
+def _scheduling(conv: Conversion, value: Any, src: KeyPath) -> None:
+    raw = conv.mapping(value, src, "scheduling")
+    if raw is None:
+        return
+    conv.check_keys(raw, fields_of("Scheduling"), src)
+    conv.link(("scheduling",), src)
+    for key, native in (("timeout", "timeout"), ("maxWaitDuration", "max_wait")):
+        if key in raw:
+            seconds = proto_duration(raw[key])
+            if seconds is None:
+                conv.error("bad-value", f"{key} {raw[key]!r} is not a duration; write seconds like \"86400s\"",
+                           src + (key,))
+            else:
+                conv.put(("scheduling", native), seconds, src + (key,))
+    for key, native in (("restartJobOnWorkerRestart", "restart_job_on_worker_restart"),
+                        ("strategy", "strategy"), ("disableRetries", "disable_retries")):
+        if key in raw:
+            conv.put(("scheduling", native), raw[key], src + (key,))
+
+
+def _pools(conv: Conversion, value: Any, src: KeyPath) -> None:
+    if value is None:
+        conv.error("missing-key", "a CustomJobSpec needs workerPoolSpecs (pool 0 is the chief)", src[:-1])
+        return
+    if not isinstance(value, list):
+        conv.error("wrong-type", "workerPoolSpecs must be a list of worker pool specs", src)
+        return
+    if len(value) > len(SLOT_ROLES):
+        conv.error("too-many-pools", f"Vertex AI takes at most {len(SLOT_ROLES)} worker pools "
+                   f"(chief, workers, parameter servers or Reduction Server, evaluators), got {len(value)}",
+                   src + (len(SLOT_ROLES),))
+    for index, raw in enumerate(value[: len(SLOT_ROLES)]):
+        if raw is None or raw == {}:
+            continue  # an empty slot: "All worker pools except the first one are optional"
+        pool = conv.mapping(raw, src + (index,), f"workerPoolSpecs[{index}]")
+        if pool is not None:
+            _pool(conv, pool, index, src + (index,))
+
+
+def is_reduction_server(pool: Mapping[str, Any]) -> bool:
+    """True when a pool runs one of Google's Reduction Server images."""
+    container = pool.get("containerSpec")
+    image = container.get("imageUri") if isinstance(container, Mapping) else None
+    return isinstance(image, str) and bool(RS_IMAGE.search(image))
+
+
+def _pool(conv: Conversion, pool: Mapping[str, Any], index: int, src: KeyPath) -> None:
+    role = SLOT_ROLES[index] or ("reduction_server" if is_reduction_server(pool) else "parameter_servers")
+    base = (role,)
+    conv.link(base, src)
+    conv.check_keys(pool, fields_of("WorkerPoolSpec"), src)
+    _replicas(conv, pool, base, src)
+    if "machineSpec" in pool:
+        _machine(conv, pool["machineSpec"], base, index, src + ("machineSpec",))
+    if "containerSpec" in pool and "pythonPackageSpec" in pool:
+        conv.error("conflicting-keys", "a worker pool takes containerSpec or pythonPackageSpec, not both",
+                   src + ("pythonPackageSpec",))
+    if "containerSpec" in pool:
+        _container(conv, pool["containerSpec"], base, src + ("containerSpec",))
+    elif "pythonPackageSpec" in pool:
+        _python_package(conv, pool["pythonPackageSpec"], base, src + ("pythonPackageSpec",))
+    if "diskSpec" in pool:
+        _disk(conv, pool["diskSpec"], base, src + ("diskSpec",))
+    mapped = {"containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec"}
+    for key in fields_of("WorkerPoolSpec"):
+        if key in pool and key not in mapped:
+            conv.put(("extra", "jobSpec", "workerPoolSpecs", index, key), pool[key], src + (key,))
+
+
+def _replicas(conv: Conversion, pool: Mapping[str, Any], base: KeyPath, src: KeyPath) -> None:
+    if "replicaCount" not in pool:
+        return
+    raw = pool["replicaCount"]
+    count = as_int(raw)  # int64 fields are strings in proto JSON: "4"
+    conv.put(base + ("replicas",), raw if count is None else count, src + ("replicaCount",))
+
+
+def _machine(conv: Conversion, value: Any, base: KeyPath, index: int, src: KeyPath) -> None:
+    raw = conv.mapping(value, src, "machineSpec")
+    if raw is None:
+        return
+    conv.check_keys(raw, fields_of("MachineSpec"), src)
+    if "machineType" in raw:
+        conv.put(base + ("machine_type",), raw["machineType"], src + ("machineType",))
+    _accelerator(conv, raw, base, src)
+    for key in fields_of("MachineSpec"):
+        if key in raw and key not in ("machineType", "acceleratorType", "acceleratorCount"):
+            conv.put(("extra", "jobSpec", "workerPoolSpecs", index, "machineSpec", key), raw[key], src + (key,))
+
+
+def _accelerator(conv: Conversion, raw: Mapping[str, Any], base: KeyPath, src: KeyPath) -> None:
+    """acceleratorType/acceleratorCount → accelerator {type, count} (UNSPECIFIED or 0: none)."""
+    acc_type = raw.get("acceleratorType")
+    has_type = acc_type not in (None, "", "ACCELERATOR_TYPE_UNSPECIFIED")
+    count = raw.get("acceleratorCount")
+    has_count = count not in (None, 0, "0")
+    if has_type or has_count:
+        conv.link(base + ("accelerator",), src + ("acceleratorType" if has_type else "acceleratorCount",))
+    if has_type:
+        conv.put(base + ("accelerator", "type"), acc_type, src + ("acceleratorType",))
+    if has_count:
+        parsed = as_int(count)
+        conv.put(base + ("accelerator", "count"), count if parsed is None else parsed, src + ("acceleratorCount",))
+
+
+def _container(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
+    raw = conv.mapping(value, src, "containerSpec")
+    if raw is None:
+        return
+    conv.check_keys(raw, fields_of("ContainerSpec"), src)
+    if "imageUri" in raw:
+        conv.put(base + ("image",), raw["imageUri"], src + ("imageUri",))
+    if base == ("reduction_server",):
+        dropped = [k for k in ("command", "args", "env") if raw.get(k)]
+        if dropped:  # the Reduction Server image takes no command, args or env of ours
+            conv.warning("rs-container-ignored", "the Reduction Server pool runs Google's image as is; "
+                         f"dropped {', '.join(dropped)}", src + (dropped[0],))
+        return
+    _command_args_env(conv, raw, base, src)
+
+
+def _command_args_env(conv: Conversion, raw: Mapping[str, Any], base: KeyPath, src: KeyPath) -> None:
+    for key in ("command", "args"):
+        if key in raw:
+            conv.put(base + (key,), raw[key], src + (key,))
+    if "env" in raw:
+        _env(conv, raw["env"], base, src + ("env",))
+
+
+def _env(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
+    """``[{name, value}]`` → ``{name: value}``; each native key points at its list item."""
+    if not isinstance(value, list):
+        conv.error("wrong-type", "env must be a list of {name, value} items", src)
+        return
+    env: dict[str, Any] = {}
+    for i, item in enumerate(value):
+        raw = conv.mapping(item, src + (i,), f"env[{i}]")
+        if raw is None:
+            continue
+        conv.check_keys(raw, fields_of("EnvVar"), src + (i,))
+        name = raw.get("name")
+        if not isinstance(name, str) or not name:
+            conv.error("missing-key", f"env[{i}] needs a name", src + (i,))
+            continue
+        if name in env:
+            conv.error("duplicate-env", f"env var {name!r} is set twice; keep one", src + (i, "name"))
+        env[name] = raw.get("value", "")
+        conv.link(base + ("env", name), src + (i, "name"))
+    conv.put(base + ("env",), env, src, items=False)
+
+
+def _python_package(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
+    raw = conv.mapping(value, src, "pythonPackageSpec")
+    if raw is None:
+        return
+    conv.check_keys(raw, fields_of("PythonPackageSpec"), src)
+    conv.link(base + ("python_package",), src)
+    for key, native in (("executorImageUri", "executor_image"), ("packageUris", "package_uris"),
+                        ("pythonModule", "module")):
+        if key in raw:
+            conv.put(base + ("python_package", native), raw[key], src + (key,))
+    _command_args_env(conv, raw, base, src)
+
+
+def _disk(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
+    raw = conv.mapping(value, src, "diskSpec")
+    if raw is None:
+        return
+    conv.check_keys(raw, fields_of("DiskSpec"), src)
+    conv.link(base + ("disk",), src)
+    if "bootDiskType" in raw:
+        conv.put(base + ("disk", "type"), raw["bootDiskType"], src + ("bootDiskType",))
+    if "bootDiskSizeGb" in raw:
+        size = as_int(raw["bootDiskSizeGb"])
+        conv.put(base + ("disk", "size_gb"), raw["bootDiskSizeGb"] if size is None else size,
+                 src + ("bootDiskSizeGb",))

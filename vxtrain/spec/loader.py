@@ -1,0 +1,848 @@
+"""Load a spec: safe YAML → plain data + the position of every key.
+
+The document is built *iteratively* from PyYAML's event stream (libyaml's
+parser when available), never with the recursive composer/constructor, so the
+limits below are enforced while the document is being built, before a hostile
+file can cost time or memory:
+
+* ``MAX_FILE_BYTES`` — files are ``stat``-ed (and reads are bounded) before
+  anything is parsed: ``too-large``.
+* ``MAX_DEPTH`` — nesting of mappings and sequences, aliases included:
+  ``too-deep``.
+* ``MAX_NODES`` — nodes in the built document *after* alias expansion (a
+  "billion laughs" bomb stops here): ``alias-limit`` when aliases contributed,
+  else ``too-many-nodes``.
+
+YAML rules, in short: scalars are typed with PyYAML's SafeLoader resolver
+(int, float, bool, null, str; timestamps stay their text); explicit tags other
+than ``!!str !!int !!float !!bool !!null !!map !!seq`` are errors; keys are
+always the key's source text (``on:``, ``yes:`` and ``1:`` stay strings);
+duplicate keys are errors (PyYAML would keep the last silently); exactly one
+document whose root is a mapping; YAML merge keys (``<<``) are refused.
+
+After parsing, in order:
+
+1. ``${NAME}`` / ``${NAME:-default}`` in string *values* (never keys) are
+   substituted from ``variables`` first, then ``environ``. As in the shell,
+   ``:-`` also applies when the variable is set but empty. ``$${`` is a
+   literal ``${``; defaults cannot nest references. An unquoted scalar that is
+   exactly one reference is re-typed by YAML rules (``replicas: ${N}`` with
+   ``N=4`` is the int 4; ``${X:-}`` is null); anything else stays a string.
+2. Overlays (``-f``) are loaded the same way and deep-merged over the base in
+   order: mappings merge key by key, lists and scalars replace, and an
+   overlay value of ``null`` deletes the key. Merged-in positions point at the
+   overlay file.
+3. ``--set dotted.key[N]=value`` assignments, values typed by YAML rules
+   (``x=`` is the empty string; no ``${}`` substitution — the shell already
+   had its chance). Missing intermediate mappings are created; an index may
+   replace an item or append one at the end of a list.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import re
+import stat
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml import events as ev
+from yaml.constructor import SafeConstructor
+from yaml.nodes import ScalarNode
+
+from vxtrain.diagnostics import Diagnostic, error
+from vxtrain.spec.document import Document, KeyPath, Position, format_path
+
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "load", "load_text", "parse_set", "substitute"]
+
+#: Largest spec file accepted (bytes). Real specs are a few KiB.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Deepest nesting of mappings/sequences (the root mapping is depth 1).
+MAX_DEPTH = 64
+#: Most nodes (scalars + collections) in one document after alias expansion.
+MAX_NODES = 100_000
+
+# CSafeLoader is libyaml's parser plus the safe constructor; only its parser
+# (get_event) is used. The pure-Python SafeLoader is the fallback.
+_Loader: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+_RESOLVERS = yaml.SafeLoader.yaml_implicit_resolvers
+_CONSTRUCTOR = SafeConstructor()
+_TAG = "tag:yaml.org,2002:"
+_SCALAR_TAGS = {_TAG + name for name in ("str", "int", "float", "bool", "null")}
+_TYPED_TAGS = {_TAG + name for name in ("int", "float", "bool", "null")}
+_COLLECTION_TAGS = {ev.MappingStartEvent: _TAG + "map", ev.SequenceStartEvent: _TAG + "seq"}
+_PLAIN_CACHE: dict[str, Any] = {}
+_PLAIN_CACHE_MAX = 8192
+_NEW = object.__new__
+_MISSING: Any = object()
+
+
+def _pos(file: str, line: int, column: int) -> Position:
+    """A Position without the frozen-dataclass __init__ (3x faster: hot path)."""
+    p = _NEW(Position)
+    d = p.__dict__
+    d["file"] = file
+    d["line"] = line
+    d["column"] = column
+    return p
+
+
+# ---------------------------------------------------------------- scalars
+
+
+def _construct(tag: str, text: str) -> Any:
+    """PyYAML's SafeConstructor for one standard scalar tag (raises on bad text)."""
+    if tag == _TAG + "str":
+        return text
+    method = _CONSTRUCTOR.yaml_constructors[tag]
+    return method(_CONSTRUCTOR, ScalarNode(tag, text))
+
+
+def _resolve(text: str) -> Any:
+    """Type a plain scalar by SafeLoader's implicit resolvers (timestamps stay text)."""
+    for tag, regexp in _RESOLVERS.get(text[:1], ()):
+        if regexp.match(text):
+            if tag not in _TYPED_TAGS:
+                return text
+            try:
+                return _construct(tag, text)
+            except ValueError:  # e.g. an int longer than Python's digit limit
+                return text
+    return text
+
+
+def _plain(text: str) -> Any:
+    """``_resolve`` with a bounded cache: specs repeat the same plain values."""
+    try:
+        return _PLAIN_CACHE[text]
+    except KeyError:
+        value = _resolve(text)
+        if len(_PLAIN_CACHE) < _PLAIN_CACHE_MAX:
+            _PLAIN_CACHE[text] = value
+        return value
+
+
+# ------------------------------------------------------------ ${VARIABLES}
+
+_REF = re.compile(r"\$(?:\$\{|\{(?P<body>[^}]*)(?P<close>\}?))")
+_REF_BODY = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?\Z", re.S)
+_REF_HELP = ("write ${NAME} or ${NAME:-default} (NAME: letters, digits and _, not starting "
+             "with a digit), or $${ for a literal ${")
+
+
+def substitute(text: str, variables: Mapping[str, str],
+               environ: Mapping[str, str]) -> tuple[str, list[tuple[str, str]], bool]:
+    """Replace ``${NAME}`` / ``${NAME:-default}`` in ``text``.
+
+    Returns the new text, the problems found as ``(code, message)`` pairs (an
+    undefined or malformed reference is left as written), and whether
+    ``text`` was exactly one reference (the caller may re-type the result).
+    """
+    out: list[str] = []
+    problems: list[tuple[str, str]] = []
+    last = 0
+    whole = False
+    for m in _REF.finditer(text):
+        out.append(text[last:m.start()])
+        last = m.end()
+        if m.group("body") is None:  # $${
+            out.append("${")
+            continue
+        whole = m.start() == 0 and last == len(text)
+        out.append(_expand(m, variables, environ, problems))
+    out.append(text[last:])
+    return "".join(out), problems, whole and not problems
+
+
+def _expand(m: re.Match[str], variables: Mapping[str, str], environ: Mapping[str, str],
+            problems: list[tuple[str, str]]) -> str:
+    """The value of one ``${...}`` match (or its text, with a problem noted)."""
+    ref = m.group(0)
+    body = _REF_BODY.match(m.group("body")) if m.group("close") else None
+    if body is None or "${" in (body.group("default") or ""):
+        problems.append(("bad-variable", f"malformed variable reference {ref!r}: {_REF_HELP}"))
+        return ref
+    name, default = body.group("name"), body.group("default")
+    value = variables.get(name)
+    if value is None:
+        value = environ.get(name)
+    if default is not None and not value:
+        return default
+    if value is None:
+        problems.append(("undefined-variable",
+                         f"undefined variable ${{{name}}}: pass --var {name}=VALUE, set {name} "
+                         f"in the environment, or give a default: ${{{name}:-VALUE}}"))
+        return ref
+    return str(value)
+
+
+# ------------------------------------------------------------ the builder
+
+
+class _Abort(Exception):
+    """A problem after which the rest of the document is not read."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+class _Frame:
+    """An open mapping or sequence (one per collection, not per node)."""
+
+    __slots__ = ("value", "path", "is_map", "key", "key_path", "anchor", "count0", "pos0",
+                 "height", "mark")
+
+    def __init__(self, value: Any, path: KeyPath, anchor: str | None, count0: int, pos0: int,
+                 mark: Any) -> None:
+        self.value = value
+        self.path = path
+        self.is_map = type(value) is dict
+        self.key: str | None = None
+        self.key_path: KeyPath = ()
+        self.anchor = anchor
+        self.count0 = count0
+        self.pos0 = pos0
+        self.height = 1
+        self.mark = mark
+
+
+class _Anchor:
+    """What an alias copies: the value, its size, and positions relative to it."""
+
+    __slots__ = ("value", "count", "height", "positions", "text")
+
+    def __init__(self, value: Any, count: int, height: int,
+                 positions: list[tuple[KeyPath, Position]], text: str | None) -> None:
+        self.value = value
+        self.count = count
+        self.height = height
+        self.positions = positions
+        self.text = text
+
+
+_PENDING = _Anchor(None, 0, 0, [], None)
+
+
+class _Builder:
+    """Builds one document from YAML events, checking limits as it goes."""
+
+    def __init__(self, file: str, variables: Mapping[str, str] | None,
+                 environ: Mapping[str, str], any_root: bool = False) -> None:
+        self.file = file
+        self.variables = variables
+        self.environ = environ
+        self.any_root = any_root
+        self.positions: dict[KeyPath, Position] = {}
+        self.diags: list[Diagnostic] = []
+        self.stack: list[_Frame] = []
+        self.anchors: dict[str, _Anchor] = {}
+        self.count = 0
+        self.aliased = False
+        self.documents = 0
+        self.root: Any = None
+        self.root_mark: Any = None
+        self.handlers: dict[type, Callable[[Any], None]] = {
+            ev.ScalarEvent: self._on_scalar,
+            ev.MappingStartEvent: self._on_start,
+            ev.SequenceStartEvent: self._on_start,
+            ev.MappingEndEvent: self._on_end,
+            ev.SequenceEndEvent: self._on_end,
+            ev.AliasEvent: self._on_alias,
+            ev.DocumentStartEvent: self._on_document,
+        }
+
+    # -- diagnostics
+
+    def _diag(self, code: str, message: str, mark: Any, path: KeyPath = ()) -> Diagnostic:
+        line = mark.line + 1 if mark is not None else None
+        column = mark.column + 1 if mark is not None else None
+        return error(code, message, format_path(path), file=self.file, line=line, column=column)
+
+    def _fatal(self, code: str, message: str, mark: Any, path: KeyPath = ()) -> _Abort:
+        return _Abort(self._diag(code, message, mark, path))
+
+    # -- the event loop
+
+    def run(self, text: str) -> None:
+        """Consume the events of ``text`` until the stream ends (or a fatal problem)."""
+        loader = _Loader(text)
+        try:
+            get, handlers, end = loader.get_event, self.handlers, ev.StreamEndEvent
+            while True:
+                event = get()
+                kind = type(event)
+                if kind is end or event is None:
+                    return
+                handler = handlers.get(kind)
+                if handler is not None:
+                    handler(event)
+        finally:
+            loader.dispose()
+
+    def _on_document(self, event: Any) -> None:
+        self.documents += 1
+        if self.documents > 1:
+            raise self._fatal("multiple-documents", "a spec file holds exactly one YAML document; "
+                              "found a second one ('---'): split it into separate files",
+                              event.start_mark)
+
+    # -- placing a value
+
+    def _next_path(self) -> KeyPath:
+        if not self.stack:
+            return ()
+        top = self.stack[-1]
+        return top.key_path if top.is_map else top.path + (len(top.value),)
+
+    def _place(self, value: Any, path: KeyPath, mark: Any) -> None:
+        stack = self.stack
+        if not stack:
+            self.root = value
+            self.root_mark = mark
+            self.positions[()] = _pos(self.file, mark.line + 1, mark.column + 1)
+            return
+        top = stack[-1]
+        if top.is_map:
+            top.value[top.key] = value
+            top.key = None
+        else:
+            top.value.append(value)
+            self.positions[path] = _pos(self.file, mark.line + 1, mark.column + 1)
+
+    def _tick(self, n: int, mark: Any, path: KeyPath) -> None:
+        self.count += n
+        if self.count > MAX_NODES:
+            if self.aliased:
+                raise self._fatal("alias-limit", f"the document expands to more than {MAX_NODES:,} "
+                                  "nodes through aliases (*name); a spec needs far fewer: "
+                                  "write the repeated parts out or use `defaults:`", mark, path)
+            raise self._fatal("too-many-nodes", f"the document has more than {MAX_NODES:,} nodes; "
+                              "a spec needs far fewer", mark, path)
+
+    # -- keys
+
+    def _wants_key(self) -> bool:
+        return bool(self.stack) and self.stack[-1].is_map and self.stack[-1].key is None
+
+    def _on_key(self, text: str, mark: Any) -> None:
+        top = self.stack[-1]
+        path = top.path + (text,)
+        self.count += 1
+        if self.count > MAX_NODES:
+            self._tick(0, mark, path)
+        if text in top.value:
+            self._duplicate(text, mark, path)
+        else:
+            if text == "<<":
+                self.diags.append(self._diag(
+                    "yaml-merge-key", "YAML merge keys ('<<') are not supported: write the keys "
+                    "out, or put shared pool settings under `defaults:`", mark, path))
+            self.positions[path] = _pos(self.file, mark.line + 1, mark.column + 1)
+        top.key = text
+        top.key_path = path
+
+    def _duplicate(self, text: str, mark: Any, path: KeyPath) -> None:
+        first = self.positions[path]
+        self.diags.append(self._diag(
+            "duplicate-key", f"duplicate key {text!r} (first defined at line {first.line}): "
+            "YAML keys must be unique in a mapping; remove one of them", mark, path))
+
+    # -- scalars (the hot path: most events are scalars, so this is kept flat)
+
+    def _on_scalar(self, event: Any) -> None:
+        stack = self.stack
+        top = stack[-1] if stack else None
+        if top is not None and top.is_map and top.key is None:
+            if event.tag is not None:
+                self._check_tag(event.tag, _SCALAR_TAGS, event.start_mark, top.path)
+            self._on_key(event.value, event.start_mark)
+            if event.anchor is not None:
+                self.anchors[event.anchor] = _Anchor(event.value, 1, 0, [], event.value)
+            return
+        text = event.value
+        if event.tag is None:
+            value = _PLAIN_CACHE.get(text, _MISSING) if event.implicit[0] else text
+            if value is _MISSING:
+                value = _plain(text)
+        else:
+            value = self._typed(event, self._next_path())
+        if type(value) is str and "$" in value and self.variables is not None:
+            value = self._substitute(event, value, self._next_path())
+        self.count += 1
+        if self.count > MAX_NODES:
+            self._tick(0, event.start_mark, self._next_path())
+        if top is None:
+            self._place(value, (), event.start_mark)
+        elif top.is_map:
+            top.value[top.key] = value
+            top.key = None
+        else:
+            items = top.value
+            mark = event.start_mark
+            self.positions[top.path + (len(items),)] = _pos(self.file, mark.line + 1, mark.column + 1)
+            items.append(value)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = _Anchor(value, 1, 0, [], text)
+
+    def _typed(self, event: Any, path: KeyPath) -> Any:
+        tag = event.tag
+        if tag is None:
+            return _plain(event.value) if event.implicit[0] else event.value
+        if tag == "!":  # the non-specific tag means "a string" (YAML 1.1 §4.3.2; PyYAML differs)
+            return event.value
+        if not self._check_tag(tag, _SCALAR_TAGS, event.start_mark, path):
+            return event.value
+        try:
+            return _construct(tag, event.value)
+        except Exception:  # PyYAML raises ValueError/KeyError/IndexError on bad text
+            self.diags.append(self._diag(
+                "yaml-tag", f"{event.value!r} is not a valid {tag.replace(_TAG, '!!')}: "
+                "fix the value or drop the tag", event.start_mark, path))
+            return event.value
+
+    def _check_tag(self, tag: str | None, allowed: set[str], mark: Any, path: KeyPath) -> bool:
+        if tag is None or tag == "!" or tag in allowed:
+            return True
+        shown = tag.replace(_TAG, "!!")
+        names = ", ".join(sorted(t.replace(_TAG, "!!") for t in allowed))
+        self.diags.append(self._diag(
+            "yaml-tag", f"YAML tag {shown!r} is not allowed here; accepted: {names}, or none",
+            mark, path))
+        return False
+
+    def _substitute(self, event: Any, text: str, path: KeyPath) -> Any:
+        assert self.variables is not None
+        value, problems, whole = substitute(text, self.variables, self.environ)
+        for code, message in problems:
+            self.diags.append(self._diag(code, message, event.start_mark, path))
+        if whole and event.tag is None and event.implicit[0]:
+            return _plain(value)
+        return value
+
+    # -- collections
+
+    def _on_start(self, event: Any) -> None:
+        mark = event.start_mark
+        path = self._next_path()
+        if self._wants_key():
+            raise self._fatal("yaml-key", "a mapping key must be a plain value, not a list or "
+                              "mapping", mark, self.stack[-1].path)
+        if len(self.stack) >= MAX_DEPTH:
+            raise self._fatal("too-deep", f"nesting deeper than {MAX_DEPTH} levels; a spec needs "
+                              "far fewer: flatten the structure", mark, path)
+        kind = type(event)
+        self._check_tag(event.tag, {_COLLECTION_TAGS[kind]}, mark, path)
+        value: Any = {} if kind is ev.MappingStartEvent else []
+        self._tick(1, mark, path)
+        self._place(value, path, mark)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = _PENDING
+        self.stack.append(_Frame(value, path, event.anchor, self.count - 1, len(self.positions), mark))
+
+    def _on_end(self, event: Any) -> None:
+        frame = self.stack.pop()
+        if self.stack:
+            parent = self.stack[-1]
+            parent.height = max(parent.height, frame.height + 1)
+        if frame.anchor is not None:
+            cut = len(frame.path)
+            rel = [(p[cut:], pos) for p, pos in islice(self.positions.items(), frame.pos0, None)]
+            self.anchors[frame.anchor] = _Anchor(frame.value, self.count - frame.count0,
+                                                 frame.height, rel, None)
+
+    # -- aliases
+
+    def _on_alias(self, event: Any) -> None:
+        mark = event.start_mark
+        anchor = self.anchors.get(event.anchor)
+        if anchor is None or anchor is _PENDING:
+            why = "is not defined before it" if anchor is None else "is inside its own anchor"
+            raise self._fatal("yaml-alias", f"alias *{event.anchor} {why}; anchors (&name) must "
+                              "come first and cannot contain themselves", mark, self._next_path())
+        if self._wants_key():
+            if anchor.text is None:
+                raise self._fatal("yaml-key", "a mapping key must be a plain value, not a list or "
+                                  "mapping", mark, self.stack[-1].path)
+            self._on_key(anchor.text, mark)
+            return
+        self._on_alias_value(anchor, mark)
+
+    def _on_alias_value(self, anchor: _Anchor, mark: Any) -> None:
+        path = self._next_path()
+        self.aliased = True
+        self._tick(anchor.count, mark, path)
+        if len(self.stack) + anchor.height > MAX_DEPTH:
+            raise self._fatal("too-deep", f"an alias nests deeper than {MAX_DEPTH} levels",
+                              mark, path)
+        self._place(_copy(anchor.value), path, mark)
+        if self.stack:
+            top = self.stack[-1]
+            top.height = max(top.height, anchor.height + 1)
+        positions = self.positions
+        for rel, pos in anchor.positions:
+            positions[path + rel] = pos
+
+    # -- the result
+
+    def result(self) -> Any:
+        """The root after the stream ended, or None with an error noted."""
+        root = self.root
+        if self.documents == 0 or (root is None and not self.any_root):
+            self.diags.append(error("empty-spec", "empty spec: the file holds no YAML document; "
+                                    "a spec is a mapping like `display_name: my-job`",
+                                    file=self.file, line=1, column=1))
+            return None
+        if type(root) is not dict and not self.any_root:
+            kind = "a list" if type(root) is list else f"the scalar {root!r}"
+            self.diags.append(self._diag("root-not-mapping", f"the spec must be a mapping of keys "
+                                         f"(like `display_name: my-job`), not {kind}",
+                                         self.root_mark))
+            return None
+        return root
+
+
+def _copy(value: Any) -> Any:
+    """Deep copy of plain data (depth is bounded by MAX_DEPTH)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    return value
+
+
+# -------------------------------------------------------- syntax errors
+
+_HINTS = (
+    ("tab", "YAML does not allow tabs for indentation: indent with spaces"),
+    ("quoted scalar", "a quoted string is not closed: check for a missing ' or \""),
+    ("flow sequence", "a '[' is not closed, or list items are missing a ','"),
+    ("flow mapping", "a '{' is not closed, or entries are missing a ','"),
+    ("mapping values are not allowed", "a value contains ': ': quote the value"),
+    ("could not find expected ':'", "a line lacks ':' after its key, or a continued value "
+                                    "is not indented"),
+    ("did not find expected key", "check the indentation of this line and the one before"),
+    ("did not find expected '-'", "check the indentation of the list items"),
+    ("control characters", "remove the control character, or write it as an escape "
+                           "(\\x07) in a double-quoted string"),
+    ("special characters", "remove the control character, or write it as an escape "
+                           "(\\x07) in a double-quoted string"),
+)
+
+
+def _syntax_diag(exc: yaml.YAMLError, text: str, file: str) -> Diagnostic:
+    """``yaml-syntax`` from a PyYAML error: its problem text, mark and a hint."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
+    context = getattr(exc, "context", None) or ""
+    mark = getattr(exc, "problem_mark", None)
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else _offset_mark(exc, text)
+    message = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
+    hint = _hint(f"{problem} {context}", text, line)
+    return error("yaml-syntax", message + (f"; hint: {hint}" if hint else ""),
+                 file=file, line=line, column=column)
+
+
+def _hint(words: str, text: str, line: int | None) -> str:
+    lines = text.splitlines()
+    if line is not None and 0 < line <= len(lines) and "\t" in lines[line - 1] or "'\\t'" in words:
+        return _HINTS[0][1]
+    return next((hint for key, hint in _HINTS[1:] if key in words), "")
+
+
+def _offset_mark(exc: yaml.YAMLError, text: str) -> tuple[int | None, int | None]:
+    """Line and column of a ReaderError (it gives a character offset only)."""
+    offset = getattr(exc, "position", None)
+    if not isinstance(offset, int) or not 0 <= offset <= len(text):
+        return None, None
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+# --------------------------------------------------------------- public
+
+
+def _decode(raw: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
+    try:
+        return raw.decode("utf-8-sig"), []
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return None, [error("encoding", f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                            f"at offset {exc.start}): save it as UTF-8", file=file, line=line)]
+
+
+def _too_large(size: int | None, file: str) -> Diagnostic:
+    said = f"{size:,} bytes" if size is not None else f"more than {MAX_FILE_BYTES:,} bytes"
+    return error("too-large", f"the file is too large ({said}; the limit is {MAX_FILE_BYTES:,} "
+                 "bytes): a spec needs far less", file=file)
+
+
+def _parse(text: str, file: str, variables: Mapping[str, str] | None, environ: Mapping[str, str],
+           any_root: bool = False) -> tuple[Any, dict[KeyPath, Position], list[Diagnostic]]:
+    """Build the data of ``text``; (None, {}, errors) when it cannot be used."""
+    if len(text) > MAX_FILE_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        return None, {}, [_too_large(None, file)]
+    builder = _Builder(file, variables, environ, any_root)
+    collecting = gc.isenabled()
+    gc.disable()  # the builder makes only acyclic data; GC passes cost ~30% on big inputs
+    try:
+        fatal = _run(builder, text)
+    finally:
+        if collecting:
+            gc.enable()
+    if fatal is not None:
+        return None, {}, builder.diags + [fatal]
+    root = builder.result()
+    if any(d.severity == "error" for d in builder.diags):
+        return None, {}, builder.diags
+    return root, builder.positions, builder.diags
+
+
+def _run(builder: _Builder, text: str) -> Diagnostic | None:
+    """Run ``builder`` over ``text``; the problem that stopped it, if any."""
+    try:
+        builder.run(text)
+    except _Abort as abort:
+        return abort.diagnostic
+    except yaml.YAMLError as exc:
+        return _syntax_diag(exc, text, builder.file)
+    except UnicodeEncodeError:
+        return error("encoding", "the text holds characters that are not valid Unicode "
+                     "(lone surrogates): save it as UTF-8", file=builder.file)
+    return None
+
+
+def load_text(text: str | bytes, file: str = "<string>", *, variables: Mapping[str, str] = {},
+              environ: Mapping[str, str] | None = None) -> tuple[Document | None, list[Diagnostic]]:
+    """Load one spec from text (or UTF-8 bytes): see the module docstring.
+
+    Returns ``(Document, warnings)``, or ``(None, diagnostics)`` with at least
+    one error when the text cannot be used. Never raises for any input.
+    """
+    env = os.environ if environ is None else environ
+    try:
+        if isinstance(text, bytes):
+            if len(text) > MAX_FILE_BYTES:
+                return None, [_too_large(len(text), file)]
+            decoded, diags = _decode(text, file)
+            if decoded is None:
+                return None, diags
+            text = decoded
+        data, positions, diags = _parse(text, file, variables, env)
+    except Exception as exc:  # a bug in vxtrain: report it, never a traceback (DESIGN.md)
+        return None, [_internal(exc, file)]
+    if data is None:
+        return None, diags
+    return Document(data=data, file=file, positions=positions), diags
+
+
+def _internal(exc: Exception, file: str) -> Diagnostic:
+    return error("internal-error", f"vxtrain could not load this file ({type(exc).__name__}: "
+                 f"{exc}); please report it", file=file)
+
+
+def _read(path: str | Path) -> tuple[str | None, list[Diagnostic]]:
+    """The text of a spec file, or diagnostics (missing, a folder, too large, not UTF-8)."""
+    file = str(path)
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            return None, [error("file-unreadable", f"{file} is a directory, not a spec file",
+                                file=file)]
+        if st.st_size > MAX_FILE_BYTES:
+            return None, [_too_large(st.st_size, file)]
+        with open(path, "rb") as handle:
+            # bounded: the file may have grown since stat, and st_size is 0 for pipes
+            first = st.st_size + 1 if stat.S_ISREG(st.st_mode) else MAX_FILE_BYTES + 1
+            raw = handle.read(first)
+            if len(raw) == first and first <= MAX_FILE_BYTES:
+                raw += handle.read(MAX_FILE_BYTES + 1 - first)
+    except FileNotFoundError:
+        return None, [error("file-not-found", f"no such file: {file}", file=file)]
+    except OSError as exc:
+        return None, [error("file-unreadable", f"cannot read {file}: {exc.strerror or exc}",
+                            file=file)]
+    if len(raw) > MAX_FILE_BYTES:
+        return None, [_too_large(None, file)]
+    return _decode(raw, file)
+
+
+def _load_file(path: str | Path, variables: Mapping[str, str],
+               environ: Mapping[str, str]) -> tuple[Document | None, list[Diagnostic]]:
+    text, diags = _read(path)
+    if text is None:
+        return None, diags
+    return load_text(text, str(path), variables=variables, environ=environ)
+
+
+def load(path: str | Path, *, overlays: Sequence[str | Path] = (), sets: Sequence[str] = (),
+         variables: Mapping[str, str] = {},
+         environ: Mapping[str, str] | None = None) -> tuple[Document | None, list[Diagnostic]]:
+    """Load a spec file, merge ``overlays`` over it in order, then apply ``sets``.
+
+    Overlay semantics: mappings merge recursively, lists and scalars replace,
+    and an overlay value of ``null`` deletes the key from the result. Every
+    file is checked (all problems are reported, each naming its own file).
+    Returns ``(Document, warnings)`` or ``(None, diagnostics)``; never raises.
+    """
+    env = os.environ if environ is None else environ
+    try:
+        return _load(path, overlays, sets, variables, env)
+    except Exception as exc:  # a bug in vxtrain: report it, never a traceback (DESIGN.md)
+        return None, [_internal(exc, str(path))]
+
+
+def _load(path: str | Path, overlays: Sequence[str | Path], sets: Sequence[str],
+          variables: Mapping[str, str],
+          environ: Mapping[str, str]) -> tuple[Document | None, list[Diagnostic]]:
+    doc, diags = _load_file(path, variables, environ)
+    for overlay in overlays:
+        over, more = _load_file(overlay, variables, environ)
+        diags += more
+        if doc is not None and over is not None:
+            _merge(doc.data, over.data, (), doc.positions, over.positions)
+    assignments = []
+    for index, arg in enumerate(sets):
+        parsed, more = parse_set(arg, index + 1)
+        diags += more
+        assignments.append(parsed)
+    if doc is None or any(d.severity == "error" for d in diags):
+        return None, diags
+    for parsed in assignments:
+        diags += _apply_set(doc, *parsed) if parsed else []
+    return (None if any(d.severity == "error" for d in diags) else doc), diags
+
+
+# ------------------------------------------------------------ overlays
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any], path: KeyPath,
+           positions: dict[KeyPath, Position], over_positions: Mapping[KeyPath, Position]) -> None:
+    """Deep-merge ``over`` into ``base`` in place (null deletes), moving positions along."""
+    for key, value in over.items():
+        kp = path + (key,)
+        old = base.get(key, _MISSING)
+        if type(old) is dict and type(value) is dict:
+            _merge(old, value, kp, positions, over_positions)
+            continue
+        if old is not _MISSING:
+            _drop(positions, kp, old)
+            del base[key]
+        if value is not None:
+            base[key] = value
+            _graft(positions, over_positions, kp, value)
+
+
+
+def _subpaths(path: KeyPath, value: Any) -> Iterator[KeyPath]:
+    """``path`` and the path of every node under it."""
+    yield path
+    if type(value) is dict:
+        for key, child in value.items():
+            yield from _subpaths(path + (key,), child)
+    elif type(value) is list:
+        for index, child in enumerate(value):
+            yield from _subpaths(path + (index,), child)
+
+
+def _drop(positions: dict[KeyPath, Position], path: KeyPath, value: Any) -> None:
+    for sub in _subpaths(path, value):
+        positions.pop(sub, None)
+
+
+def _graft(positions: dict[KeyPath, Position], source: Mapping[KeyPath, Position],
+           path: KeyPath, value: Any) -> None:
+    for sub in _subpaths(path, value):
+        pos = source.get(sub)
+        if pos is not None:
+            positions[sub] = pos
+
+
+# ---------------------------------------------------------------- --set
+
+_SEGMENT = re.compile(r"(?P<name>[^.\[\]]+)(?P<indices>(?:\[\d+\])*)\Z")
+_SET_HELP = "write --set dotted.key=value, e.g. workers.replicas=4 or defaults.args[0]=--epochs=5"
+
+
+def parse_set(arg: str, column: int = 1) -> tuple[tuple[KeyPath, Any, Position, str] | None, list[Diagnostic]]:
+    """Parse one ``--set`` argument into (key path, typed value, position, arg).
+
+    ``column`` is the 1-based index of the argument among the --set options;
+    it becomes the Position (file ``--set``, line 1) of what the value sets.
+    """
+    def bad(why: str) -> tuple[None, list[Diagnostic]]:
+        return None, [error("set-syntax", f"--set {arg!r}: {why}; {_SET_HELP}",
+                            file="--set", line=1, column=column)]
+
+    key, eq, text = arg.partition("=")
+    if not eq:
+        return bad("no '=' between the key and the value")
+    path: list[str | int] = []
+    for segment in key.split("."):
+        m = _SEGMENT.match(segment)
+        if m is None:
+            return bad(f"bad key segment {segment!r} (empty, or a malformed [N] index)")
+        path.append(m.group("name"))
+        path += [int(i) for i in re.findall(r"\[(\d+)\]", m.group("indices"))]
+    value, diags = _set_value(text)
+    if diags:
+        return bad(f"the value is not valid YAML ({diags[0].message})")
+    return (tuple(path), value, _pos("--set", 1, column), arg), []
+
+
+def _set_value(text: str) -> tuple[Any, list[Diagnostic]]:
+    if not text.strip():
+        return text, []
+    value, _, diags = _parse(text, "--set", None, {}, any_root=True)
+    if any(d.code == "empty-spec" for d in diags):  # only a comment, e.g. x=#ff0000
+        return text, []
+    return value, [d for d in diags if d.severity == "error"]
+
+
+def _apply_set(doc: Document, path: KeyPath, value: Any, pos: Position, arg: str) -> list[Diagnostic]:
+    """Assign ``value`` at ``path`` in ``doc``, creating intermediate mappings."""
+    cur: Any = doc.data
+    for depth, key in enumerate(path):
+        where = path[:depth + 1]
+        last = depth == len(path) - 1
+        problem = _set_step_problem(cur, key, last, path[:depth])
+        if problem:
+            return [error("set-syntax", f"--set {arg!r}: {problem}", format_path(where),
+                          file="--set", line=pos.line, column=pos.column)]
+        if last:
+            _assign(doc.positions, cur, key, value, where, pos)
+            break
+        if type(cur) is dict and cur.get(key) is None and isinstance(path[depth + 1], str):
+            cur[key] = {}  # an intermediate mapping, created (missing or null)
+            doc.positions[where] = pos
+        cur = cur.get(key) if type(cur) is dict else cur[key]
+    return []
+
+
+def _set_step_problem(cur: Any, key: str | int, last: bool, parent: KeyPath) -> str:
+    """Why ``key`` cannot be used on ``cur`` (empty when it can)."""
+    shown = format_path(parent) or "the document root"
+    if isinstance(key, int):
+        if type(cur) is not list:
+            kind = "missing" if cur is None else f"a {type(cur).__name__}"
+            return f"{shown} is {kind}, not a list, so [{key}] cannot index it"
+        limit = len(cur) if last else len(cur) - 1
+        return "" if key <= limit else f"index [{key}] is past the end of {shown} ({len(cur)} items)"
+    if type(cur) is not dict:
+        kind = "missing" if cur is None else f"a {type(cur).__name__}"
+        return f"{shown} is {kind}, not a mapping, so it has no key {key!r}"
+    return ""
+
+
+def _assign(positions: dict[KeyPath, Position], cur: Any, key: str | int, value: Any,
+            path: KeyPath, pos: Position) -> None:
+    if type(cur) is list and key == len(cur):
+        cur.append(None)
+    else:
+        _drop(positions, path, cur[key] if (type(cur) is list or key in cur) else None)
+    cur[key] = _copy(value)
+    for sub in _subpaths(path, value):
+        positions[sub] = pos

@@ -1,0 +1,432 @@
+"""Submitting and following jobs: the Python API behind ``vxtrain submit``,
+``status``, ``wait``, ``cancel`` and ``list``.
+
+Exactly-once (DESIGN.md "Submission reliability"): CreateCustomJob has no
+request id (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/create),
+so a blind retry can create two jobs. Every job is labelled
+``vxtrain-idempotency-key=<key>``; before any retry of a create whose outcome is
+unknown, jobs with that label are listed and the one that exists is adopted.
+With an explicit key, an existing job with that label is returned (in any
+state) and none is created.
+
+Calls go through a ``JobBackend`` (vxtrain.backends.base); retries through
+``google.api_core.retry.Retry`` on transient errors only. Nothing here imports
+google.cloud.aiplatform: the backend does, when it first talks to an API.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, Any, TypeVar
+
+from vxtrain import errors
+from vxtrain.backends.base import JobBackend, JobDict
+
+T = TypeVar("T")
+
+#: The label that makes a create idempotent (Vertex label keys: lowercase,
+#: [a-z0-9_-], ≤ 63: https://cloud.google.com/vertex-ai/docs/general/resource-labels).
+LABEL_KEY = "vxtrain-idempotency-key"
+#: States after which a job never changes again.
+TERMINAL_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
+                             "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
+#: Terminal states that make ``wait`` fail (exit 3).
+FAILED_STATES = frozenset({"JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
+CONSOLE_URL = ("https://console.cloud.google.com/vertex-ai/locations/{region}/training/{id}/cpu"
+               "?project={project}")
+LOCAL_PROJECT = "local-project"
+LOCAL_REGION = "us-central1"
+
+_LABEL_VALUE = re.compile(r"[a-z0-9_-]{1,63}")
+_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/(customJobs|hyperparameterTuningJobs)/([^/]+)$")
+
+ProgressFn = Callable[[JobDict, float], None]
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff: ``initial`` seconds, times ``multiplier``, capped at ``maximum``;
+    ``deadline`` bounds a whole retried call (None: no bound)."""
+
+    initial: float
+    maximum: float
+    multiplier: float = 2.0
+    deadline: float | None = None
+
+
+#: Retrying API calls on Vertex AI: gentle, and patient for five minutes.
+VERTEX_RETRY = Backoff(initial=1.0, maximum=30.0, deadline=300.0)
+#: Retrying API calls on an emulator on loopback: fast.
+LOCAL_RETRY = Backoff(initial=0.05, maximum=1.0, deadline=20.0)
+#: Polling a job on Vertex AI (jobs take minutes to start).
+VERTEX_POLL = Backoff(initial=1.0, maximum=30.0)
+#: Polling a job on an emulator (jobs take seconds).
+LOCAL_POLL = Backoff(initial=0.1, maximum=1.0)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """CustomJob or HyperparameterTuningJob: which backend methods to call."""
+
+    collection: str
+    noun: str
+
+    def method(self, backend: JobBackend, verb: str) -> Callable[..., Any]:
+        suffix = "s" if verb == "list" else ""
+        return getattr(backend, f"{verb}_{self.noun}{suffix}")  # type: ignore[no-any-return]
+
+
+CUSTOM = _Kind("customJobs", "custom_job")
+TUNING = _Kind("hyperparameterTuningJobs", "hyperparameter_tuning_job")
+
+
+def kind_of_job(job: Mapping[str, Any]) -> _Kind:
+    """A HyperparameterTuningJob has a ``trialJobSpec``; anything else is a CustomJob."""
+    return TUNING if "trialJobSpec" in job else CUSTOM
+
+
+def kind_of_name(name: str) -> _Kind:
+    """The kind a full resource name points at."""
+    return TUNING if "/hyperparameterTuningJobs/" in name else CUSTOM
+
+
+# --- names, labels, views -------------------------------------------------------
+
+def parent_of(project: str, region: str) -> str:
+    """``projects/P/locations/R``: where jobs are created and listed."""
+    return f"projects/{project}/locations/{region}"
+
+
+def label_value(key: str) -> str:
+    """``key`` as a Vertex label value: itself when label-safe, else a readable slug plus a hash."""
+    if _LABEL_VALUE.fullmatch(key):
+        return key
+    slug = re.sub(r"[^a-z0-9_-]+", "-", key.lower()).strip("-")[:40]
+    digest = hashlib.sha256(key.encode()).hexdigest()[:20]
+    return f"{slug}-{digest}" if slug else digest
+
+
+def resolve_name(name: str, *, project: str | None = None, region: str | None = None,
+                 kind: _Kind = CUSTOM) -> str:
+    """A full resource name from a full name or a bare id plus project and region."""
+    if _NAME.match(name):
+        return name
+    if "/" in name:
+        raise errors.UsageError(f"not a job name: {name!r}; expected "
+                                f"projects/P/locations/R/customJobs/ID or a bare ID")
+    if not project or not region:
+        raise errors.UsageError(f"a bare job id ({name}) needs --project and --region "
+                                f"(or GOOGLE_CLOUD_PROJECT and CLOUD_ML_REGION)")
+    return f"{parent_of(project, region)}/{kind.collection}/{name}"
+
+
+def split_name(name: str) -> tuple[str, str, str, str]:
+    """(project, region, collection, id) of a full resource name."""
+    found = _NAME.match(name)
+    if not found:
+        raise errors.UsageError(f"not a job resource name: {name!r}")
+    project, region, collection, job_id = found.groups()
+    return project, region, collection, job_id
+
+
+def console_url(name: str) -> str:
+    """The Cloud console page of a job (the SDK uses the "training" page for both kinds)."""
+    project, region, _, job_id = split_name(name)
+    return CONSOLE_URL.format(region=region, id=job_id, project=project)
+
+
+def job_view(job: JobDict, *, emulated: bool = False, adopted: bool = False) -> dict[str, Any]:
+    """What submit/status/wait print: name, state, console_url, display_name, create_time, …"""
+    view: dict[str, Any] = {
+        "name": job.get("name", ""),
+        "state": job.get("state", "JOB_STATE_UNSPECIFIED"),
+        "console_url": console_url(job["name"]) if job.get("name") else None,
+        "display_name": job.get("displayName", ""),
+        "create_time": job.get("createTime"),
+        "adopted": adopted,
+        "emulated": emulated,
+    }
+    for source, target in (("endTime", "end_time"), ("error", "error")):
+        if job.get(source):
+            view[target] = job[source]
+    key = (job.get("labels") or {}).get(LABEL_KEY)
+    if key:
+        view["idempotency_key"] = key
+    return view
+
+
+# --- retries -------------------------------------------------------------------
+
+def _is_transient(exc: Exception) -> bool:
+    return isinstance(exc, errors.ApiError) and exc.transient
+
+
+def retrying(call: Callable[[], T], backoff: Backoff) -> T:
+    """Run ``call`` under google.api_core.retry.Retry, retrying transient ApiErrors only."""
+    from google.api_core import exceptions as gexc
+    from google.api_core.retry import Retry
+
+    policy = Retry(predicate=_is_transient, initial=backoff.initial, maximum=backoff.maximum,
+                   multiplier=backoff.multiplier, timeout=backoff.deadline)
+    try:
+        return policy(call)()  # type: ignore[no-any-return]
+    except gexc.RetryError as exc:
+        raise errors.UnavailableError(
+            f"{exc.cause} (still failing after retrying for {backoff.deadline:.0f} s)") from exc
+
+
+def _default_backoff(backend: JobBackend, backoff: Backoff | None, local: Backoff,
+                     vertex: Backoff) -> Backoff:
+    if backoff is not None:
+        return backoff
+    return local if getattr(backend, "emulated", False) else vertex
+
+
+@contextmanager
+def _using(backend: JobBackend | None, region: str | None, endpoint: str | None) -> Iterator[JobBackend]:
+    """The given backend, or a new one for region/endpoint closed afterwards."""
+    if backend is not None:
+        yield backend
+        return
+    from vxtrain.backends.vertex import connect
+
+    own = connect(region, endpoint)
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+# --- exactly-once create ----------------------------------------------------------
+
+def find_labelled(backend: JobBackend, kind: _Kind, parent: str, label: str) -> JobDict | None:
+    """The (oldest) job under ``parent`` whose idempotency label is ``label``, or None."""
+    jobs = kind.method(backend, "list")(parent, f'labels.{LABEL_KEY}="{label}"')
+    # Filter here too: the filter is a convenience of the server, the label the truth.
+    mine = [j for j in jobs if (j.get("labels") or {}).get(LABEL_KEY) == label]
+    return min(mine, key=lambda j: (j.get("createTime", ""), j.get("name", ""))) if mine else None
+
+
+class _CreateAttempt:
+    """One create; on every attempt after the first (the previous outcome is
+    unknown), adopt the job that carries the label instead of creating another."""
+
+    def __init__(self, backend: JobBackend, kind: _Kind, parent: str, job: JobDict, label: str) -> None:
+        self.backend, self.kind, self.parent, self.job, self.label = backend, kind, parent, job, label
+        self.attempts = 0
+
+    def __call__(self) -> tuple[JobDict, bool]:
+        self.attempts += 1
+        if self.attempts > 1:
+            existing = find_labelled(self.backend, self.kind, self.parent, self.label)
+            if existing is not None:
+                return existing, True
+        created: JobDict = self.kind.method(self.backend, "create")(self.parent, self.job)
+        return created, False
+
+
+def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
+                backoff: Backoff) -> tuple[JobDict, bool]:
+    """Create ``job`` labelled with ``key`` at most once; return (job, adopted)."""
+    kind = kind_of_job(job)
+    label = label_value(key)
+    if explicit:
+        existing = retrying(lambda: find_labelled(backend, kind, parent, label), backoff)
+        if existing is not None:
+            return existing, True
+    labelled = {**job, "labels": {**(job.get("labels") or {}), LABEL_KEY: label}}
+    return retrying(_CreateAttempt(backend, kind, parent, labelled, label), backoff)
+
+
+# --- the Python API ---------------------------------------------------------------
+
+def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBackend | None = None,
+           endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
+           backoff: Backoff | None = None, poll: Backoff | None = None,
+           progress: ProgressFn | None = None, check: bool = True) -> dict[str, Any]:
+    """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
+    ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
+    to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED).
+
+    ``idempotency_key``: a re-submit with the same key under the same project and
+    region returns the job it labels and creates none; without one, each call
+    creates a new job.
+    """
+    with _using(backend, region, endpoint) as api:
+        retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
+        key = idempotency_key if idempotency_key is not None else uuid.uuid4().hex
+        job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key,
+                                   explicit=idempotency_key is not None, backoff=retry)
+        view = job_view(job, emulated=api.emulated, adopted=adopted)
+        if not wait:
+            return view
+        final = wait_job(view["name"], backend=api, backoff=retry, poll=poll, progress=progress,
+                         check=check)
+        return {**final, "adopted": adopted}
+
+
+def get(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
+        backoff: Backoff | None = None) -> dict[str, Any]:
+    """The view of the job ``name`` (a full resource name)."""
+    with _using(backend, split_name(name)[1], endpoint) as api:
+        job = _get(api, name, _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY))
+        return job_view(job, emulated=api.emulated)
+
+
+def _get(api: JobBackend, name: str, backoff: Backoff) -> JobDict:
+    getter = kind_of_name(name).method(api, "get")
+    return retrying(lambda: getter(name), backoff)  # type: ignore[no-any-return]
+
+
+def _delays(poll: Backoff) -> Iterator[float]:
+    """Polling intervals: initial, doubling, capped (no jitter: polls are not retries)."""
+    delay = poll.initial
+    while True:
+        yield delay
+        delay = min(delay * poll.multiplier, poll.maximum)
+
+
+def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
+             backoff: Backoff | None = None, poll: Backoff | None = None,
+             progress: ProgressFn | None = None, timeout: float | None = None,
+             check: bool = True) -> dict[str, Any]:
+    """Poll the job with backoff until it ends; return its view.
+
+    ``progress(view, elapsed_seconds)`` is called after every poll. With
+    ``check``, a job that ends FAILED/CANCELLED/EXPIRED raises JobFailedError.
+    """
+    with _using(backend, split_name(name)[1], endpoint) as api:
+        retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
+        delays = _delays(_default_backoff(api, poll, LOCAL_POLL, VERTEX_POLL))
+        start = time.monotonic()
+        while True:
+            view = job_view(_get(api, name, retry), emulated=api.emulated)
+            elapsed = time.monotonic() - start
+            if progress is not None:
+                progress(view, elapsed)
+            if view["state"] in TERMINAL_STATES:
+                break
+            if timeout is not None and elapsed >= timeout:
+                raise errors.UnavailableError(f"{name} is still {view['state']} after {timeout:.0f} s")
+            time.sleep(next(delays))
+    if check:
+        raise_for_state(view)
+    return view
+
+
+def raise_for_state(view: Mapping[str, Any]) -> None:
+    """Raise JobFailedError when the job ended FAILED, CANCELLED or EXPIRED."""
+    if view.get("state") in FAILED_STATES:
+        reason = (view.get("error") or {}).get("message") or "no error message"
+        raise errors.JobFailedError(f"{view['name']} ended {view['state']}: {reason}", job=dict(view))
+
+
+def cancel(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
+           backoff: Backoff | None = None) -> dict[str, Any]:
+    """Ask for the job to be cancelled; return its view right after (often CANCELLING)."""
+    with _using(backend, split_name(name)[1], endpoint) as api:
+        retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
+        canceller = kind_of_name(name).method(api, "cancel")
+        retrying(lambda: canceller(name), retry)
+        return job_view(_get(api, name, retry), emulated=api.emulated)
+
+
+def build_filter(filter_: str | None = None, labels: Mapping[str, str] | None = None,
+                 state: str | None = None) -> str:
+    """One list filter: the raw one AND each ``labels.k="v"`` AND ``state=...``."""
+    parts = [f"({filter_})"] if filter_ else []
+    parts += [f'labels.{k}="{v}"' for k, v in (labels or {}).items()]
+    if state:
+        parts.append(f"state={normalize_state(state)}")
+    return " AND ".join(parts)
+
+
+def normalize_state(state: str) -> str:
+    """``running`` / ``RUNNING`` / ``JOB_STATE_RUNNING`` → ``JOB_STATE_RUNNING``."""
+    upper = state.strip().upper()
+    return upper if upper.startswith("JOB_STATE_") else f"JOB_STATE_{upper}"
+
+
+def list_jobs(*, project: str, region: str, backend: JobBackend | None = None,
+              endpoint: str | None = None, filter: str = "",  # noqa: A002 - the API's word
+              tuning: bool = False, backoff: Backoff | None = None) -> list[dict[str, Any]]:
+    """Views of the CustomJobs (or, with ``tuning``, HyperparameterTuningJobs) matching ``filter``."""
+    kind = TUNING if tuning else CUSTOM
+    with _using(backend, region, endpoint) as api:
+        lister = kind.method(api, "list")
+        retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
+        jobs: list[JobDict] = retrying(lambda: lister(parent_of(project, region), filter), retry)
+        return [job_view(j, emulated=api.emulated) for j in jobs]
+
+
+# --- progress on stderr -------------------------------------------------------------
+
+class PlainProgress:
+    """One line per state change on a stream that is not a terminal."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.state: str | None = None
+
+    def __call__(self, view: JobDict, elapsed: float) -> None:
+        if view["state"] != self.state:
+            self.state = view["state"]
+            self.stream.write(f"vxtrain: {view['name']}: {self.state} after {elapsed:.1f} s\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class RichProgress:
+    """A live status line (spinner, state, elapsed time) on a terminal; state changes as lines."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self.task = self.progress.add_task("submitting", total=None)
+        self.state: str | None = None
+        self.progress.start()
+
+    def __call__(self, view: JobDict, elapsed: float) -> None:
+        short = view["name"].rsplit("/", 1)[-1]
+        self.progress.update(self.task, description=f"{short}: {view['state']}")
+        if view["state"] != self.state:
+            self.state = view["state"]
+            self.progress.console.print(f"{view['name']}: {self.state} after {elapsed:.1f} s",
+                                        highlight=False)
+
+    def close(self) -> None:
+        """Stop the live display."""
+        self.progress.stop()
+
+
+@contextmanager
+def stderr_progress() -> Iterator[ProgressFn]:
+    """A progress callback for ``wait_job``: rich on a terminal, plain lines otherwise."""
+    reporter: PlainProgress | RichProgress = RichProgress() if sys.stderr.isatty() else PlainProgress()
+    try:
+        yield reporter
+    finally:
+        reporter.close()
+
+
+#: ``vxtrain.submit.wait(name)`` reads like the CLI; ``submit(wait=True)`` needs the other name.
+wait = wait_job
+
+__all__ = sorted([
+    "Backoff", "FAILED_STATES", "LABEL_KEY", "LOCAL_POLL", "LOCAL_RETRY", "TERMINAL_STATES",
+    "VERTEX_POLL", "VERTEX_RETRY", "build_filter", "cancel", "console_url", "create_once",
+    "find_labelled", "get", "job_view", "label_value", "list_jobs", "parent_of",
+    "raise_for_state", "resolve_name", "retrying", "split_name", "stderr_progress", "submit",
+    "wait", "wait_job",
+])
