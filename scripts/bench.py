@@ -49,7 +49,8 @@ def cold_start(runs: int) -> dict[str, float]:
 
 
 def _spec(i: int, rng: random.Random) -> str:
-    gpus = rng.choice([1, 2, 4, 8])
+    gpus, machine = rng.choice([(1, "n1-standard-8"), (2, "n1-standard-16"), (4, "n1-highmem-32"),
+                                (8, "n1-highmem-96")])
     workers = rng.randint(1, 8)
     rs = rng.random() < 0.5
     tail = ("reduction_server: {replicas: auto}\n" if rs else
@@ -60,8 +61,8 @@ def _spec(i: int, rng: random.Random) -> str:
             "scheduling: {timeout: 2d, strategy: STANDARD}\n"
             "defaults:\n  image: us-docker.pkg.dev/p/train/img:${TAG:-v1}\n"
             "  command: [python, -m, trainer.task]\n  args: [--epochs=3]\n  env: {NCCL_DEBUG: INFO}\n"
-            f"chief:\n  machine_type: n1-highmem-96\n  accelerator: {{type: NVIDIA_TESLA_V100, count: {gpus}}}\n"
-            f"workers:\n  replicas: {workers}\n  machine_type: n1-highmem-96\n"
+            f"chief:\n  machine_type: {machine}\n  accelerator: {{type: NVIDIA_TESLA_V100, count: {gpus}}}\n"
+            f"workers:\n  replicas: {workers}\n  machine_type: {machine}\n"
             f"  accelerator: {{type: NVIDIA_TESLA_V100, count: {gpus}}}\n" + tail)
 
 

@@ -18,8 +18,8 @@ accel = {"type": "object", "description": "Accelerators on every node of the poo
          "properties": {"type": {"type": "string", "description": "AcceleratorType enum name, e.g. NVIDIA_TESLA_V100, NVIDIA_L4, NVIDIA_H100_80GB."},
                         "count": {"type": "integer", "minimum": 1, "default": 1, "description": "Accelerators per node."}}}
 disk = {"type": "object", "description": "Boot disk of every node.", "additionalProperties": False,
-        "properties": {"type": {"type": "string", "enum": ["pd-ssd", "pd-standard", "hyperdisk-balanced"], "default": "pd-ssd"},
-                       "size_gb": {"type": "integer", "minimum": 10, "maximum": 65536, "default": 100}}}
+        "properties": {"type": {"type": "string", "enum": ["pd-ssd", "pd-standard", "hyperdisk-balanced"], "default": "pd-ssd", "description": "Boot disk type."},
+                       "size_gb": {"type": "integer", "minimum": 10, "maximum": 65536, "default": 100, "description": "Boot disk size in GB."}}}
 pkg = {"type": "object", "description": "Run a Python package in a prebuilt executor image instead of a custom image.",
        "additionalProperties": False, "required": ["executor_image", "package_uris", "module"],
        "properties": {"executor_image": {"type": "string", "description": "Prebuilt training container, e.g. us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest."},
@@ -43,13 +43,13 @@ def pool(desc, replicas):
 count = {"type": "integer", "minimum": 1, "description": "Number of nodes in the pool.", "default": 1}
 duration = {"description": "A duration: 90s, 30m, 12h, 7d, or seconds as a number.", "x-accepts": "a duration such as 90s, 30m, 12h or 7d (or seconds as a number)",
             "oneOf": [{"type": "string", "pattern": "^\\s*\\d+(\\.\\d+)?\\s*[smhd]?\\s*$"}, {"type": "integer", "minimum": 0}]}
-param = {"type": "object", "additionalProperties": False, "required": ["type"],
-         "properties": {"type": {"type": "string", "enum": ["double", "integer", "discrete", "categorical"]},
-                        "min": {"type": "number"}, "max": {"type": "number"},
-                        "values": {"type": "array", "items": {"type": ["string", "number"]}},
-                        "scale": {"type": "string", "enum": ["linear", "log", "reverse_log"]}}}
-metric = {"type": "object", "additionalProperties": False, "required": ["id", "goal"],
-          "properties": {"id": {"type": "string"}, "goal": {"type": "string", "enum": ["maximize", "minimize"]}}}
+param = {"type": "object", "additionalProperties": False, "required": ["type"], "description": "One tuned parameter; trials get it as --NAME=VALUE.",
+         "properties": {"type": {"type": "string", "enum": ["double", "integer", "discrete", "categorical"], "description": "double or integer (with min and max), discrete (numeric values) or categorical (string values)."},
+                        "min": {"type": "number", "description": "Lower bound (double, integer)."}, "max": {"type": "number", "description": "Upper bound (double, integer)."},
+                        "values": {"type": "array", "items": {"type": ["string", "number"]}, "description": "The values of a discrete or categorical parameter."},
+                        "scale": {"type": "string", "enum": ["linear", "log", "reverse_log"], "description": "How the search space is scaled."}}}
+metric = {"type": "object", "additionalProperties": False, "required": ["id", "goal"], "description": "The metric trials report, and its goal.",
+          "properties": {"id": {"type": "string", "description": "Metric name the trials report, e.g. accuracy."}, "goal": {"type": "string", "enum": ["maximize", "minimize"], "description": "maximize or minimize."}}}
 schema = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://vxtrain.dev/schema/native-v1.json",
@@ -71,10 +71,10 @@ schema = {
         "enable_web_access": {"type": "boolean", "default": False, "description": "Interactive shell access to the replicas."},
         "scheduling": {"type": "object", "additionalProperties": False, "description": "Scheduling options.",
                        "properties": {"timeout": {**duration, "description": "Maximum run time (Vertex default 7d)."},
-                                      "restart_job_on_worker_restart": {"type": "boolean", "default": False},
-                                      "strategy": {"type": "string", "enum": ["STANDARD", "SPOT", "FLEX_START"], "default": "STANDARD"},
+                                      "restart_job_on_worker_restart": {"type": "boolean", "default": False, "description": "Restart the whole job when a replica restarts."},
+                                      "strategy": {"type": "string", "enum": ["STANDARD", "SPOT", "FLEX_START"], "default": "STANDARD", "description": "STANDARD (on-demand VMs), SPOT (Spot VMs, preemptible) or FLEX_START (waits up to max_wait for resources)."},
                                       "max_wait": {**duration, "description": "FLEX_START: how long to wait for resources."},
-                                      "disable_retries": {"type": "boolean", "default": False}}},
+                                      "disable_retries": {"type": "boolean", "default": False, "description": "Fail the job instead of retrying it after an internal error."}}},
         "defaults": {"type": "object", "additionalProperties": False, "description": "Merged into every training pool (never into reduction_server).",
                      "properties": {**machine_props, **container_props}},
         "chief": pool("Pool 0: the primary replica. Always exactly 1 replica.", {"type": "integer", "default": 1, "description": "Must be 1 (Vertex requires one primary replica)."}),
@@ -94,12 +94,12 @@ schema = {
                                  "workdir": {"type": "string", "description": "Working directory, relative to the spec file."},
                                  "env": env}},
         "study": {"type": "object", "additionalProperties": False, "description": "Makes the job a HyperparameterTuningJob.",
-                  "properties": {"metric": metric, "metrics": {"type": "array", "minItems": 1, "items": metric},
-                                 "parameters": {"type": "object", "minProperties": 1, "additionalProperties": param},
-                                 "max_trials": {"type": "integer", "minimum": 1},
-                                 "parallel_trials": {"type": "integer", "minimum": 1},
-                                 "max_failed_trials": {"type": "integer", "minimum": 0},
-                                 "algorithm": {"type": "string", "enum": ["default", "random", "grid"], "default": "default"}}},
+                  "properties": {"metric": metric, "metrics": {"type": "array", "minItems": 1, "items": metric, "description": "Several metrics (instead of metric)."},
+                                 "parameters": {"type": "object", "minProperties": 1, "additionalProperties": param, "description": "Tuned parameters by name."},
+                                 "max_trials": {"type": "integer", "minimum": 1, "description": "Total number of trials."},
+                                 "parallel_trials": {"type": "integer", "minimum": 1, "description": "Trials run at the same time."},
+                                 "max_failed_trials": {"type": "integer", "minimum": 0, "description": "Failed trials after which the study fails."},
+                                 "algorithm": {"type": "string", "enum": ["default", "random", "grid"], "default": "default", "description": "default (Vertex AI's Bayesian optimization), random or grid search."}}},
         "extra": {"type": "object", "description": "Raw CustomJob fields (camelCase REST form), deep-merged last; checked against the installed aiplatform protos."},
     },
     "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg},

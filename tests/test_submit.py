@@ -3,6 +3,7 @@ emulator on loopback: the Python API, exactly-once under injected faults, and
 the CLI commands (submit, status, wait, cancel, list)."""
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import re
@@ -16,11 +17,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vxtrain import errors
-from vxtrain import submit as api
 from vxtrain.backends import vertex
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.vertex import VertexBackend
 
+# By module path: the package may export a function called ``submit`` that shadows the attribute.
+api = importlib.import_module("vxtrain.submit")
 PROJECT, REGION = "p", "us-central1"
 PARENT = f"projects/{PROJECT}/locations/{REGION}"
 FAST = api.Backoff(initial=0.01, maximum=0.05, deadline=5.0)
@@ -264,7 +266,7 @@ def test_resolve_name() -> None:
 def test_build_filter() -> None:
     assert api.build_filter() == ""
     assert (api.build_filter('display_name="x"', {"team": "nlp"}, "running")
-            == '(display_name="x") AND labels.team="nlp" AND state=JOB_STATE_RUNNING')
+            == '(display_name="x") AND labels.team="nlp" AND state="JOB_STATE_RUNNING"')
 
 
 # --- the CLI -------------------------------------------------------------------------------------

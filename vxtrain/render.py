@@ -18,9 +18,15 @@ _STYLE = {"error": "bold red", "warning": "bold yellow"}
 @cache
 def console(stderr: bool = False) -> Any:
     """A rich Console on stdout or stderr (created once, lazily: rich costs startup time)."""
+    import os
+
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    out = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        # Piped output (CI logs, files) has no width; 80 columns squeeze the plan table.
+        out.width = 120
+    return out
 
 
 def diagnostics_text(diagnostics: Sequence[Diagnostic], *, stderr: bool = True) -> None:

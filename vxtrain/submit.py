@@ -4,7 +4,7 @@
 Exactly-once (DESIGN.md "Submission reliability"): CreateCustomJob has no
 request id (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/create),
 so a blind retry can create two jobs. Every job is labelled
-``vxtrain-idempotency-key=<key>``; before any retry of a create whose outcome is
+``vxtrain_idempotency_key=<key>``; before any retry of a create whose outcome is
 unknown, jobs with that label are listed and the one that exists is adopted.
 With an explicit key, an existing job with that label is returned (in any
 state) and none is created.
@@ -32,7 +32,9 @@ T = TypeVar("T")
 
 #: The label that makes a create idempotent (Vertex label keys: lowercase,
 #: [a-z0-9_-], ≤ 63: https://cloud.google.com/vertex-ai/docs/general/resource-labels).
-LABEL_KEY = "vxtrain-idempotency-key"
+# An underscore, not a hyphen: the key appears bare in list filters
+# (`labels.KEY="value"`), where a hyphen is not an identifier character (AIP-160).
+LABEL_KEY = "vxtrain_idempotency_key"
 #: States after which a job never changes again.
 TERMINAL_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
                              "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
@@ -207,6 +209,8 @@ def _using(backend: JobBackend | None, region: str | None, endpoint: str | None)
 
 def find_labelled(backend: JobBackend, kind: _Kind, parent: str, label: str) -> JobDict | None:
     """The (oldest) job under ``parent`` whose idempotency label is ``label``, or None."""
+    # Filter syntax `labels.key=value`: ListCustomJobsRequest.filter,
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/list
     jobs = kind.method(backend, "list")(parent, f'labels.{LABEL_KEY}="{label}"')
     # Filter here too: the filter is a convenience of the server, the label the truth.
     mine = [j for j in jobs if (j.get("labels") or {}).get(LABEL_KEY) == label]
@@ -343,7 +347,7 @@ def build_filter(filter_: str | None = None, labels: Mapping[str, str] | None = 
     parts = [f"({filter_})"] if filter_ else []
     parts += [f'labels.{k}="{v}"' for k, v in (labels or {}).items()]
     if state:
-        parts.append(f"state={normalize_state(state)}")
+        parts.append(f'state="{normalize_state(state)}"')
     return " AND ".join(parts)
 
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 POOL = {"machine_type": "n1-standard-4", "image": "gcr.io/p/train:1"}
 
 #: One script for every replica; what it does comes from $PLAN by replica name:
-#: exit:N, sleep:S (then exit 0), ignore-term (blocks, ignoring SIGTERM),
+#: exit:N, sleep:S (then exit 0), await:NAME (until NAME recorded its pid), ignore-term (blocks, ignoring SIGTERM),
 #: grandchild (spawns a sleeping child, records its pid, blocks), lines:N (long lines).
 REPLICA_SCRIPT = r'''
 import json, os, signal, subprocess, sys, time
@@ -31,18 +31,22 @@ from vxtrain import cluster
 spec = json.loads(os.environ["CLUSTER_SPEC"])
 name = f"{spec['task']['type']}-{spec['task']['index']}"
 action = json.loads(os.environ.get("PLAN", "{}")).get(name, "exit:0")
+kind, _, arg = action.partition(":")
+if kind == "ignore-term":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 pids = os.environ.get("PID_DIR")
 if pids:
     open(os.path.join(pids, name), "w").write(str(os.getpid()))
 info = cluster.current()
 print(f"ready {name} role={info.role} index={info.index} trial={info.trial} args={sys.argv[1:]}", flush=True)
-kind, _, arg = action.partition(":")
+if kind == "await":
+    while not os.path.exists(os.path.join(pids, arg)):
+        time.sleep(0.02)
 if kind == "exit":
     sys.exit(int(arg))
 if kind == "sleep":
     time.sleep(float(arg))
 if kind == "ignore-term":
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(600)
 if kind == "grandchild":
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -123,7 +127,8 @@ def run(job: Job, **kw: Any) -> tuple[local.LocalRunResult, Lines]:
 
 
 def test_success_runs_every_replica_with_its_env(script: Path) -> None:
-    result, out = run(make_job(script, workers=2, ps=1, evaluators=1), trial="4")
+    plan = {"workerpool0-0": "await:workerpool2-0"}  # the ps prints before it is stopped
+    result, out = run(make_job(script, plan, workers=2, ps=1, evaluators=1), trial="4")
     assert result.succeeded and result.exit_code == 0 and result.failed_replica is None
     assert [r.name for r in result.replicas] == ["workerpool0-0", "workerpool1-0", "workerpool1-1",
                                                  "workerpool2-0", "workerpool3-0"]
@@ -164,13 +169,15 @@ def test_chief_success_stops_a_blocking_parameter_server(script: Path) -> None:
 
 
 def test_a_replica_ignoring_sigterm_is_killed_after_the_grace(script: Path) -> None:
-    result, _ = run(make_job(script, {"workerpool2-0": "ignore-term"}, workers=0, ps=1), grace=0.5)
+    plan = {"workerpool2-0": "ignore-term", "workerpool0-0": "await:workerpool2-0"}
+    result, _ = run(make_job(script, plan, workers=0, ps=1), grace=0.5)
     assert result.succeeded
     assert result.replicas[-1].exit_code == -signal.SIGKILL
 
 
 def test_grandchildren_do_not_outlive_the_run(script: Path) -> None:
-    result, _ = run(make_job(script, {"workerpool1-0": "grandchild"}, workers=1))
+    plan = {"workerpool1-0": "grandchild", "workerpool0-0": "await:workerpool1-0-child"}
+    result, _ = run(make_job(script, plan, workers=1))
     assert result.succeeded
     pids = recorded_pids(script.parent)
     assert "workerpool1-0-child" in pids
@@ -178,7 +185,7 @@ def test_grandchildren_do_not_outlive_the_run(script: Path) -> None:
 
 
 def test_an_evaluator_failure_does_not_fail_the_job(script: Path) -> None:
-    plan = {"workerpool3-0": "exit:2", "workerpool0-0": "sleep:1"}
+    plan = {"workerpool3-0": "exit:2", "workerpool0-0": "sleep:2"}
     result, out = run(make_job(script, plan, workers=0, evaluators=1))
     assert result.succeeded
     assert "workerpool3-0 (evaluators) exited with code 2" in out.text
@@ -213,7 +220,8 @@ def test_output_lines_are_prefixed_and_never_interleaved(script: Path) -> None:
 
 
 def test_reduction_server_replicas_are_not_started(script: Path) -> None:
-    job = make_job(script, workers=1, reduction_server={"replicas": 2})
+    job = make_job(script, {"workerpool0-0": "await:workerpool1-0"}, workers=1,
+                   reduction_server={"replicas": 2})
     result, out = run(job)
     assert result.succeeded
     assert [r.name for r in result.replicas] == ["workerpool0-0", "workerpool1-0"]
@@ -225,7 +233,8 @@ def test_reduction_server_replicas_are_not_started(script: Path) -> None:
 def test_torch_variables_for_chief_and_workers_only(tmp_path: Path) -> None:
     code = ("import os; print(*[os.environ.get(k, '-') for k in "
             "('MASTER_ADDR', 'MASTER_PORT', 'WORLD_SIZE', 'RANK')])")
-    job = build({"display_name": "t", "chief": {**POOL, "command": ["python", "-c", code]},
+    slow = "import time; time.sleep(1); " + code  # the parameter server prints before it is stopped
+    job = build({"display_name": "t", "chief": {**POOL, "command": ["python", "-c", slow]},
                  "workers": {**POOL, "replicas": 2, "command": ["python", "-c", code]},
                  "parameter_servers": {**POOL, "command": ["python", "-c", code]}})
     result, out = run(job)
@@ -335,3 +344,14 @@ def test_quickstart_example_runs_through_the_cli() -> None:
     assert proc.returncode == 0, err
     assert "[workerpool0-0] chief: all 2 workers reported; done" in out
     assert "[workerpool1-1] worker 1: chief says welcome" in out
+
+
+def test_cluster_variables_of_the_caller_do_not_leak(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TF_CONFIG", '{"task": {"type": "worker", "index": 9}}')
+    monkeypatch.setenv("RANK", "9")
+    monkeypatch.setenv("AIP_MODEL_DIR", "gs://stale/")
+    code = "import os; print(*[os.environ.get(k, '-') for k in ('TF_CONFIG', 'AIP_MODEL_DIR', 'RANK')])"
+    job = build({"display_name": "t", "chief": {**POOL, "command": ["python", "-c", code]}})
+    result, out = run(job, workdir=tmp_path)
+    assert result.succeeded
+    assert out.of("workerpool0-0") == ["- - 0"]

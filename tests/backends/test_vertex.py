@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -188,7 +189,8 @@ def test_no_application_default_credentials_are_found() -> None:
 def test_client_modules_do_not_import_aiplatform() -> None:
     code = ("import sys, vxtrain.submit, vxtrain.backends.vertex, vxtrain.commands.submit, "
             "vxtrain.commands.jobs; print(sorted(m for m in sys.modules if 'aiplatform' in m))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert out.stdout.strip() == "[]"
 
 

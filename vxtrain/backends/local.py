@@ -198,9 +198,19 @@ def _workdir(job: Job, base_dir: Path, workdir: str | Path | None) -> Path:
     return base_dir
 
 
+#: Variables a replica must get from this run only, never from the caller's
+#: environment (a stale TF_CONFIG would make a one-replica job look distributed).
+_CLUSTER_VARS = ("CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID", "MASTER_ADDR", "MASTER_PORT",
+                 "WORLD_SIZE", "RANK")
+
+
+def _is_cluster_var(name: str) -> bool:
+    return name in _CLUSTER_VARS or name.startswith("AIP_")
+
+
 def _child_env(job: Job, pool: Pool, vertex_env: Mapping[str, str], torch: Mapping[str, str],
                base_dir: Path) -> dict[str, str]:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not _is_cluster_var(k)}
     env.update(vertex_env)
     if job.local is not None:
         env.update(job.local.env)

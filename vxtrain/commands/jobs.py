@@ -40,9 +40,9 @@ def _name(name: str, project: str | None, region: str | None, endpoint: str | No
 def status(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
-    from vxtrain import submit as api
+    from vxtrain.submit import get
 
-    print_view(api.get(_name(name, project, region, endpoint), endpoint=endpoint), output)
+    print_view(get(_name(name, project, region, endpoint), endpoint=endpoint), output)
     return 0
 
 
@@ -50,12 +50,12 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
          endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text,
          timeout: float | None = None) -> int:
     """Follow the job to its end: 0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
-    from vxtrain import submit as api
+    from vxtrain.submit import wait_job
 
     full = _name(name, project, region, endpoint)
     with _progress(True) as progress:
         try:
-            view = api.wait_job(full, endpoint=endpoint, progress=progress, timeout=timeout)
+            view = wait_job(full, endpoint=endpoint, progress=progress, timeout=timeout)
         except JobFailedError as exc:
             print_view(exc.job, output)
             raise
@@ -66,9 +66,9 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
 def cancel(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Ask for the job to be cancelled and print its state (CANCELLING, later CANCELLED)."""
-    from vxtrain import submit as api
+    from vxtrain.submit import cancel as cancel_job
 
-    print_view(api.cancel(_name(name, project, region, endpoint), endpoint=endpoint), output)
+    print_view(cancel_job(_name(name, project, region, endpoint), endpoint=endpoint), output)
     return 0
 
 
@@ -88,14 +88,14 @@ def list_(*, project: str | None = None, region: str | None = None, endpoint: st
           state: str | None = None, tuning: bool = False,
           output: c.OutputFormat = c.OutputFormat.text) -> int:
     """List jobs in the project/region (newest first, as the API returns them)."""
-    from vxtrain import submit as api
+    from vxtrain.submit import build_filter, list_jobs
 
     project, region = _where(project, region, endpoint)
     if not project or not region:
         raise UsageError("list needs a project and a region: pass --project/--region or export "
                          "GOOGLE_CLOUD_PROJECT/CLOUD_ML_REGION")
-    views = api.list_jobs(project=project, region=region, endpoint=endpoint, tuning=tuning,
-                          filter=api.build_filter(filter_, labels, state))
+    views = list_jobs(project=project, region=region, endpoint=endpoint, tuning=tuning,
+                      filter=build_filter(filter_, labels, state))
     if output is c.OutputFormat.json:
         c.emit_json({"jobs": views})
     else:

@@ -1,16 +1,64 @@
-"""``vxtrain schema``: the JSON Schema of the native format (for editors and CI)."""
+"""``vxtrain schema``: the JSON Schema of the native format, for editors and CI.
+
+What it prints is the shipped validation schema (vxtrain/spec/schema.json)
+enriched at print time with the catalog, so yaml-language-server can complete
+and hover machine and accelerator types:
+
+- ``machine_type``: ``anyOf: [{enum: <catalog>}, {type: string}]``. Editors
+  offer the catalog's types, yet a type the catalog does not know stays valid:
+  vxtrain's rules only *warn* about such a machine (it may be newer than the
+  catalog), so the schema must not make it an error.
+- ``accelerator.type``: ``enum`` of the installed google-cloud-aiplatform's
+  AcceleratorType, the real API enum. The shipped schema keeps a plain string
+  there, so that ``validate`` reports a bad accelerator through its rules,
+  whose message names the accelerators the machine takes.
+
+Use it from a spec's first line::
+
+    # yaml-language-server: $schema=./vxtrain.schema.json
+"""
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Iterator
+from typing import Any
 
 import typer
 
+_MACHINE_KEYS = ("machine_type",)
 
-def schema() -> int:
-    """Print the native-format JSON Schema (Draft 2020-12) to stdout."""
+
+def enriched_schema() -> dict[str, Any]:
+    """The shipped native schema plus catalog enums for editors (a new dict each call)."""
+    from vxtrain import catalog
     from vxtrain.spec.schema import schema as native_schema
 
-    typer.echo(json.dumps(native_schema(), indent=2))
+    out = copy.deepcopy(native_schema())
+    machines = catalog.machine_types()
+    for prop in _properties_named(out, _MACHINE_KEYS):
+        prop["anyOf"] = [{"enum": machines}, {"type": "string"}]
+    accelerator_type = out["$defs"]["accelerator"]["properties"]["type"]
+    accelerator_type["enum"] = catalog.accelerator_types()
+    return out
+
+
+def _properties_named(node: Any, names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    """Every property schema under ``node`` whose key is one of ``names``."""
+    if isinstance(node, dict):
+        for key, sub in (node.get("properties") or {}).items():
+            if key in names and isinstance(sub, dict):
+                yield sub
+        for value in node.values():
+            yield from _properties_named(value, names)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _properties_named(item, names)
+
+
+def schema() -> int:
+    """Print the enriched native-format JSON Schema (Draft 2020-12) to stdout."""
+    typer.echo(json.dumps(enriched_schema(), indent=2))
     return 0
 
 

@@ -82,11 +82,12 @@ def spec_location(result: Result, message: str) -> str:
 
 def _submit(job: dict[str, Any], project: str, region: str, output: c.OutputFormat, *,
             endpoint: str | None, key: str | None, wait: bool, backend: Any = None) -> int:
-    from vxtrain import submit as api
+    # from-imports: vxtrain/__init__ may export a function named ``submit``.
+    from vxtrain.submit import submit as submit_job
 
     with _progress(wait) as progress:
         try:
-            view = api.submit(job, project=project, region=region, backend=backend, endpoint=endpoint,
+            view = submit_job(job, project=project, region=region, backend=backend, endpoint=endpoint,
                               idempotency_key=key, wait=wait, progress=progress)
         except JobFailedError as exc:
             print_view(exc.job, output)

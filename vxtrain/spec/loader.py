@@ -44,7 +44,6 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -193,11 +192,9 @@ class _Abort(Exception):
 class _Frame:
     """An open mapping or sequence (one per collection, not per node)."""
 
-    __slots__ = ("value", "path", "is_map", "key", "key_path", "anchor", "count0", "pos0",
-                 "height", "mark")
+    __slots__ = ("value", "path", "is_map", "key", "key_path", "anchor", "count0", "height")
 
-    def __init__(self, value: Any, path: KeyPath, anchor: str | None, count0: int, pos0: int,
-                 mark: Any) -> None:
+    def __init__(self, value: Any, path: KeyPath, anchor: str | None, count0: int) -> None:
         self.value = value
         self.path = path
         self.is_map = type(value) is dict
@@ -205,26 +202,25 @@ class _Frame:
         self.key_path: KeyPath = ()
         self.anchor = anchor
         self.count0 = count0
-        self.pos0 = pos0
         self.height = 1
-        self.mark = mark
 
 
 class _Anchor:
-    """What an alias copies: the value, its size, and positions relative to it."""
+    """What an alias copies: the value, its size and height, where it is (its
+    positions are read from there when an alias needs them), and a scalar's text."""
 
-    __slots__ = ("value", "count", "height", "positions", "text")
+    __slots__ = ("value", "count", "height", "path", "text")
 
-    def __init__(self, value: Any, count: int, height: int,
-                 positions: list[tuple[KeyPath, Position]], text: str | None) -> None:
+    def __init__(self, value: Any, count: int, height: int, path: KeyPath,
+                 text: str | None) -> None:
         self.value = value
         self.count = count
         self.height = height
-        self.positions = positions
+        self.path = path
         self.text = text
 
 
-_PENDING = _Anchor(None, 0, 0, [], None)
+_PENDING = _Anchor(None, 0, 0, (), None)
 
 
 class _Builder:
@@ -245,15 +241,6 @@ class _Builder:
         self.documents = 0
         self.root: Any = None
         self.root_mark: Any = None
-        self.handlers: dict[type, Callable[[Any], None]] = {
-            ev.ScalarEvent: self._on_scalar,
-            ev.MappingStartEvent: self._on_start,
-            ev.SequenceStartEvent: self._on_start,
-            ev.MappingEndEvent: self._on_end,
-            ev.SequenceEndEvent: self._on_end,
-            ev.AliasEvent: self._on_alias,
-            ev.DocumentStartEvent: self._on_document,
-        }
 
     # -- diagnostics
 
@@ -269,9 +256,18 @@ class _Builder:
 
     def run(self, text: str) -> None:
         """Consume the events of ``text`` until the stream ends (or a fatal problem)."""
+        handlers: dict[type, Callable[[Any], None]] = {  # local: no builder↔method cycle
+            ev.ScalarEvent: self._on_scalar,
+            ev.MappingStartEvent: self._on_start,
+            ev.SequenceStartEvent: self._on_start,
+            ev.MappingEndEvent: self._on_end,
+            ev.SequenceEndEvent: self._on_end,
+            ev.AliasEvent: self._on_alias,
+            ev.DocumentStartEvent: self._on_document,
+        }
         loader = _Loader(text)
         try:
-            get, handlers, end = loader.get_event, self.handlers, ev.StreamEndEvent
+            get, end = loader.get_event, ev.StreamEndEvent
             while True:
                 event = get()
                 kind = type(event)
@@ -361,7 +357,7 @@ class _Builder:
                 self._check_tag(event.tag, _SCALAR_TAGS, event.start_mark, top.path)
             self._on_key(event.value, event.start_mark)
             if event.anchor is not None:
-                self.anchors[event.anchor] = _Anchor(event.value, 1, 0, [], event.value)
+                self.anchors[event.anchor] = _Anchor(event.value, 1, 0, (), event.value)
             return
         text = event.value
         if event.tag is None:
@@ -386,7 +382,7 @@ class _Builder:
             self.positions[top.path + (len(items),)] = _pos(self.file, mark.line + 1, mark.column + 1)
             items.append(value)
         if event.anchor is not None:
-            self.anchors[event.anchor] = _Anchor(value, 1, 0, [], text)
+            self.anchors[event.anchor] = _Anchor(value, 1, 0, (), text)
 
     def _typed(self, event: Any, path: KeyPath) -> Any:
         tag = event.tag
@@ -441,7 +437,7 @@ class _Builder:
         self._place(value, path, mark)
         if event.anchor is not None:
             self.anchors[event.anchor] = _PENDING
-        self.stack.append(_Frame(value, path, event.anchor, self.count - 1, len(self.positions), mark))
+        self.stack.append(_Frame(value, path, event.anchor, self.count - 1))
 
     def _on_end(self, event: Any) -> None:
         frame = self.stack.pop()
@@ -449,10 +445,8 @@ class _Builder:
             parent = self.stack[-1]
             parent.height = max(parent.height, frame.height + 1)
         if frame.anchor is not None:
-            cut = len(frame.path)
-            rel = [(p[cut:], pos) for p, pos in islice(self.positions.items(), frame.pos0, None)]
             self.anchors[frame.anchor] = _Anchor(frame.value, self.count - frame.count0,
-                                                 frame.height, rel, None)
+                                                 frame.height, frame.path, None)
 
     # -- aliases
 
@@ -483,8 +477,10 @@ class _Builder:
             top = self.stack[-1]
             top.height = max(top.height, anchor.height + 1)
         positions = self.positions
-        for rel, pos in anchor.positions:
-            positions[path + rel] = pos
+        for rel in _inner_paths(anchor.value):  # within the node budget ticked above
+            pos = positions.get(anchor.path + rel)
+            if pos is not None:
+                positions[path + rel] = pos
 
     # -- the result
 
@@ -505,6 +501,21 @@ class _Builder:
         return root
 
 
+def _inner_paths(value: Any) -> list[KeyPath]:
+    """The path, relative to ``value``, of every node under it (iterative)."""
+    out: list[KeyPath] = []
+    todo: list[tuple[KeyPath, Any]] = [((), value)]
+    while todo:
+        path, node = todo.pop()
+        kind = type(node)
+        if kind is dict or kind is list:
+            pairs = node.items() if kind is dict else enumerate(node)
+            for key, child in pairs:
+                out.append(path + (key,))
+                todo.append((path + (key,), child))
+    return out
+
+
 def _copy(value: Any) -> Any:
     """Deep copy of plain data (depth is bounded by MAX_DEPTH)."""
     kind = type(value)
@@ -517,40 +528,44 @@ def _copy(value: Any) -> Any:
 
 # -------------------------------------------------------- syntax errors
 
+_TAB_HINT = "YAML does not allow tabs for indentation: indent with spaces"
+_CONTROL_HINT = "remove the control character, or write it as an escape (\\x07) in a double-quoted string"
+# (fragment of the problem, fragment of the context, hint): both must match.
 _HINTS = (
-    ("tab", "YAML does not allow tabs for indentation: indent with spaces"),
-    ("quoted scalar", "a quoted string is not closed: check for a missing ' or \""),
-    ("flow sequence", "a '[' is not closed, or list items are missing a ','"),
-    ("flow mapping", "a '{' is not closed, or entries are missing a ','"),
-    ("mapping values are not allowed", "a value contains ': ': quote the value"),
-    ("could not find expected ':'", "a line lacks ':' after its key, or a continued value "
-                                    "is not indented"),
-    ("did not find expected key", "check the indentation of this line and the one before"),
-    ("did not find expected '-'", "check the indentation of the list items"),
-    ("control characters", "remove the control character, or write it as an escape "
-                           "(\\x07) in a double-quoted string"),
-    ("special characters", "remove the control character, or write it as an escape "
-                           "(\\x07) in a double-quoted string"),
+    ("end of stream", "quoted scalar", "a quoted string is not closed: check for a missing ' or \""),
+    ("", "flow sequence", "a '[' is not closed, or list items are missing a ','"),
+    ("", "flow mapping", "a '{' is not closed, or entries are missing a ','"),
+    ("mapping values are not allowed", "", "a value contains ': ': quote the value"),
+    ("could not find expected ':'", "", "a line lacks ':' after its key, or a continued value "
+                                        "is not indented"),
+    ("did not find expected key", "", "check the indentation of this line and the one before"),
+    ("did not find expected '-'", "", "check the indentation of the list items"),
+    ("control characters", "", _CONTROL_HINT),
+    ("special characters", "", _CONTROL_HINT),
 )
 
 
 def _syntax_diag(exc: yaml.YAMLError, text: str, file: str) -> Diagnostic:
     """``yaml-syntax`` from a PyYAML error: its problem text, mark and a hint."""
-    problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
-    context = getattr(exc, "context", None) or ""
+    problem = str(getattr(exc, "problem", None) or getattr(exc, "reason", None) or exc)
+    context = str(getattr(exc, "context", None) or "")
     mark = getattr(exc, "problem_mark", None)
     line, column = (mark.line + 1, mark.column + 1) if mark is not None else _offset_mark(exc, text)
     message = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
-    hint = _hint(f"{problem} {context}", text, line)
+    hint = _TAB_HINT if _tab_at(text, line, column) else next(
+        (h for p, c, h in _HINTS if p in problem and c in context), "")
     return error("yaml-syntax", message + (f"; hint: {hint}" if hint else ""),
                  file=file, line=line, column=column)
 
 
-def _hint(words: str, text: str, line: int | None) -> str:
+def _tab_at(text: str, line: int | None, column: int | None) -> bool:
+    """Whether the error sits on a tab, or its line is indented with one."""
     lines = text.splitlines()
-    if line is not None and 0 < line <= len(lines) and "\t" in lines[line - 1] or "'\\t'" in words:
-        return _HINTS[0][1]
-    return next((hint for key, hint in _HINTS[1:] if key in words), "")
+    if line is None or column is None or not 0 < line <= len(lines):
+        return False
+    here = lines[line - 1]
+    indent = here[:len(here) - len(here.lstrip(" \t"))]
+    return "\t" in indent or here[column - 1:column] == "\t"
 
 
 def _offset_mark(exc: yaml.YAMLError, text: str) -> tuple[int | None, int | None]:
