@@ -221,6 +221,21 @@ def test_every_undefined_variable_is_reported_at_its_scalar() -> None:
     assert "--var OTHER=VALUE" in found[2].message
 
 
+def test_a_name_is_reported_once_per_scalar() -> None:
+    found = errors("a: ${X}-${X}-${Y}-${X}\nb: ${X}\n")
+    assert [(d.line, d.message.split(":")[0]) for d in found] == [
+        (1, "undefined variable ${X}"), (1, "undefined variable ${Y}"), (2, "undefined variable ${X}")]
+
+
+def test_errors_stop_at_the_limit() -> None:
+    found = errors("".join(f"k{i}: ${{V{i}}}\n" for i in range(loader.MAX_ERRORS + 50)))
+    assert len(found) == loader.MAX_ERRORS + 1 and found[-1].code == "too-many-errors"
+
+
+def test_lone_surrogates_are_an_encoding_error() -> None:
+    assert [d.code for d in errors("a: \ud800\n")] == ["encoding"]
+
+
 @pytest.mark.parametrize("value", ["${", "x${", "${1X}", "${}", "${A-b}", "${A:b}", "${A B}",
                                    "'${A:-${B}}'", "${A"])
 def test_malformed_references(value: str) -> None:

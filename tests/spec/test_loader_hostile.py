@@ -167,3 +167,30 @@ def test_peak_rss_in_a_fresh_process(tmp_path: Path) -> None:
     assert report["grew_kib"] * 1024 < PEAK_BYTES
     for path, (seconds, codes) in report["cases"].items():
         assert seconds < SECONDS and len(codes) == 1, (path, seconds, codes)
+
+
+def many_anchors(path: Path) -> None:
+    path.write_text("".join(f"k{i}: &a{i} {{x: 1}}\n" for i in range(20_000)))
+
+
+def many_references(path: Path) -> None:
+    path.write_text("a: " + "${UNDEFINED}${1}" * 50_000 + "\n")
+
+
+def many_duplicates(path: Path) -> None:
+    path.write_text("a: 1\n" * 200_000)
+
+
+@pytest.mark.parametrize(("make", "code"), [
+    (many_anchors, None), (many_references, "undefined-variable"), (many_duplicates, "too-many-errors"),
+])
+def test_costly_but_small_files_stay_bounded(tmp_path: Path, make: Callable[[Path], None],
+                                             code: str | None) -> None:
+    path = tmp_path / "costly.yaml"
+    make(path)
+    (doc, diags), seconds, peak = measure(lambda: load(path, environ={}))  # type: ignore[misc]
+    assert seconds < 2 * SECONDS and peak < PEAK_BYTES, (seconds, peak)
+    if code is None:
+        assert doc is not None and diags == []
+    else:
+        assert doc is None and code in {d.code for d in diags} and len(diags) <= loader.MAX_ERRORS + 1

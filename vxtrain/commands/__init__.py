@@ -9,8 +9,10 @@ from __future__ import annotations
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
+    "init",
     "validate",
     "plan",
+    "diff",
     "submit",
     "jobs",
     "env",

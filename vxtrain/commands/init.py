@@ -31,7 +31,8 @@ class Shape(str, Enum):
 
 def template_text(shape: Shape, display_name: str | None = None) -> str:
     """The starter spec of ``shape`` (with ``display_name`` set when given)."""
-    text = resources.files("vxtrain").joinpath("templates", f"{shape.value}.yaml").read_text(encoding="utf-8")
+    source = resources.files("vxtrain").joinpath("templates", f"{shape.value}.yaml")
+    text = source.read_text(encoding="utf-8")
     if display_name:
         text = _DISPLAY_NAME.sub(lambda _: f"display_name: {_quote(display_name)}", text, count=1)
     return text

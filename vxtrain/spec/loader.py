@@ -55,14 +55,16 @@ from yaml.nodes import ScalarNode
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.spec.document import Document, KeyPath, Position, format_path
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "load", "load_text", "parse_set", "substitute"]
+__all__ = ["MAX_DEPTH", "MAX_ERRORS", "MAX_FILE_BYTES", "MAX_NODES", "load", "load_text", "parse_set", "substitute"]
 
 #: Largest spec file accepted (bytes). Real specs are a few KiB.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 #: Deepest nesting of mappings/sequences (the root mapping is depth 1).
 MAX_DEPTH = 64
-#: Most nodes (scalars + collections) in one document after alias expansion.
+#: Most nodes (keys, scalars, collections) in one document after alias expansion.
 MAX_NODES = 100_000
+#: Most problems reported for one file before the loader stops reading it.
+MAX_ERRORS = 100
 
 # CSafeLoader is libyaml's parser plus the safe constructor; only its parser
 # (get_event) is used. The pure-Python SafeLoader is the fallback.
@@ -136,12 +138,13 @@ def substitute(text: str, variables: Mapping[str, str],
                environ: Mapping[str, str]) -> tuple[str, list[tuple[str, str]], bool]:
     """Replace ``${NAME}`` / ``${NAME:-default}`` in ``text``.
 
-    Returns the new text, the problems found as ``(code, message)`` pairs (an
-    undefined or malformed reference is left as written), and whether
-    ``text`` was exactly one reference (the caller may re-type the result).
+    Returns the new text, the problems found as ``(code, message)`` pairs,
+    each distinct one once (an undefined or malformed reference is left as
+    written), and whether ``text`` was exactly one reference (the caller may
+    re-type the result).
     """
     out: list[str] = []
-    problems: list[tuple[str, str]] = []
+    problems: dict[tuple[str, str], None] = {}  # an ordered set
     last = 0
     whole = False
     for m in _REF.finditer(text):
@@ -153,16 +156,16 @@ def substitute(text: str, variables: Mapping[str, str],
         whole = m.start() == 0 and last == len(text)
         out.append(_expand(m, variables, environ, problems))
     out.append(text[last:])
-    return "".join(out), problems, whole and not problems
+    return "".join(out), list(problems), whole and not problems
 
 
 def _expand(m: re.Match[str], variables: Mapping[str, str], environ: Mapping[str, str],
-            problems: list[tuple[str, str]]) -> str:
+            problems: dict[tuple[str, str], None]) -> str:
     """The value of one ``${...}`` match (or its text, with a problem noted)."""
     ref = m.group(0)
     body = _REF_BODY.match(m.group("body")) if m.group("close") else None
     if body is None or "${" in (body.group("default") or ""):
-        problems.append(("bad-variable", f"malformed variable reference {ref!r}: {_REF_HELP}"))
+        _note(problems, "bad-variable", f"malformed variable reference {ref!r}: {_REF_HELP}")
         return ref
     name, default = body.group("name"), body.group("default")
     value = variables.get(name)
@@ -171,11 +174,19 @@ def _expand(m: re.Match[str], variables: Mapping[str, str], environ: Mapping[str
     if default is not None and not value:
         return default
     if value is None:
-        problems.append(("undefined-variable",
-                         f"undefined variable ${{{name}}}: pass --var {name}=VALUE, set {name} "
-                         f"in the environment, or give a default: ${{{name}:-VALUE}}"))
+        _note(problems, "undefined-variable",
+              f"undefined variable ${{{name}}}: pass --var {name}=VALUE, set {name} "
+              f"in the environment, or give a default: ${{{name}:-VALUE}}")
         return ref
     return str(value)
+
+
+def _note(problems: dict[tuple[str, str], None], code: str, message: str) -> None:
+    if len(problems) < _MAX_PROBLEMS_PER_SCALAR:  # bounded: one scalar may hold 1M references
+        problems[(code, message)] = None
+
+
+_MAX_PROBLEMS_PER_SCALAR = 20
 
 
 # ------------------------------------------------------------ the builder
@@ -251,6 +262,13 @@ class _Builder:
 
     def _fatal(self, code: str, message: str, mark: Any, path: KeyPath = ()) -> _Abort:
         return _Abort(self._diag(code, message, mark, path))
+
+    def _report(self, diagnostic: Diagnostic) -> None:
+        """Note a problem and read on, up to MAX_ERRORS (a hostile file can have millions)."""
+        self.diags.append(diagnostic)
+        if len(self.diags) >= MAX_ERRORS:
+            raise self._fatal("too-many-errors", f"stopped after {MAX_ERRORS} errors: fix these "
+                              "first", None)
 
     # -- the event loop
 
@@ -334,7 +352,7 @@ class _Builder:
             self._duplicate(text, mark, path)
         else:
             if text == "<<":
-                self.diags.append(self._diag(
+                self._report(self._diag(
                     "yaml-merge-key", "YAML merge keys ('<<') are not supported: write the keys "
                     "out, or put shared pool settings under `defaults:`", mark, path))
             self.positions[path] = _pos(self.file, mark.line + 1, mark.column + 1)
@@ -343,7 +361,7 @@ class _Builder:
 
     def _duplicate(self, text: str, mark: Any, path: KeyPath) -> None:
         first = self.positions[path]
-        self.diags.append(self._diag(
+        self._report(self._diag(
             "duplicate-key", f"duplicate key {text!r} (first defined at line {first.line}): "
             "YAML keys must be unique in a mapping; remove one of them", mark, path))
 
@@ -395,7 +413,7 @@ class _Builder:
         try:
             return _construct(tag, event.value)
         except Exception:  # PyYAML raises ValueError/KeyError/IndexError on bad text
-            self.diags.append(self._diag(
+            self._report(self._diag(
                 "yaml-tag", f"{event.value!r} is not a valid {tag.replace(_TAG, '!!')}: "
                 "fix the value or drop the tag", event.start_mark, path))
             return event.value
@@ -405,7 +423,7 @@ class _Builder:
             return True
         shown = tag.replace(_TAG, "!!")
         names = ", ".join(sorted(t.replace(_TAG, "!!") for t in allowed))
-        self.diags.append(self._diag(
+        self._report(self._diag(
             "yaml-tag", f"YAML tag {shown!r} is not allowed here; accepted: {names}, or none",
             mark, path))
         return False
@@ -414,7 +432,7 @@ class _Builder:
         assert self.variables is not None
         value, problems, whole = substitute(text, self.variables, self.environ)
         for code, message in problems:
-            self.diags.append(self._diag(code, message, event.start_mark, path))
+            self._report(self._diag(code, message, event.start_mark, path))
         if whole and event.tag is None and event.implicit[0]:
             return _plain(value)
         return value
@@ -598,7 +616,8 @@ def _too_large(size: int | None, file: str) -> Diagnostic:
 def _parse(text: str, file: str, variables: Mapping[str, str] | None, environ: Mapping[str, str],
            any_root: bool = False) -> tuple[Any, dict[KeyPath, Position], list[Diagnostic]]:
     """Build the data of ``text``; (None, {}, errors) when it cannot be used."""
-    if len(text) > MAX_FILE_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+    if len(text) > MAX_FILE_BYTES // 4 and (  # a char is 1 to 4 bytes: encode only when unsure
+            len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES):
         return None, {}, [_too_large(None, file)]
     builder = _Builder(file, variables, environ, any_root)
     collecting = gc.isenabled()
