@@ -477,17 +477,18 @@ class Emulator:
     ``simulate_seconds``: instead of running jobs, walk every job through the
     states on a timer (spread over that many seconds) and succeed.
     ``workdir``: where relative commands of jobs run (default: the current
-    directory at start).
+    directory at start). ``seed``: seeds the random search of studies.
     """
 
     def __init__(self, *, faults: Iterable[Fault | str] = (), simulate_seconds: float | None = None,
-                 workdir: str | Path | None = None, out: TextIO | None = None) -> None:
+                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None) -> None:
         self.faults = FaultPlan()
         for fault in faults:
             self.faults.add(fault)
         self.simulate_seconds = simulate_seconds
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.out = out
+        self.seed = seed  # random search of studies: a seed makes trial parameters reproducible
         self._lock = threading.RLock()
         self._records: dict[str, Record] = {}
         self._locals: list[tuple[dict[str, str], LocalSpec]] = []
@@ -695,10 +696,13 @@ class Emulator:
         if record.stop.wait(seconds):
             return _cancelled(record.kind)
         if record.kind is HPT:
+            from vxtrain import study
+
             with self._lock:
-                for number in range(1, record.job.max_trial_count + 1):
-                    record.job.trials.append(_trial(str(number), sample_parameters(record.job.study_spec),
-                                                    study_types.Trial.State.SUCCEEDED))
+                config = study.StudyConfig.from_hpt_json(_study_json(record.job))
+                points = study.suggest(config.study_spec, config.max_trials, seed=self.seed).points
+                for number, params in enumerate(points, 1):
+                    record.job.trials.append(_trial(str(number), params, study_types.Trial.State.SUCCEEDED))
         return Outcome(JobState.JOB_STATE_SUCCEEDED)
 
     def _local_for(self, job: Any) -> LocalSpec | None:
@@ -728,32 +732,37 @@ class Emulator:
         return Outcome(JobState.JOB_STATE_FAILED, 3, _failure_message(result))
 
     def _run_trials(self, record: Record, model: Job, spec: dict[str, Any]) -> Outcome:
-        """Trials one after another, each with its id and ``--param=value`` args."""
-        job = record.job
-        failed = 0
-        allowed = job.max_failed_trial_count or job.max_trial_count
-        for number in range(1, job.max_trial_count + 1):
-            params = sample_parameters(job.study_spec)
-            outcome = self._run_trial(record, model, spec, str(number), params)
-            if outcome.state == JobState.JOB_STATE_CANCELLED:
-                return outcome
-            failed += outcome.state == JobState.JOB_STATE_FAILED
-            if failed >= allowed:
-                return Outcome(JobState.JOB_STATE_FAILED, 3, f"{failed} trial(s) failed; last: {outcome.message}")
+        """The study's trials with the local runner (vxtrain.study), ``parallel_trial_count`` at once."""
+        from vxtrain import study
+
+        with self._lock:
+            config = study.StudyConfig.from_hpt_json(_study_json(record.job))
+        result = study.run_study(model, spec, config, seed=self.seed, stop=record.stop, out=self.out or sys.stderr,
+                                 base_dir=self.workdir, job_id=record.job.name.rsplit("/", 1)[-1],
+                                 on_start=lambda t: self._trial_started(record, t),
+                                 on_end=lambda t: self._trial_ended(record, t))
+        if result.cancelled:
+            return _cancelled(record.kind)
+        if not result.succeeded:
+            return Outcome(JobState.JOB_STATE_FAILED, 3, result.message)
         return Outcome(JobState.JOB_STATE_SUCCEEDED)
 
-    def _run_trial(self, record: Record, model: Job, spec: dict[str, Any], number: str,
-                   params: dict[str, Any]) -> Outcome:
+    def _trial_started(self, record: Record, trial: Any) -> None:
         with self._lock:
-            record.job.trials.append(_trial(number, params, study_types.Trial.State.ACTIVE))
-        args = [f"--{k}={v}" for k, v in params.items()]
-        outcome = self._run(record, model, spec, trial=number, extra_args=args)
+            record.job.trials.append(_trial(trial.id, trial.parameters, study_types.Trial.State.ACTIVE))
+
+    def _trial_ended(self, record: Record, trial: Any) -> None:
+        """Record a trial's end: SUCCEEDED, or INFEASIBLE with the reason; its final measurement."""
         with self._lock:
-            stored = record.job.trials[int(number) - 1]
-            stored.state = (study_types.Trial.State.SUCCEEDED if outcome.state == JobState.JOB_STATE_SUCCEEDED
-                            else study_types.Trial.State.INFEASIBLE)
+            stored = next(t for t in record.job.trials if t.id == trial.id)
+            stored.state = study_types.Trial.State[trial.state]
             stored.end_time = _now()
-        return outcome
+            if trial.metrics:
+                stored.final_measurement = study_types.Measurement(
+                    step_count=trial.step or 0,
+                    metrics=[{"metric_id": k, "value": v} for k, v in trial.metrics.items()])
+            if trial.state != "SUCCEEDED":
+                stored.infeasible_reason = trial.message
 
 
 def _trial(number: str, params: Mapping[str, Any], state: Any) -> study_types.Trial:
@@ -764,21 +773,11 @@ def _trial(number: str, params: Mapping[str, Any], state: Any) -> study_types.Tr
     return trial
 
 
-def sample_parameters(study_spec: Any) -> dict[str, Any]:
-    """A random point of the study's search space (the emulator does random search)."""
-    import random
-
-    out: dict[str, Any] = {}
-    for p in study_spec.parameters:
-        if "double_value_spec" in p:
-            out[p.parameter_id] = random.uniform(p.double_value_spec.min_value, p.double_value_spec.max_value)
-        elif "integer_value_spec" in p:
-            out[p.parameter_id] = random.randint(p.integer_value_spec.min_value, p.integer_value_spec.max_value)
-        elif "discrete_value_spec" in p:
-            out[p.parameter_id] = random.choice(list(p.discrete_value_spec.values))
-        elif "categorical_value_spec" in p:
-            out[p.parameter_id] = random.choice(list(p.categorical_value_spec.values))
-    return out
+def _study_json(job: hpt.HyperparameterTuningJob) -> dict[str, Any]:
+    """The REST JSON of what vxtrain.study reads: studySpec and the trial counts."""
+    return {"studySpec": json_format.MessageToDict(study_types.StudySpec.pb(job.study_spec)),
+            "maxTrialCount": job.max_trial_count, "parallelTrialCount": job.parallel_trial_count,
+            "maxFailedTrialCount": job.max_failed_trial_count}
 
 
 def _failure_message(result: Any) -> str:
@@ -919,7 +918,7 @@ def _host_part(host: str) -> str:
 def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[Fault | str] = (),
                    simulate_seconds: float | None = None, workdir: str | Path | None = None,
                    environ: Mapping[str, str] | None = None, out: TextIO | None = None,
-                   max_workers: int = 16) -> EmulatorHandle:
+                   max_workers: int = 16, seed: int | None = None) -> EmulatorHandle:
     """Serve the emulated JobService on ``host:port`` (0: any free port).
 
     Faults come from ``faults`` plus ``VXTRAIN_EMULATOR_FAULTS`` in ``environ``
@@ -929,7 +928,7 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
     """
     env = os.environ if environ is None else environ
     emulator = Emulator(faults=[*faults, *faults_from_env(env)], simulate_seconds=simulate_seconds,
-                        workdir=workdir, out=out)
+                        workdir=workdir, out=out, seed=seed)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator"),
                          options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((generic_handler(emulator),))

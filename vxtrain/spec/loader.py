@@ -55,7 +55,8 @@ from yaml.nodes import ScalarNode
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.spec.document import Document, KeyPath, Position, format_path
 
-__all__ = ["MAX_DEPTH", "MAX_ERRORS", "MAX_FILE_BYTES", "MAX_NODES", "load", "load_text", "parse_set", "substitute"]
+__all__ = ["MAX_DEPTH", "MAX_ERRORS", "MAX_FILE_BYTES", "MAX_NODES", "SetAssignment", "load",
+           "load_text", "parse_set", "substitute"]
 
 #: Largest spec file accepted (bytes). Real specs are a few KiB.
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -312,20 +313,22 @@ class _Builder:
         top = self.stack[-1]
         return top.key_path if top.is_map else top.path + (len(top.value),)
 
-    def _place(self, value: Any, path: KeyPath, mark: Any) -> None:
-        stack = self.stack
-        if not stack:
+    def _attach(self, top: _Frame | None, value: Any, mark: Any) -> KeyPath:
+        """Put ``value`` in the open collection ``top`` (or make it the root); its path."""
+        if top is None:
             self.root = value
             self.root_mark = mark
             self.positions[()] = _pos(self.file, mark.line + 1, mark.column + 1)
-            return
-        top = stack[-1]
+            return ()
         if top.is_map:
             top.value[top.key] = value
             top.key = None
-        else:
-            top.value.append(value)
-            self.positions[path] = _pos(self.file, mark.line + 1, mark.column + 1)
+            return top.key_path
+        items = top.value
+        path = top.path + (len(items),)
+        self.positions[path] = _pos(self.file, mark.line + 1, mark.column + 1)
+        items.append(value)
+        return path
 
     def _tick(self, n: int, mark: Any, path: KeyPath) -> None:
         self.count += n
@@ -389,16 +392,7 @@ class _Builder:
         self.count += 1
         if self.count > MAX_NODES:
             self._tick(0, event.start_mark, self._next_path())
-        if top is None:
-            self._place(value, (), event.start_mark)
-        elif top.is_map:
-            top.value[top.key] = value
-            top.key = None
-        else:
-            items = top.value
-            mark = event.start_mark
-            self.positions[top.path + (len(items),)] = _pos(self.file, mark.line + 1, mark.column + 1)
-            items.append(value)
+        self._attach(top, value, event.start_mark)
         if event.anchor is not None:
             self.anchors[event.anchor] = _Anchor(value, 1, 0, (), text)
 
@@ -440,28 +434,32 @@ class _Builder:
     # -- collections
 
     def _on_start(self, event: Any) -> None:
+        stack = self.stack
+        top = stack[-1] if stack else None
         mark = event.start_mark
-        path = self._next_path()
-        if self._wants_key():
+        if top is not None and top.is_map and top.key is None:
             raise self._fatal("yaml-key", "a mapping key must be a plain value, not a list or "
-                              "mapping", mark, self.stack[-1].path)
-        if len(self.stack) >= MAX_DEPTH:
+                              "mapping", mark, top.path)
+        if len(stack) >= MAX_DEPTH:
             raise self._fatal("too-deep", f"nesting deeper than {MAX_DEPTH} levels; a spec needs "
-                              "far fewer: flatten the structure", mark, path)
+                              "far fewer: flatten the structure", mark, self._next_path())
         kind = type(event)
-        self._check_tag(event.tag, {_COLLECTION_TAGS[kind]}, mark, path)
+        if event.tag is not None:
+            self._check_tag(event.tag, {_COLLECTION_TAGS[kind]}, mark, self._next_path())
         value: Any = {} if kind is ev.MappingStartEvent else []
-        self._tick(1, mark, path)
-        self._place(value, path, mark)
+        self.count += 1
+        if self.count > MAX_NODES:
+            self._tick(0, mark, self._next_path())
+        path = self._attach(top, value, mark)
         if event.anchor is not None:
             self.anchors[event.anchor] = _PENDING
-        self.stack.append(_Frame(value, path, event.anchor, self.count - 1))
+        stack.append(_Frame(value, path, event.anchor, self.count - 1))
 
     def _on_end(self, event: Any) -> None:
-        frame = self.stack.pop()
-        if self.stack:
-            parent = self.stack[-1]
-            parent.height = max(parent.height, frame.height + 1)
+        stack = self.stack
+        frame = stack.pop()
+        if stack and stack[-1].height <= frame.height:
+            stack[-1].height = frame.height + 1
         if frame.anchor is not None:
             self.anchors[frame.anchor] = _Anchor(frame.value, self.count - frame.count0,
                                                  frame.height, frame.path, None)
@@ -490,10 +488,10 @@ class _Builder:
         if len(self.stack) + anchor.height > MAX_DEPTH:
             raise self._fatal("too-deep", f"an alias nests deeper than {MAX_DEPTH} levels",
                               mark, path)
-        self._place(_copy(anchor.value), path, mark)
-        if self.stack:
-            top = self.stack[-1]
-            top.height = max(top.height, anchor.height + 1)
+        top = self.stack[-1] if self.stack else None
+        self._attach(top, _copy(anchor.value), mark)
+        if top is not None and top.height <= anchor.height:
+            top.height = anchor.height + 1
         positions = self.positions
         for rel in _inner_paths(anchor.value):  # within the node budget ticked above
             pos = positions.get(anchor.path + rel)
@@ -738,7 +736,7 @@ def _load(path: str | Path, overlays: Sequence[str | Path], sets: Sequence[str],
         diags += more
         if doc is not None and over is not None:
             _merge(doc.data, over.data, (), doc.positions, over.positions)
-    assignments = []
+    assignments: list[SetAssignment | None] = []
     for index, arg in enumerate(sets):
         parsed, more = parse_set(arg, index + 1)
         diags += more
@@ -801,7 +799,11 @@ _SEGMENT = re.compile(r"(?P<name>[^.\[\]]+)(?P<indices>(?:\[\d+\])*)\Z")
 _SET_HELP = "write --set dotted.key=value, e.g. workers.replicas=4 or defaults.args[0]=--epochs=5"
 
 
-def parse_set(arg: str, column: int = 1) -> tuple[tuple[KeyPath, Any, Position, str] | None, list[Diagnostic]]:
+#: One parsed --set: key path, typed value, its Position, and the argument as given.
+SetAssignment = tuple[KeyPath, Any, Position, str]
+
+
+def parse_set(arg: str, column: int = 1) -> tuple[SetAssignment | None, list[Diagnostic]]:
     """Parse one ``--set`` argument into (key path, typed value, position, arg).
 
     ``column`` is the 1-based index of the argument among the --set options;

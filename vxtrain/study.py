@@ -1,0 +1,586 @@
+"""Hyperparameter studies on this host: sampling, scheduling, metrics, best trial.
+
+Used by ``vxtrain local-run`` on a spec with ``study:`` and by the emulator
+(which ``submit --target local`` starts). Both hand over the study in its REST
+JSON form (``studySpec`` with camelCase keys, as compile_hpt_job writes it and
+``json_format.MessageToDict`` reads it back), so nothing here needs the
+aiplatform protos: this module is safe on the validate/plan path.
+
+Algorithms locally (Vertex AI's own service is not available here):
+
+* ``GRID_SEARCH``: every combination of the integer ranges, discrete values and
+  categorical values, in the order written, the last parameter varying
+  fastest; at most ``max_trials`` of them.
+* ``RANDOM_SEARCH``: independent uniform draws (log / reverse-log scales drawn
+  uniformly in log space), reproducible with a seed.
+* ``ALGORITHM_UNSPECIFIED`` (Vertex AI's Bayesian optimization): random search,
+  with a note saying so.
+
+Metrics are read the way Google's ``cloudml-hypertune`` package
+(``hypertune.HyperTune.report_hyperparameter_tuning_metric``, PyPI
+cloudml-hypertune 0.1.0.dev6) writes them: the file named by
+``CLOUD_ML_HP_METRIC_FILE`` (default ``/tmp/hypertune/output.metrics``) holds one
+JSON object per line, e.g.
+``{"global_step": "1000", "accuracy": "0.987", "timestamp": 1525851440.1, "trial": "0"}``
+(the package rewrites the file with its last 100 reports each time). Each
+trial's chief gets its own file; the last value reported for a metric id is
+the trial's final measurement.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import random
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vxtrain.backends.local import Output
+    from vxtrain.spec.model import Job
+
+METRIC_FILE_ENV = "CLOUD_ML_HP_METRIC_FILE"
+DEFAULT_METRIC_FILE = "/tmp/hypertune/output.metrics"
+#: The tag cloudml-hypertune uses when none is given.
+DEFAULT_METRIC_TAG = "training/hptuning/metric"
+
+SUCCEEDED = "SUCCEEDED"
+#: Vertex AI's Trial.State for a trial that ran but could not be measured (its job failed).
+INFEASIBLE = "INFEASIBLE"
+ACTIVE = "ACTIVE"
+
+_GRID = "GRID_SEARCH"
+_RANDOM = "RANDOM_SEARCH"
+
+
+# --- the search space ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SearchParam:
+    """One parameter of a StudySpec: kind is double, integer, discrete or categorical."""
+
+    id: str
+    kind: str
+    min: float | None = None
+    max: float | None = None
+    values: tuple[Any, ...] = ()
+    scale: str = "UNIT_LINEAR_SCALE"
+
+
+_VALUE_SPECS = {"doubleValueSpec": "double", "integerValueSpec": "integer",
+                "discreteValueSpec": "discrete", "categoricalValueSpec": "categorical"}
+
+
+def search_space(study_spec: Mapping[str, Any]) -> list[SearchParam]:
+    """The parameters of a REST ``studySpec`` (camelCase)."""
+    return [_param(p) for p in study_spec.get("parameters", [])]
+
+
+def _param(raw: Mapping[str, Any]) -> SearchParam:
+    for key, kind in _VALUE_SPECS.items():
+        if key in raw:
+            spec = raw[key]
+            low, high = spec.get("minValue"), spec.get("maxValue")
+            return SearchParam(raw["parameterId"], kind, _float(low), _float(high),
+                               tuple(spec.get("values", ())), raw.get("scaleType") or "UNIT_LINEAR_SCALE")
+    raise ValueError(f"parameter {raw.get('parameterId')!r} has no value spec")
+
+
+def _float(value: Any) -> float | None:
+    # int64 fields come back from MessageToDict as strings ("4").
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class Suggestions:
+    """The parameters of each trial, the local algorithm used, and notes for the user."""
+
+    points: list[dict[str, Any]]
+    algorithm: str
+    notes: list[str] = field(default_factory=list)
+
+
+def local_algorithm(algorithm: str | None) -> tuple[str, str | None]:
+    """(``grid`` | ``random``, a note or None) for a StudySpec algorithm name."""
+    if algorithm == _GRID:
+        return "grid", None
+    if algorithm == _RANDOM:
+        return "random", None
+    return "random", ("algorithm 'default' is Vertex AI's Bayesian optimization, which does not run "
+                      "locally: trials here use random search")
+
+
+def suggest(study_spec: Mapping[str, Any], count: int, *, seed: int | None = None) -> Suggestions:
+    """Parameters for up to ``count`` trials, drawn by the study's algorithm (locally)."""
+    space = search_space(study_spec)
+    algorithm, note = local_algorithm(study_spec.get("algorithm"))
+    notes = [note] if note else []
+    if algorithm == "grid":
+        points = grid_points(space)
+        if len(points) < count:
+            notes.append(f"the grid has {len(points)} point(s), fewer than max_trials ({count}): "
+                         f"{len(points)} trial(s) run")
+        return Suggestions(points[:count], algorithm, notes)
+    rng = random.Random(seed)
+    return Suggestions([random_point(space, rng) for _ in range(count)], algorithm, notes)
+
+
+def grid_values(param: SearchParam) -> list[Any]:
+    """The values grid search tries for ``param`` (a double has none: not griddable)."""
+    if param.kind == "integer" and param.min is not None and param.max is not None:
+        return list(range(int(param.min), int(param.max) + 1))
+    if param.kind == "discrete":
+        return [_number(v) for v in param.values]
+    if param.kind == "categorical":
+        return list(param.values)
+    raise ValueError(f"grid search cannot enumerate {param.kind} parameter {param.id!r}: "
+                     "use type integer, discrete or categorical")
+
+
+def grid_points(space: Sequence[SearchParam]) -> list[dict[str, Any]]:
+    """Every combination, in the order written, the last parameter varying fastest."""
+    axes = [grid_values(p) for p in space]
+    return [dict(zip((p.id for p in space), combo)) for combo in itertools.product(*axes)]
+
+
+def random_point(space: Sequence[SearchParam], rng: random.Random) -> dict[str, Any]:
+    """One independent random draw of every parameter."""
+    return {p.id: _draw(p, rng) for p in space}
+
+
+def _draw(param: SearchParam, rng: random.Random) -> Any:
+    if param.kind in ("discrete", "categorical"):
+        value = rng.choice(list(param.values))
+        return _number(value) if param.kind == "discrete" else value
+    low, high = float(param.min or 0.0), float(param.max or 0.0)
+    x = _scaled(low, high, param.scale, rng)
+    if param.kind == "integer":
+        return min(int(high), max(int(low), round(x)))
+    return x
+
+
+def _scaled(low: float, high: float, scale: str, rng: random.Random) -> float:
+    """Uniform in linear, log or reverse-log space (the log scales need low > 0).
+
+    UNIT_REVERSE_LOG_SCALE spreads values near the top apart: the log draw mirrored.
+    https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec#ScaleType
+    """
+    if scale == "UNIT_LINEAR_SCALE" or low <= 0 or high <= low:
+        return rng.uniform(low, high)
+    x = math.exp(rng.uniform(math.log(low), math.log(high)))
+    x = low + high - x if scale == "UNIT_REVERSE_LOG_SCALE" else x
+    return min(high, max(low, x))
+
+
+def _number(value: Any) -> Any:
+    """Discrete values are doubles on Vertex; whole ones print as integers (``32``, not ``32.0``)."""
+    if isinstance(value, str):
+        value = float(value)
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def format_value(value: Any) -> str:
+    """A parameter value as the trial's ``--name=value`` argument shows it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def trial_args(params: Mapping[str, Any]) -> list[str]:
+    """``--name=value`` for each parameter, as Vertex AI appends them to the container args."""
+    return [f"--{name}={format_value(value)}" for name, value in params.items()]
+
+
+# --- metrics ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Measurement:
+    """The last reported value of each metric and the step it was reported at."""
+
+    metrics: dict[str, float]
+    step: int | None = None
+
+
+def read_metrics(path: str | Path, metric_ids: Iterable[str]) -> Measurement:
+    """The last value of each of ``metric_ids`` in a cloudml-hypertune metric file.
+
+    A missing file, malformed lines and non-numeric values are skipped: a
+    trial that reported nothing has an empty measurement.
+    """
+    wanted = list(metric_ids)
+    found: dict[str, float] = {}
+    step: int | None = None
+    for record in _records(Path(path)):
+        for metric_id in wanted:
+            value = _as_float(record.get(metric_id))
+            if value is not None:
+                found[metric_id] = value
+                step = _as_int(record.get("global_step"), step)
+    return Measurement(found, step)
+
+
+def _records(path: Path) -> Iterable[Mapping[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+    return out
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _as_int(value: Any, default: int | None) -> int | None:
+    number = _as_float(value)
+    return int(number) if number is not None else default
+
+
+# --- trials and their results ------------------------------------------------------------
+
+@dataclass
+class TrialResult:
+    """One trial: id ("1".."N"), parameters, state (Vertex's Trial.State name), metrics."""
+
+    id: str
+    parameters: dict[str, Any]
+    state: str = ACTIVE
+    metrics: dict[str, float] = field(default_factory=dict)
+    step: int | None = None
+    message: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """The trial ended without success (its job failed or could not start)."""
+        return self.state == INFEASIBLE
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"id", "state", "parameters", "metrics", "message"}``."""
+        return {"id": self.id, "state": self.state, "parameters": dict(self.parameters),
+                "metrics": dict(self.metrics), "message": self.message}
+
+
+@dataclass(frozen=True)
+class MetricGoal:
+    """A study metric and whether larger is better."""
+
+    id: str
+    maximize: bool
+
+
+def metric_goals(study_spec: Mapping[str, Any]) -> list[MetricGoal]:
+    """The study's metrics; the first one ranks trials."""
+    return [MetricGoal(m["metricId"], str(m.get("goal", "MAXIMIZE")).upper() != "MINIMIZE")
+            for m in study_spec.get("metrics", []) if m.get("metricId")]
+
+
+def best_trial(trials: Iterable[TrialResult], goals: Sequence[MetricGoal]) -> TrialResult | None:
+    """The succeeded trial with the best value of the first metric (ties: the earliest)."""
+    if not goals:
+        return None
+    goal = goals[0]
+    scored = [t for t in trials if t.state == SUCCEEDED and goal.id in t.metrics]
+    if not scored:
+        return None
+    sign = -1.0 if goal.maximize else 1.0
+    return min(scored, key=lambda t: (sign * t.metrics[goal.id], _trial_number(t.id)))
+
+
+def _trial_number(trial_id: str) -> int:
+    return int(trial_id) if trial_id.isdigit() else 0
+
+
+# --- scheduling ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """What a HyperparameterTuningJob says about running its trials."""
+
+    study_spec: dict[str, Any]
+    max_trials: int
+    parallel_trials: int = 1
+    max_failed_trials: int = 0
+
+    @classmethod
+    def from_hpt_json(cls, job: Mapping[str, Any]) -> StudyConfig:
+        """From the REST JSON of a HyperparameterTuningJob (counts may be strings or absent)."""
+        return cls(dict(job.get("studySpec", {})), int(job.get("maxTrialCount") or 1),
+                   max(1, int(job.get("parallelTrialCount") or 1)), int(job.get("maxFailedTrialCount") or 0))
+
+    @property
+    def failure_limit(self) -> int:
+        """Failed trials that fail the study.
+
+        maxFailedTrialCount is "the number of failed Trials that need to be seen
+        before failing the HyperparameterTuningJob. If set to 0, Vertex AI decides"
+        (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.hyperparameterTuningJobs).
+        Locally, 0 means: the study fails only when every trial failed.
+        """
+        return self.max_failed_trials if self.max_failed_trials > 0 else self.max_trials
+
+
+RunTrial = Callable[[str, dict[str, Any]], TrialResult]
+TrialHook = Callable[[TrialResult], None]
+
+
+def schedule(points: Sequence[dict[str, Any]], run_trial: RunTrial, *, parallel: int, failure_limit: int,
+             stop: threading.Event | None = None, on_start: TrialHook | None = None,
+             on_end: TrialHook | None = None) -> list[TrialResult]:
+    """Run trial "1".."N" with ``run_trial``, at most ``parallel`` at once (threads).
+
+    Scheduling stops once ``failure_limit`` trials failed or ``stop`` is set;
+    trials already running finish. Returns the trials that started, in id order.
+    """
+    started: list[TrialResult] = []
+    failed = 0
+    with futures.ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="vxtrain-trial") as pool:
+        running: dict[futures.Future[TrialResult], int] = {}
+        for number, params in enumerate(points, 1):
+            failed += _reap(running, started, on_end, block=len(running) >= parallel)
+            if failed >= failure_limit or (stop is not None and stop.is_set()):
+                break
+            trial = TrialResult(str(number), dict(params))
+            started.append(trial)
+            if on_start is not None:
+                on_start(trial)
+            running[pool.submit(run_trial, trial.id, dict(params))] = number - 1
+        while running:
+            _reap(running, started, on_end, block=True)
+    return started
+
+
+def _reap(running: dict[futures.Future[TrialResult], int], started: list[TrialResult],
+          on_end: TrialHook | None, *, block: bool) -> int:
+    """Record the trials that ended (waiting for one when ``block``); the number that failed."""
+    if not running:
+        return 0
+    done, _ = futures.wait(list(running), timeout=None if block else 0, return_when=futures.FIRST_COMPLETED)
+    failed = 0
+    for future in done:
+        index = running.pop(future)
+        result = _result_of(future, started[index])
+        started[index] = result
+        failed += result.failed
+        if on_end is not None:
+            on_end(result)
+    return failed
+
+
+def _result_of(future: futures.Future[TrialResult], trial: TrialResult) -> TrialResult:
+    try:
+        return future.result()
+    except Exception as exc:  # noqa: BLE001 - a trial that crashed the runner is a failed trial
+        return dataclasses.replace(trial, state=INFEASIBLE, message=f"the trial could not run: {exc}")
+
+
+# --- running a study with the local runner --------------------------------------------------
+
+@dataclass
+class StudyResult:
+    """How a study ended: its trials, the best one, and why it failed (if it did)."""
+
+    trials: list[TrialResult]
+    goals: list[MetricGoal]
+    succeeded: bool
+    message: str = ""
+    cancelled: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def best(self) -> TrialResult | None:
+        """The best succeeded trial by the first metric."""
+        return best_trial(self.trials, self.goals)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for ``--output json``."""
+        best = self.best
+        return {"succeeded": self.succeeded, "cancelled": self.cancelled, "message": self.message,
+                "notes": list(self.notes), "trials": [t.to_json() for t in self.trials],
+                "best_trial": best.to_json() if best is not None else None}
+
+
+def trial_job(job: Job, metrics_dir: Path) -> Job:
+    """``job`` with ``CLOUD_ML_HP_METRIC_FILE`` in each pool's env: one file per pool in
+    ``metrics_dir``; the chief's (``workerpool0.metrics``) is the trial's measurement."""
+    pools = {}
+    for role, pool in job.pools.items():
+        env = {**pool.env, METRIC_FILE_ENV: str(metrics_dir / f"workerpool{pool.index}.metrics")}
+        pools[role] = dataclasses.replace(pool, env=env)
+    return dataclasses.replace(job, pools=pools)
+
+
+def chief_metric_file(metrics_dir: Path) -> Path:
+    """The metric file of a trial's chief (pool 0)."""
+    return metrics_dir / "workerpool0.metrics"
+
+
+@dataclass
+class LocalTrials:
+    """Runs trials of one study with the local runner (``vxtrain.backends.local.run_job``)."""
+
+    job: Job
+    job_spec: Mapping[str, Any]
+    goals: Sequence[MetricGoal]
+    workspace: Path
+    stop: threading.Event | None = None
+    out: Output | None = None
+    base_dir: str | Path | None = None
+    job_id: str | None = None
+
+    def __call__(self, trial_id: str, params: dict[str, Any]) -> TrialResult:
+        """Run trial ``trial_id`` to its end and measure it."""
+        from vxtrain.backends import local
+        from vxtrain.errors import LocalRunError
+
+        metrics_dir = self.workspace / f"trial-{trial_id}"
+        metrics_dir.mkdir(parents=True, exist_ok=True)
+        kwargs: dict[str, Any] = {} if self.out is None else {"out": self.out}
+        try:
+            run = local.run_job(trial_job(self.job, metrics_dir), self.job_spec, trial=trial_id,
+                                extra_args=trial_args(params), stop=self.stop, base_dir=self.base_dir,
+                                job_id=self.job_id, **kwargs)
+        except LocalRunError as exc:
+            return TrialResult(trial_id, params, INFEASIBLE, message=f"could not start: {exc}")
+        measured = read_metrics(chief_metric_file(metrics_dir), [g.id for g in self.goals])
+        return _trial_outcome(trial_id, params, run, measured)
+
+
+def _trial_outcome(trial_id: str, params: dict[str, Any], run: Any, measured: Measurement) -> TrialResult:
+    # Locally a trial succeeds on exit 0 whether or not it reported the metric (DESIGN.md).
+    if run.succeeded:
+        note = "" if measured.metrics else "reported no metric"
+        return TrialResult(trial_id, params, SUCCEEDED, measured.metrics, measured.step, note)
+    message = "cancelled" if run.cancelled else run.message
+    return TrialResult(trial_id, params, INFEASIBLE, measured.metrics, measured.step, message)
+
+
+def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, seed: int | None = None,
+              stop: threading.Event | None = None, out: Output | None = None,
+              base_dir: str | Path | None = None, job_id: str | None = None,
+              on_start: TrialHook | None = None, on_end: TrialHook | None = None) -> StudyResult:
+    """Run the study's trials on this host, ``parallel_trials`` at a time; never raises for a
+    failed trial (the result says which failed and whether the study did)."""
+    suggestions = suggest(config.study_spec, config.max_trials, seed=seed)
+    goals = metric_goals(config.study_spec)
+    with tempfile.TemporaryDirectory(prefix="vxtrain-study-") as workspace:
+        runner = LocalTrials(job, job_spec, goals, Path(workspace), stop, out, base_dir, job_id)
+        trials = schedule(suggestions.points, runner, parallel=config.parallel_trials,
+                          failure_limit=config.failure_limit, stop=stop, on_start=on_start, on_end=on_end)
+    return judge(trials, goals, config, cancelled=stop is not None and stop.is_set(), notes=suggestions.notes)
+
+
+def judge(trials: list[TrialResult], goals: list[MetricGoal], config: StudyConfig, *,
+          cancelled: bool = False, notes: Sequence[str] = ()) -> StudyResult:
+    """The study's outcome from its trials: failed once ``failure_limit`` trials failed."""
+    failed = [t for t in trials if t.failed]
+    if cancelled:
+        return StudyResult(trials, goals, False, "the study was cancelled", True, list(notes))
+    if failed and len(failed) >= config.failure_limit:
+        last = failed[-1]
+        message = (f"{len(failed)} trial(s) failed (the limit is {config.failure_limit}); "
+                   f"last: trial {last.id}: {last.message}")
+        return StudyResult(trials, goals, False, message, notes=list(notes))
+    done = sum(t.state == SUCCEEDED for t in trials)
+    return StudyResult(trials, goals, True, f"{done} of {len(trials)} trial(s) succeeded", notes=list(notes))
+
+
+# --- views of jobs read back from an API ------------------------------------------------------
+
+def trials_from_json(job: Mapping[str, Any]) -> list[TrialResult]:
+    """The trials of a HyperparameterTuningJob's REST JSON."""
+    out = []
+    for raw in job.get("trials", []):
+        params = {p.get("parameterId", ""): p.get("value") for p in raw.get("parameters", [])}
+        final = raw.get("finalMeasurement", {})
+        metrics = {m.get("metricId", ""): float(m.get("value", 0.0)) for m in final.get("metrics", [])}
+        step = int(final["stepCount"]) if "stepCount" in final else None
+        out.append(TrialResult(str(raw.get("id", "")), params, str(raw.get("state", "STATE_UNSPECIFIED")),
+                               metrics, step, raw.get("infeasibleReason", "")))
+    return out
+
+
+def study_fields(job: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"trials": [...], "best_trial": {...} | None}`` for the view of a tuning job."""
+    trials = trials_from_json(job)
+    best = best_trial(trials, metric_goals(job.get("studySpec", {})))
+    return {"trials": [t.to_json() for t in trials], "best_trial": best.to_json() if best else None}
+
+
+# --- text ---------------------------------------------------------------------------------------
+
+def trial_table(trials: Sequence[Mapping[str, Any]], metric_ids: Sequence[str],
+                best_id: str | None = None) -> list[str]:
+    """A text table of trial views (``TrialResult.to_json`` shape): id, parameters, metrics, state."""
+    header = ["trial", "parameters", *metric_ids, "state"]
+    rows = [header]
+    for t in trials:
+        mark = " *" if t["id"] == best_id else ""
+        params = ", ".join(f"{k}={_short(v)}" for k, v in t["parameters"].items())
+        values = [_short(t["metrics"][m]) if m in t["metrics"] else "-" for m in metric_ids]
+        state = t["state"] + (f" ({t['message']})" if t.get("message") else "")
+        rows.append([t["id"] + mark, params, *values, state])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def summary_lines(view: Mapping[str, Any], metric_ids: Sequence[str]) -> list[str]:
+    """The trial table and a ``best trial:`` line of a view with "trials" and "best_trial"."""
+    best = view.get("best_trial")
+    lines = trial_table(view.get("trials", []), metric_ids, best["id"] if best else None)
+    if best:
+        shown = ", ".join(f"{m}={_short(v)}" for m, v in best["metrics"].items())
+        params = " ".join(trial_args(best["parameters"]))
+        lines.append(f"best trial: {best['id']} ({shown}) {params}")
+    else:
+        lines.append("best trial: none (no succeeded trial reported the metric)")
+    return lines
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.6g}"
+    return format_value(value)
+
+
+def search_space_lines(study_spec: Mapping[str, Any]) -> list[str]:
+    """One row per parameter: name, type, range or values, scale."""
+    rows = [["parameter", "type", "search space", "scale"]]
+    for p in search_space(study_spec):
+        if p.kind in ("double", "integer"):
+            space = f"[{_short(p.min)}, {_short(p.max)}]"
+        else:
+            space = "{" + ", ".join(_short(_number(v)) if p.kind == "discrete" else str(v)
+                                    for v in p.values) + "}"
+        scale = "" if p.kind == "categorical" else p.scale.removeprefix("UNIT_").removesuffix("_SCALE").lower()
+        rows.append([p.id, p.kind, space, scale])
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def node_trials(job: Job, max_trials: int) -> dict[str, int]:
+    """Machine type → nodes × trials the whole study uses (machine-hours are unknown ahead)."""
+    out: dict[str, int] = {}
+    for pool in job.ordered_pools():
+        machine = pool.machine_type or "?"
+        out[machine] = out.get(machine, 0) + (pool.replicas or 0) * max_trials
+    return out
