@@ -119,16 +119,27 @@ def _snapshot(dest: Path) -> None:
     _git(dest, "commit", "-qm", "snapshot")
 
 
+def _dependencies_dir(tmp_path: Path) -> Path:
+    """This interpreter's installed packages, minus any installed vxtrain (links)."""
+    out = tmp_path / "deps"
+    out.mkdir()
+    for site in dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]):
+        for entry in Path(site).iterdir():
+            if not entry.name.startswith(("vxtrain", "__editable__")) and not (out / entry.name).exists():
+                (out / entry.name).symlink_to(entry)
+    return out
+
+
 def _offline_pip_env(tmp_path: Path) -> dict[str, str]:
     """pre-commit installs the hook repo with `pip install .` into a new venv. Offline:
     PIP_NO_INDEX; PIP_NO_DEPS installs vxtrain alone, and PYTHONPATH lends it this
-    interpreter's dependencies; PIP_NO_BUILD_ISOLATION=0 (pip's inverted spelling
-    of --no-build-isolation) builds with the setuptools found there."""
-    paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    interpreter's dependencies (without vxtrain, so the hook runs the snapshot's);
+    PIP_NO_BUILD_ISOLATION=0 (pip's inverted spelling of --no-build-isolation)
+    builds with the setuptools found there."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PRE_COMMIT"))}
     return {**env, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "PIP_NO_INDEX": "1",
-            "PIP_NO_DEPS": "1", "PIP_NO_BUILD_ISOLATION": "0", "PYTHONPATH": os.pathsep.join(paths),
-            "NO_COLOR": "1", "GIT_CONFIG_NOSYSTEM": "1"}
+            "PIP_NO_DEPS": "1", "PIP_NO_BUILD_ISOLATION": "0",
+            "PYTHONPATH": str(_dependencies_dir(tmp_path)), "NO_COLOR": "1", "GIT_CONFIG_NOSYSTEM": "1"}
 
 
 @pytest.mark.slow
@@ -195,7 +206,8 @@ def shell_commands(script: str) -> list[list[str]]:
         words: list[str] = []
         for token in [*lexer, ";"]:
             if token in _CONTROL:
-                out.append(words) if words else None
+                if words:
+                    out.append(words)
                 words = []
             elif token not in _KEYWORDS or words:
                 words.append(token)

@@ -454,7 +454,7 @@ class LocalTrials:
 
         metrics_dir = self.workspace / f"trial-{trial_id}"
         metrics_dir.mkdir(parents=True, exist_ok=True)
-        kwargs: dict[str, Any] = {} if self.out is None else {"out": self.out}
+        kwargs: dict[str, Any] = {} if self.out is None else {"out": prefixed(self.out, f"[trial {trial_id}] ")}
         try:
             run = local.run_job(trial_job(self.job, metrics_dir), self.job_spec, trial=trial_id,
                                 extra_args=trial_args(params), stop=self.stop, base_dir=self.base_dir,
@@ -463,6 +463,23 @@ class LocalTrials:
             return TrialResult(trial_id, params, INFEASIBLE, message=f"could not start: {exc}")
         measured = read_metrics(chief_metric_file(metrics_dir), [g.id for g in self.goals])
         return _trial_outcome(trial_id, params, run, measured)
+
+
+_OUTPUT_LOCK = threading.Lock()
+
+
+def prefixed(out: Output, prefix: str) -> Callable[[str], None]:
+    """An output that writes each line to ``out`` behind ``prefix`` (trials run side by side)."""
+    def write(line: str) -> None:
+        with _OUTPUT_LOCK:
+            if callable(getattr(out, "write", None)):
+                out.write(prefix + line)  # type: ignore[union-attr]
+                flush = getattr(out, "flush", None)
+                if flush is not None:
+                    flush()
+            else:
+                out(prefix + line)  # type: ignore[operator]
+    return write
 
 
 def _trial_outcome(trial_id: str, params: dict[str, Any], run: Any, measured: Measurement) -> TrialResult:
@@ -508,15 +525,24 @@ def judge(trials: list[TrialResult], goals: list[MetricGoal], config: StudyConfi
 
 def trials_from_json(job: Mapping[str, Any]) -> list[TrialResult]:
     """The trials of a HyperparameterTuningJob's REST JSON."""
+    kinds = {p.id: p.kind for p in search_space(job.get("studySpec", {}))}
     out = []
     for raw in job.get("trials", []):
-        params = {p.get("parameterId", ""): p.get("value") for p in raw.get("parameters", [])}
+        params = {p.get("parameterId", ""): _typed(p.get("value"), kinds.get(p.get("parameterId", "")))
+                  for p in raw.get("parameters", [])}
         final = raw.get("finalMeasurement", {})
         metrics = {m.get("metricId", ""): float(m.get("value", 0.0)) for m in final.get("metrics", [])}
         step = int(final["stepCount"]) if "stepCount" in final else None
         out.append(TrialResult(str(raw.get("id", "")), params, str(raw.get("state", "STATE_UNSPECIFIED")),
                                metrics, step, raw.get("infeasibleReason", "")))
     return out
+
+
+def _typed(value: Any, kind: str | None) -> Any:
+    """Trial values come back as doubles (protobuf Value): integers and whole discrete values as int."""
+    if kind in ("integer", "discrete") and isinstance(value, (int, float)):
+        return _number(value)
+    return value
 
 
 def study_fields(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -541,6 +567,12 @@ def trial_table(trials: Sequence[Mapping[str, Any]], metric_ids: Sequence[str],
         rows.append([t["id"] + mark, params, *values, state])
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def metric_ids_of(trials: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Metric ids the trial views report, in first-seen order (``["metric"]`` when none did)."""
+    ids = list(dict.fromkeys(m for t in trials for m in t.get("metrics", {})))
+    return ids or ["metric"]
 
 
 def summary_lines(view: Mapping[str, Any], metric_ids: Sequence[str]) -> list[str]:
@@ -582,5 +614,7 @@ def node_trials(job: Job, max_trials: int) -> dict[str, int]:
     out: dict[str, int] = {}
     for pool in job.ordered_pools():
         machine = pool.machine_type or "?"
+        if pool.accelerator is not None and pool.accelerator.type:
+            machine += f" + {pool.accelerator.count or 1} x {pool.accelerator.type}"
         out[machine] = out.get(machine, 0) + (pool.replicas or 0) * max_trials
     return out

@@ -160,6 +160,10 @@ def job_view(job: JobDict, *, emulated: bool = False, adopted: bool = False) -> 
     key = (job.get("labels") or {}).get(LABEL_KEY)
     if key:
         view["idempotency_key"] = key
+    if "trialJobSpec" in job or "studySpec" in job:  # a HyperparameterTuningJob: its trials, the best one
+        from vxtrain.study import study_fields
+
+        view.update(study_fields(job))
     return view
 
 

@@ -151,7 +151,7 @@ def text_lines(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def _change_lines(change: Change) -> list[tuple[str, str]]:
-    out = []
+    out: list[tuple[str, str]] = []
     if "before" in change:
         out.append(("red", f"- {change['path']}: {_value(change['before'])}"))
     if "after" in change:

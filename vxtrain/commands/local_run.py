@@ -44,8 +44,12 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
 
 
 def local_run(path: str, options: Options, trial: str | None = None,
-              output: c.OutputFormat = c.OutputFormat.text) -> int:
-    """Run the spec's replicas locally; 0 on success, 3 on a failed replica, 130 on Ctrl-C."""
+              output: c.OutputFormat = c.OutputFormat.text, seed: int | None = None) -> int:
+    """Run the spec's replicas locally; 0 on success, 3 on a failed replica, 130 on Ctrl-C.
+
+    A spec with ``study:`` (and no ``trial``) runs the whole study: 0 when it
+    succeeded, 3 when it failed (see :func:`run_study_command`).
+    """
     from vxtrain import api
     from vxtrain.backends import local
 
@@ -54,6 +58,8 @@ def local_run(path: str, options: Options, trial: str | None = None,
     job_spec = (result.custom_job or {}).get("jobSpec", {})
     stop = threading.Event()
     stream = sys.stderr if output is c.OutputFormat.json else sys.stdout
+    if result.hyperparameter_tuning_job is not None and trial is None:
+        return run_study_command(result, stop, stream, output, seed, Path(path).resolve().parent)
     with stop_on_signals(stop):
         run = local.run_job(result.job, job_spec, trial=trial, stop=stop, out=stream,
                             base_dir=Path(path).resolve().parent)
@@ -67,6 +73,29 @@ def local_run(path: str, options: Options, trial: str | None = None,
     return 0 if run.succeeded else LocalRunError.exit_code
 
 
+def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c.OutputFormat,
+                      seed: int | None, base_dir: Path) -> int:
+    """Every trial of the study with the local runner, then the trial table and the best trial."""
+    from vxtrain import study
+
+    hpt = result.hyperparameter_tuning_job
+    config = study.StudyConfig.from_hpt_json(hpt)
+    with stop_on_signals(stop):
+        run = study.run_study(result.job, hpt["trialJobSpec"], config, seed=seed, stop=stop, out=stream,
+                              base_dir=base_dir)
+    if output is c.OutputFormat.json:
+        c.emit_json(run.to_json())
+    else:
+        metric_ids = [g.id for g in run.goals]
+        lines = [f"note: {n}" for n in run.notes] + study.summary_lines(run.to_json(), metric_ids)
+        lines.append(f"study {'succeeded' if run.succeeded else 'FAILED'}: {run.message}")
+        typer.echo("\n".join(lines))
+    if run.cancelled:
+        typer.echo("vxtrain: interrupted; every replica was stopped", err=True)
+        return INTERRUPTED
+    return 0 if run.succeeded else LocalRunError.exit_code
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``local-run`` command."""
 
@@ -74,6 +103,7 @@ def register(app: typer.Typer) -> None:
     def _cmd(
         path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
         trial: Annotated[Optional[str], typer.Option("--trial", help="Run as trial N (from 1) of a tuning job.")] = None,
+        seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of a study's random search (reproducible trials).")] = None,
         output: c.OutputOpt = c.OutputFormat.text,
         overlay: c.OverlayOpt = None,
         set_: c.SetOpt = None,
@@ -85,4 +115,4 @@ def register(app: typer.Typer) -> None:
         """Run every replica (chief, workers, parameter servers, evaluators) as a local process."""
         opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
                               display_name=display_name)
-        raise typer.Exit(local_run(path, opts, trial, output))
+        raise typer.Exit(local_run(path, opts, trial, output, seed))

@@ -55,9 +55,24 @@ def _print_text(result: Result) -> None:
         out.rule("HyperparameterTuningJob (studySpec)")
         study = {k: v for k, v in result.hyperparameter_tuning_job.items() if k != "trialJobSpec"}
         out.print(json.dumps(study, indent=2))
+        for line in _study_lines(result):
+            out.print(line, markup=False, highlight=False)
     out.rule("Bandwidth plan")
     for item in render(result.plan):
         out.print(item)
+
+
+def _study_lines(result: Result) -> list[str]:
+    """The search space and the study's size: node-trials per machine type (hours are unknown ahead)."""
+    from vxtrain import study
+
+    hpt = result.hyperparameter_tuning_job
+    trials = int(hpt.get("maxTrialCount") or 0)
+    lines = ["Search space", *study.search_space_lines(hpt.get("studySpec", {})), "",
+             f"Study cost: up to {trials} trials, {hpt.get('parallelTrialCount') or 1} at a time"]
+    for machine, count in study.node_trials(result.job, trials).items():
+        lines.append(f"  {machine}: {count} node-trials ({count // max(trials, 1)} node(s) x {trials} trials)")
+    return lines
 
 
 def _gradient(value: Optional[str]) -> float | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
+from vxtrain.spec import study_rules
 from vxtrain.spec.document import KeyPath, NativeSpec
 from vxtrain.spec.model import TRAINING_ROLES, Accelerator, Job, Pool
 
@@ -417,4 +418,5 @@ RULES: tuple[Rule, ...] = (
     scheduling_rules,
     tensorboard_rules,
     evaluator_rules,
+    study_rules.check,  # the study: block (vxtrain/spec/study_rules.py)
 )

@@ -104,7 +104,7 @@ def _convert(err: Any, native: NativeSpec) -> list[Diagnostic]:
         return [error("missing-key", f"missing required key '{missing}'", **native.where(path))]
     if kind == "enum":
         return [_bad_enum(err, path, native)]
-    if kind in ("type", "oneOf", "anyOf", "const"):
+    if kind in ("type", "oneOf", "anyOf", "const") or "x-accepts" in err.schema:
         what = _expected(err.schema)
         msg = f"expected {what}, got {_describe(err.instance)}"
         return [error("wrong-type", msg, **native.where(path))]

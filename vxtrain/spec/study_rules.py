@@ -148,10 +148,10 @@ def _values(param: StudyParameter, kind: str, native: NativeSpec) -> Iterator[Di
             yield error("study-bounds-ignored", f'parameter "{param.name}" is {kind}: it takes values, not {key}; '
                         f"remove {key} (or make it double/integer)", **_at(native, *where, key))
     if not param.values:
+        located = (*where, "values") if "values" in _raw_param(native, param.name) else where
         yield error("study-values-empty", f'{kind} parameter "{param.name}" has no values: give at least one, '
                     f"e.g. 'values: {'[32, 64, 128]' if kind == 'discrete' else '[adam, sgd]'}'",
-                    **_at(native, *where, "values") if "values" in _raw_param(native, param.name) else
-                    _at(native, *where))
+                    **_at(native, *located))
         return
     if kind == "discrete":
         yield from _discrete(param, native)
