@@ -176,3 +176,11 @@ def test_validate_and_plan_never_import_aiplatform() -> None:
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--version")
     assert code == 0 and out.startswith("vxtrain ")
+
+
+def test_bad_replica_count_is_reported_once(capsys: pytest.CaptureFixture[str]) -> None:
+    # The invalid count is the one problem; Reduction Server sizing must not blame the catalog.
+    code, doc = run_json(capsys, "plan", str(RS), "--set", "workers.replicas=two")
+    assert code == 1
+    assert [d["code"] for d in doc["diagnostics"]] == ["wrong-type"]
+    assert doc["diagnostics"][0]["path"] == "workers.replicas"

@@ -199,6 +199,8 @@ def _rs_diagnostics(rs: ReductionServerPlan, result: Plan,
                     native: NativeSpec | None) -> list[Diagnostic]:
     where = _where(native, ("reduction_server", "replicas"))
     if rs.auto and rs.replicas is None:
+        if not _unknown_bandwidth(result):
+            return []  # a replica count is missing or invalid: the schema reports that one
         return [dx.error("rs-auto-unknown", _unknown_message(result, rs), **where)]
     if rs.auto or rs.replicas is None or rs.replicas_needed is None:
         return []
@@ -215,9 +217,13 @@ def _short_message(rs: ReductionServerPlan, result: Plan) -> str:
             f"would suffice")
 
 
+def _unknown_bandwidth(result: Plan) -> list[str]:
+    return [f"{r.role} ({r.machine_type})" for r in result.pools
+            if r.gbps_per_node is None and (r.role in TRAINING_ROLES or r.index == 2)]
+
+
 def _unknown_message(result: Plan, rs: ReductionServerPlan) -> str:
-    unknown = [f"{r.role} ({r.machine_type})" for r in result.pools
-               if r.gbps_per_node is None and (r.role in TRAINING_ROLES or r.index == 2)]
+    unknown = _unknown_bandwidth(result)
     return (f"reduction_server.replicas: auto cannot be sized: the network bandwidth of "
             f"{', '.join(unknown) or rs.machine_type} is not in the catalog; give a number "
             f"of replicas instead (pool 2's total bandwidth should match pools 0 + 1)")

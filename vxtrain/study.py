@@ -356,7 +356,7 @@ def schedule(points: Sequence[dict[str, Any]], run_trial: RunTrial, *, parallel:
     with futures.ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="vxtrain-trial") as pool:
         running: dict[futures.Future[TrialResult], int] = {}
         for number, params in enumerate(points, 1):
-            failed += _reap(running, started, on_end, block=False)
+            failed += _reap(running, started, on_end, block=len(running) >= parallel)
             if failed >= failure_limit or (stop is not None and stop.is_set()):
                 break
             trial = TrialResult(str(number), dict(params))
