@@ -334,3 +334,51 @@ def test_study_through_the_emulator_and_status(tmp_path: Path, capsys: pytest.Ca
     out = capsys.readouterr().out
     assert "accuracy" in out and "\n7 *" in out
     assert "best trial: 7 (accuracy=1) --learning_rate=0.01 --layers=3 --optimizer=adam" in out
+
+
+def test_a_trial_without_a_metric_succeeds_and_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = ("import json, os, sys; x = sys.argv[-1].split('=')[1]; "
+            "x == '1' and open(os.environ['CLOUD_ML_HP_METRIC_FILE'], 'w').write("
+            "json.dumps({'accuracy': '0.5', 'global_step': '0'}) + '\\n')")
+    spec = {"display_name": "silent", "chief": {"machine_type": "n1-standard-4", "image": IMAGE},
+            "local": {"command": ["python", "-c", code]},
+            "study": {"metric": {"id": "accuracy", "goal": "maximize"}, "algorithm": "grid",
+                      "parameters": {"x": {"type": "integer", "min": 1, "max": 2}},
+                      "max_trials": 2, "parallel_trials": 2}}
+    path = tmp_path / "silent.yaml"
+    path.write_text(json.dumps(spec))
+    assert local_run(str(path), Options()) == 0
+    out = capsys.readouterr().out
+    assert "trials that succeeded but reported no accuracy: 2" in out and "best trial: 1 (accuracy=0.5)" in out
+
+
+def test_plan_shows_the_search_space_and_the_study_size(capsys: pytest.CaptureFixture[str]) -> None:
+    from vxtrain.commands.plan import plan
+
+    assert plan(str(EXAMPLE), Options()) == 0
+    out = capsys.readouterr().out
+    assert "learning_rate  discrete     {0.001, 0.01, 0.1}  log" in out
+    assert "n1-standard-4: 24 node-trials (2 node(s) x 12 trials)" in out
+
+
+def test_cancelling_a_study_stops_its_trials(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vxtrain.backends import vertex
+    from vxtrain.backends.emulator import start_emulator
+    from vxtrain.submit import LABEL_KEY, submit
+
+    monkeypatch.setenv("STUDY_SLEEP", "30")
+    result = api.load_job(EXAMPLE)
+    with start_emulator(workdir=EXAMPLE.parent, out=io.StringIO()) as handle:
+        handle.emulator.register_local({LABEL_KEY: "cancel-me"}, result.job.local)
+        with vertex.connect(endpoint=handle.address) as backend:
+            view = submit(result.hyperparameter_tuning_job, project="p", region="us-central1", backend=backend,
+                          idempotency_key="cancel-me")
+            deadline = time.monotonic() + 10
+            while len(backend.get_hyperparameter_tuning_job(view["name"]).get("trials", [])) < 3:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            started = time.monotonic()
+            backend.cancel_hyperparameter_tuning_job(view["name"])
+            ended = handle.emulator.wait(view["name"], timeout=15)
+    assert ended.state.name == "JOB_STATE_CANCELLED" and time.monotonic() - started < 10
+    assert len(ended.trials) == 3 and all(t.state.name == "INFEASIBLE" for t in ended.trials)

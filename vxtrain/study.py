@@ -159,6 +159,8 @@ def _draw(param: SearchParam, rng: random.Random) -> Any:
         value = rng.choice(list(param.values))
         return _number(value) if param.kind == "discrete" else value
     low, high = float(param.min or 0.0), float(param.max or 0.0)
+    if param.kind == "integer" and param.scale == "UNIT_LINEAR_SCALE":
+        return rng.randint(int(low), int(high))  # every integer equally likely, the bounds included
     x = _scaled(low, high, param.scale, rng)
     if param.kind == "integer":
         return min(int(high), max(int(low), round(x)))
@@ -499,6 +501,9 @@ def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, see
     failed trial (the result says which failed and whether the study did)."""
     suggestions = suggest(config.study_spec, config.max_trials, seed=seed)
     goals = metric_goals(config.study_spec)
+    for note in suggestions.notes:
+        if out is not None:
+            prefixed(out, "[vxtrain] ")(f"note: {note}\n")
     with tempfile.TemporaryDirectory(prefix="vxtrain-study-") as workspace:
         runner = LocalTrials(job, job_spec, goals, Path(workspace), stop, out, base_dir, job_id)
         trials = schedule(suggestions.points, runner, parallel=config.parallel_trials,
@@ -578,7 +583,11 @@ def metric_ids_of(trials: Iterable[Mapping[str, Any]]) -> list[str]:
 def summary_lines(view: Mapping[str, Any], metric_ids: Sequence[str]) -> list[str]:
     """The trial table and a ``best trial:`` line of a view with "trials" and "best_trial"."""
     best = view.get("best_trial")
-    lines = trial_table(view.get("trials", []), metric_ids, best["id"] if best else None)
+    trials = view.get("trials", [])
+    lines = trial_table(trials, metric_ids, best["id"] if best else None)
+    silent = [t["id"] for t in trials if t["state"] == SUCCEEDED and metric_ids[0] not in t["metrics"]]
+    if silent:
+        lines.append(f"trials that succeeded but reported no {metric_ids[0]}: {', '.join(silent)}")
     if best:
         shown = ", ".join(f"{m}={_short(v)}" for m, v in best["metrics"].items())
         params = " ".join(trial_args(best["parameters"]))

@@ -5,11 +5,13 @@ JSON document and nothing else; logs and progress go to stderr.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, get_type_hints
 
 import typer
 
@@ -77,3 +79,39 @@ def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
 
     if diagnostics:
         diagnostics_text(diagnostics)
+
+
+#: The options every spec-reading command shares: (parameter name, annotation).
+_SPEC_PARAMS: tuple[tuple[str, Any], ...] = (
+    ("overlay", OverlayOpt), ("set_", SetOpt), ("var", VarOpt), ("project", ProjectOpt),
+    ("region", RegionOpt), ("display_name", DisplayNameOpt),
+)
+
+
+def spec_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a typer command the shared spec options, folded into ``options: Options``.
+
+    ``fn`` declares a keyword ``options: Options`` parameter (and, when it takes
+    ``--strict``, a ``strict`` one of its own); the wrapper shows typer the
+    options instead and builds the Options from them — one definition of the
+    shared flags instead of a copy per command.
+    """
+    hints = get_type_hints(fn, include_extras=True)
+    own = [p.replace(annotation=hints.get(p.name, p.annotation))
+           for p in inspect.signature(fn).parameters.values() if p.name != "options"]
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ann)
+              for name, ann in _SPEC_PARAMS]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        picked = {name: kwargs.pop(name, None) for name, _ in _SPEC_PARAMS}
+        options = make_options(overlay=picked["overlay"], set_=picked["set_"], var=picked["var"],
+                               project=picked["project"], region=picked["region"],
+                               display_name=picked["display_name"],
+                               strict=bool(kwargs.get("strict", False)))
+        return fn(*args, options=options, **kwargs)
+
+    params = own + shared
+    wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper

@@ -73,17 +73,12 @@ def register(app: typer.Typer) -> None:
     """Add the ``convert`` command."""
 
     @app.command("convert")
+    @c.spec_options
     def _cmd(
         path: Annotated[str, typer.Argument(help="Spec file in any format.")],
         to: Annotated[ConvertTarget, typer.Option("--to", help="native, gcloud or gcloud-command.")],
-        overlay: c.OverlayOpt = None,
-        set_: c.SetOpt = None,
-        var: c.VarOpt = None,
-        project: c.ProjectOpt = None,
-        region: c.RegionOpt = None,
-        display_name: c.DisplayNameOpt = None,
+        *,
+        options: Options,
     ) -> None:
         """Convert between formats: legacy/gcloud → native, native → gcloud config or command."""
-        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
-                              display_name=display_name)
-        raise typer.Exit(convert(path, to, opts))
+        raise typer.Exit(convert(path, to, options))

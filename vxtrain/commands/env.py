@@ -85,19 +85,14 @@ def register(app: typer.Typer) -> None:
     """Add the ``env`` command."""
 
     @app.command("env")
+    @c.spec_options
     def _cmd(
         path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
         replica: Annotated[str, typer.Option("--replica", "-r", help="workerpoolK:I, e.g. workerpool1:0.")],
         trial: Annotated[Optional[str], typer.Option("--trial", help="Trial id (from 1) of a tuning job.")] = None,
         output: c.OutputOpt = c.OutputFormat.text,
-        overlay: c.OverlayOpt = None,
-        set_: c.SetOpt = None,
-        var: c.VarOpt = None,
-        project: c.ProjectOpt = None,
-        region: c.RegionOpt = None,
-        display_name: c.DisplayNameOpt = None,
+        *,
+        options: Options,
     ) -> None:
         """Print the environment Vertex AI sets for one replica (CLUSTER_SPEC, TF_CONFIG, AIP_*)."""
-        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
-                              display_name=display_name)
-        raise typer.Exit(env(path, replica, opts, trial, output))
+        raise typer.Exit(env(path, replica, options, trial, output))

@@ -87,7 +87,7 @@ def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c
         c.emit_json(run.to_json())
     else:
         metric_ids = [g.id for g in run.goals]
-        lines = [f"note: {n}" for n in run.notes] + study.summary_lines(run.to_json(), metric_ids)
+        lines = study.summary_lines(run.to_json(), metric_ids)  # notes went out when the study started
         lines.append(f"study {'succeeded' if run.succeeded else 'FAILED'}: {run.message}")
         typer.echo("\n".join(lines))
     if run.cancelled:

@@ -150,6 +150,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``submit`` command."""
 
     @app.command("submit")
+    @c.spec_options
     def _cmd(
         path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
         wait: Annotated[bool, typer.Option("--wait", help="Follow the job to the end (exit 3 if it fails).")] = False,
@@ -157,16 +158,10 @@ def register(app: typer.Typer) -> None:
         target: c.TargetOpt = c.Target.vertex,
         idempotency_key: c.IdempotencyOpt = None,
         output: c.OutputOpt = c.OutputFormat.text,
-        overlay: c.OverlayOpt = None,
-        set_: c.SetOpt = None,
-        var: c.VarOpt = None,
-        project: c.ProjectOpt = None,
-        region: c.RegionOpt = None,
-        display_name: c.DisplayNameOpt = None,
         strict: c.StrictOpt = False,
+        *,
+        options: Options,
     ) -> None:
         """Create the CustomJob (exactly once, even across retries); --wait follows it."""
-        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
-                              display_name=display_name, strict=strict)
-        raise typer.Exit(submit(path, opts, output=output, endpoint=endpoint, target=target,
+        raise typer.Exit(submit(path, options, output=output, endpoint=endpoint, target=target,
                                 idempotency_key=idempotency_key, wait=wait))

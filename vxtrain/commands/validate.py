@@ -45,18 +45,13 @@ def register(app: typer.Typer) -> None:
     """Add the ``validate`` command."""
 
     @app.command("validate")
+    @c.spec_options
     def _cmd(
         paths: Annotated[list[str], typer.Argument(help="Spec files or folders (recursed for *.yaml, *.yml).")],
         output: c.OutputOpt = c.OutputFormat.text,
-        overlay: c.OverlayOpt = None,
-        set_: c.SetOpt = None,
-        var: c.VarOpt = None,
-        project: c.ProjectOpt = None,
-        region: c.RegionOpt = None,
-        display_name: c.DisplayNameOpt = None,
         strict: c.StrictOpt = False,
+        *,
+        options: Options,
     ) -> None:
         """Check specs: schema, Vertex rules, catalog, bandwidth; all problems at once."""
-        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
-                              display_name=display_name, strict=strict)
-        raise typer.Exit(validate(paths, opts, output))
+        raise typer.Exit(validate(paths, options, output))
