@@ -42,17 +42,8 @@ def status(name: str, *, project: str | None = None, region: str | None = None,
     """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
     from vxtrain.submit import get
 
-    print_job(get(_name(name, project, region, endpoint), endpoint=endpoint), output)
+    print_view(get(_name(name, project, region, endpoint), endpoint=endpoint), output)
     return 0
-
-
-def print_job(view: dict[str, Any], output: c.OutputFormat) -> None:
-    """print_view, then (text, tuning jobs) the table of trials and the best trial."""
-    print_view(view, output)
-    if output is c.OutputFormat.text and "trials" in view:
-        from vxtrain.study import metric_ids_of, summary_lines
-
-        typer.echo("\n".join(summary_lines(view, metric_ids_of(view["trials"]))))
 
 
 def wait(name: str, *, project: str | None = None, region: str | None = None,
@@ -66,9 +57,9 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
         try:
             view = wait_job(full, endpoint=endpoint, progress=progress, timeout=timeout)
         except JobFailedError as exc:
-            print_job(exc.job, output)
+            print_view(exc.job, output)
             raise
-    print_job(view, output)
+    print_view(view, output)
     return 0
 
 

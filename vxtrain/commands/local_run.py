@@ -100,19 +100,14 @@ def register(app: typer.Typer) -> None:
     """Add the ``local-run`` command."""
 
     @app.command("local-run")
+    @c.spec_options
     def _cmd(
         path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
         trial: Annotated[Optional[str], typer.Option("--trial", help="Run as trial N (from 1) of a tuning job.")] = None,
         seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of a study's random search (reproducible trials).")] = None,
         output: c.OutputOpt = c.OutputFormat.text,
-        overlay: c.OverlayOpt = None,
-        set_: c.SetOpt = None,
-        var: c.VarOpt = None,
-        project: c.ProjectOpt = None,
-        region: c.RegionOpt = None,
-        display_name: c.DisplayNameOpt = None,
+        *,
+        options: Options,
     ) -> None:
         """Run every replica (chief, workers, parameter servers, evaluators) as a local process."""
-        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
-                              display_name=display_name)
-        raise typer.Exit(local_run(path, opts, trial, output, seed))
+        raise typer.Exit(local_run(path, options, trial, output, seed))

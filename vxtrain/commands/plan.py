@@ -88,21 +88,16 @@ def register(app: typer.Typer) -> None:
     """Add the ``plan`` command."""
 
     @app.command("plan")
+    @c.spec_options
     def _cmd(
         path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
         gradient_size: Annotated[Optional[str], typer.Option(
             "--gradient-size", help="Gradient size per step (e.g. 1.3GB) for the all-reduce estimate.")] = None,
         output: c.OutputOpt = c.OutputFormat.text,
-        overlay: c.OverlayOpt = None,
-        set_: c.SetOpt = None,
-        var: c.VarOpt = None,
-        project: c.ProjectOpt = None,
-        region: c.RegionOpt = None,
-        display_name: c.DisplayNameOpt = None,
         strict: c.StrictOpt = False,
+        *,
+        options: Options,
     ) -> None:
         """Show the exact CustomJob that would be sent and the Reduction Server bandwidth plan."""
-        opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
-                              display_name=display_name, strict=strict,
-                              gradient_size=_gradient(gradient_size))
-        raise typer.Exit(plan(path, opts, output))
+        options.gradient_size = _gradient(gradient_size)
+        raise typer.Exit(plan(path, options, output))

@@ -129,7 +129,7 @@ def _say(message: str) -> None:
 
 
 def print_view(view: dict[str, Any], output: c.OutputFormat) -> None:
-    """One job: the JSON document, or a few readable lines."""
+    """One job: the JSON document, or a few readable lines (with trials, for a study)."""
     if output is c.OutputFormat.json:
         c.emit_json(view)
         return
@@ -143,6 +143,10 @@ def print_view(view: dict[str, Any], output: c.OutputFormat) -> None:
     lines.append(f"console: {view['console_url']}{suffix}")
     if view.get("error"):
         lines.append(f"error: {view['error'].get('message', view['error'])}")
+    if "trials" in view:  # a tuning job: the table of trials and the best one
+        from vxtrain.study import metric_ids_of, summary_lines
+
+        lines += summary_lines(view, metric_ids_of(view["trials"]))
     typer.echo("\n".join(lines))
 
 
