@@ -68,7 +68,7 @@ def test_cluster_spec_lists_only_the_pools_given_and_no_trial_outside_tuning() -
 
 
 def test_cluster_spec_job_is_the_compiled_custom_job_spec() -> None:
-    from vxtrain.compile import compile_custom_job_spec
+    from vxtrain.compiler import compile_custom_job_spec
 
     job = make_job(workers=1)
     job_spec = compile_custom_job_spec(job)

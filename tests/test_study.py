@@ -315,7 +315,7 @@ def test_local_study_failures_are_bounded(trial_log: Path, monkeypatch: pytest.M
 def test_study_through_the_emulator_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from vxtrain.backends import vertex
     from vxtrain.backends.emulator import start_emulator
-    from vxtrain.submit import LABEL_KEY, submit
+    from vxtrain.submission import LABEL_KEY, submit
 
     result = api.load_job(EXAMPLE, Options(sets=["study.max_trials=8"]))
     with start_emulator(workdir=EXAMPLE.parent, out=io.StringIO()) as handle:
@@ -364,7 +364,7 @@ def test_plan_shows_the_search_space_and_the_study_size(capsys: pytest.CaptureFi
 def test_cancelling_a_study_stops_its_trials(monkeypatch: pytest.MonkeyPatch) -> None:
     from vxtrain.backends import vertex
     from vxtrain.backends.emulator import start_emulator
-    from vxtrain.submit import LABEL_KEY, submit
+    from vxtrain.submission import LABEL_KEY, submit
 
     monkeypatch.setenv("STUDY_SLEEP", "30")
     result = api.load_job(EXAMPLE)

@@ -8,6 +8,7 @@ an API.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,7 @@ class Result:
     document: Document | None = None
     native: NativeSpec | None = None
     job: Any = None  # vxtrain.spec.model.Job
-    plan: Any = None  # vxtrain.plan.Plan
+    plan: Any = None  # vxtrain.bandwidth.Plan
     custom_job: dict[str, Any] | None = None
     hyperparameter_tuning_job: dict[str, Any] | None = None
     strict: bool = False
@@ -91,7 +92,7 @@ def check_file(path: str | Path, options: Options | None = None, *, compile_job:
 def check_document(document: Document, options: Options | None = None, result: Result | None = None,
                    *, compile_job: bool = True) -> Result:
     """The pipeline from a loaded document on (normalize, validate, plan, compile)."""
-    from vxtrain import plan as planning
+    from vxtrain import bandwidth as planning
     from vxtrain.spec import formats, model, rules, schema
 
     options = options or Options()
@@ -117,8 +118,8 @@ def check_document(document: Document, options: Options | None = None, result: R
 
 
 def _compile(result: Result) -> None:
-    from vxtrain import compile as compiler
-    from vxtrain.plan import resolve
+    from vxtrain import compiler
+    from vxtrain.bandwidth import resolve
 
     job = resolve(result.job, result.plan)
     result.job = job
@@ -156,3 +157,110 @@ def load_job(path: str | Path, options: Options | None = None) -> Result:
     result = check_file(path, options)
     result.raise_for_errors()
     return result
+
+
+def plan(path: str | Path, options: Options | None = None) -> Result:
+    """What ``vxtrain plan`` shows: ``.custom_job`` and the bandwidth ``.plan``; raises SpecError."""
+    return load_job(path, options)
+
+
+def load(path: str | Path, options: Options | None = None) -> Document:
+    """The loaded document (overlays, --set and ${VAR} applied); raises SpecError."""
+    from vxtrain.spec import loader
+
+    options = options or Options()
+    environ = os.environ if options.environ is None else options.environ
+    document, diags = loader.load(path, overlays=options.overlays, sets=options.sets,
+                                  variables=options.variables, environ=environ)
+    if document is None or dx.has_errors(diags):
+        raise SpecError([d.with_file(str(path)) for d in diags])
+    return document
+
+
+def compile_job(path: str | Path, options: Options | None = None) -> dict[str, Any]:
+    """The CustomJob (REST JSON, camelCase) of a valid spec; raises SpecError."""
+    result = load_job(path, options)
+    assert result.custom_job is not None  # a valid result is compiled
+    return result.custom_job
+
+
+def submit(path: str | Path, options: Options | None = None, *, target: str = "vertex",
+           endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
+           progress: Any = None) -> dict[str, Any]:
+    """Create the spec's job exactly once (vxtrain.submission) and return its view.
+
+    ``target``: "vertex" (the regional endpoint, or ``endpoint`` HOST:PORT of an
+    emulator) or "local" (an in-process emulator running the job here, always
+    followed to the end). Raises SpecError, UsageError, ApiError, and
+    JobFailedError when a followed job fails.
+    """
+    from vxtrain import submission
+    from vxtrain.errors import InvalidArgumentError, UsageError
+
+    if target == "local" and endpoint:
+        raise UsageError("--target local starts its own emulator; drop --endpoint (or --target local)")
+    result = load_job(path, options)
+    job = result.hyperparameter_tuning_job or result.custom_job
+    assert job is not None  # a valid result is compiled
+    project, region = _project_region(result, local=target == "local" or endpoint is not None)
+    try:
+        if target == "local":
+            return _submit_local(result, job, project, region, idempotency_key, progress)
+        return submission.submit(job, project=project, region=region, endpoint=endpoint,
+                                 idempotency_key=idempotency_key, wait=wait, progress=progress)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
+
+
+def _project_region(result: Result, *, local: bool) -> tuple[str, str]:
+    """Project and region (flag > spec > env, applied by the pipeline); defaults locally."""
+    from vxtrain.errors import UsageError
+    from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
+
+    project, region = result.job.project, result.job.region
+    if local:
+        return project or LOCAL_PROJECT, region or LOCAL_REGION
+    missing = [what for what, value in (("project", project), ("region", region)) if not value]
+    if missing:
+        raise UsageError(
+            f"no {' and no '.join(missing)} to submit to: pass --project/--region, set project:/region: "
+            f"in the spec, or export GOOGLE_CLOUD_PROJECT/CLOUD_ML_REGION (or use --target local)")
+    return str(project), str(region)
+
+
+_POOL_IN_MESSAGE = re.compile(r"(?:worker_pool_specs|workerPoolSpecs)\[(\d+)\]")
+
+
+def _spec_location(result: Result, message: str) -> str:
+    """`` (at FILE:LINE:COL, key ROLE)`` for the pool a server message names, else ``""``."""
+    from vxtrain.spec.model import POOL_INDEX
+
+    found = _POOL_IN_MESSAGE.search(message)
+    native = result.native
+    if not found or native is None:
+        return ""
+    index = int(found.group(1))
+    roles = [r for r, i in POOL_INDEX.items() if i == index and r in native.data]
+    if not roles:
+        return ""
+    at = native.where((roles[0],))
+    return f" (at {at['file']}:{at['line']}:{at['column']}, key {at['path']})"
+
+
+def _submit_local(result: Result, job: dict[str, Any], project: str, region: str,
+                  key: str | None, progress: Any) -> dict[str, Any]:
+    """An in-process emulator running the job with the local runner, followed to the end."""
+    import uuid
+
+    from vxtrain import submission
+    from vxtrain.backends.emulator import start_emulator
+    from vxtrain.backends.vertex import connect
+
+    key = key or uuid.uuid4().hex
+    with start_emulator(workdir=Path(result.file).resolve().parent) as handle:
+        if result.job.local is not None:  # the CustomJob has no local: block; tell the emulator
+            handle.emulator.register_local({submission.LABEL_KEY: submission.label_value(key)},
+                                           result.job.local)
+        with connect(endpoint=handle.address) as backend:
+            return submission.submit(job, project=project, region=region, backend=backend,
+                                     idempotency_key=key, wait=True, progress=progress)

@@ -187,7 +187,7 @@ def test_no_application_default_credentials_are_found() -> None:
 # --- import cost ------------------------------------------------------------------------------
 
 def test_client_modules_do_not_import_aiplatform() -> None:
-    code = ("import sys, vxtrain.submit, vxtrain.backends.vertex, vxtrain.commands.submit, "
+    code = ("import sys, vxtrain.submission, vxtrain.backends.vertex, vxtrain.commands.submit, "
             "vxtrain.commands.jobs; print(sorted(m for m in sys.modules if 'aiplatform' in m))")
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from vxtrain import api
-from vxtrain.compile import compile_custom_job_spec
+from vxtrain.compiler import compile_custom_job_spec
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.spec import formats, gcloud, legacy, model
 from vxtrain.spec.document import Document, NativeSpec

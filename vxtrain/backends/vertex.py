@@ -31,7 +31,7 @@ from vxtrain.backends.base import JobDict
 NO_GOOGLE_ENV = "VXTRAIN_NO_GOOGLE"
 
 #: Per-call deadline in seconds. Vertex answers create in a few seconds; retries
-#: (google.api_core.retry, in vxtrain.submit) give the whole call more time.
+#: (google.api_core.retry, in vxtrain.submission) give the whole call more time.
 DEFAULT_TIMEOUT = 60.0
 
 _QUOTA_HELP = "https://cloud.google.com/vertex-ai/docs/quotas"
@@ -276,7 +276,7 @@ class VertexBackend:
         client = self._client()
         bound = getattr(client, method)
         region = region_of(region_hint) or self.region
-        # retry=None: retries are decided by the caller (vxtrain.submit), which
+        # retry=None: retries are decided by the caller (vxtrain.submission), which
         # must list by the idempotency label before re-creating.
         return self._guarded(lambda: bound(request=request, retry=None, timeout=self.timeout), region)
 

@@ -20,7 +20,7 @@ from vxtrain.errors import JobFailedError, UsageError
 def _where(project: str | None, region: str | None, endpoint: str | None,
            environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
     """Flag, else environment, else (for an emulator) the local defaults."""
-    from vxtrain.submit import LOCAL_PROJECT, LOCAL_REGION
+    from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
 
     env = os.environ if environ is None else environ
     project = project or env.get("GOOGLE_CLOUD_PROJECT")
@@ -31,7 +31,7 @@ def _where(project: str | None, region: str | None, endpoint: str | None,
 
 
 def _name(name: str, project: str | None, region: str | None, endpoint: str | None) -> str:
-    from vxtrain.submit import resolve_name
+    from vxtrain.submission import resolve_name
 
     project, region = _where(project, region, endpoint)
     return resolve_name(name, project=project, region=region)
@@ -40,7 +40,7 @@ def _name(name: str, project: str | None, region: str | None, endpoint: str | No
 def status(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
-    from vxtrain.submit import get
+    from vxtrain.submission import get
 
     print_view(get(_name(name, project, region, endpoint), endpoint=endpoint), output)
     return 0
@@ -50,7 +50,7 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
          endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text,
          timeout: float | None = None) -> int:
     """Follow the job to its end: 0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
-    from vxtrain.submit import wait_job
+    from vxtrain.submission import wait_job
 
     full = _name(name, project, region, endpoint)
     with _progress(True) as progress:
@@ -66,7 +66,7 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
 def cancel(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Ask for the job to be cancelled and print its state (CANCELLING, later CANCELLED)."""
-    from vxtrain.submit import cancel as cancel_job
+    from vxtrain.submission import cancel as cancel_job
 
     print_view(cancel_job(_name(name, project, region, endpoint), endpoint=endpoint), output)
     return 0
@@ -88,7 +88,7 @@ def list_(*, project: str | None = None, region: str | None = None, endpoint: st
           state: str | None = None, tuning: bool = False,
           output: c.OutputFormat = c.OutputFormat.text) -> int:
     """List jobs in the project/region (newest first, as the API returns them)."""
-    from vxtrain.submit import build_filter, list_jobs
+    from vxtrain.submission import build_filter, list_jobs
 
     project, region = _where(project, region, endpoint)
     if not project or not region:

@@ -41,7 +41,7 @@ def plan_json(result: Result) -> dict[str, Any]:
 
 
 def _print_text(result: Result) -> None:
-    from vxtrain.plan import render
+    from vxtrain.bandwidth import render
     from vxtrain.render import console, diagnostics_text
 
     diagnostics_text(result.diagnostics)

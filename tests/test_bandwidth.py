@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from vxtrain import plan as planning
+from vxtrain import bandwidth as planning
 from vxtrain.spec import model
 from vxtrain.spec.document import Document, NativeSpec, Position
 

@@ -22,7 +22,7 @@ from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.vertex import VertexBackend
 
 # By module path: the package may export a function called ``submit`` that shadows the attribute.
-api = importlib.import_module("vxtrain.submit")
+api = importlib.import_module("vxtrain.submission")
 PROJECT, REGION = "p", "us-central1"
 PARENT = f"projects/{PROJECT}/locations/{REGION}"
 FAST = api.Backoff(initial=0.01, maximum=0.05, deadline=5.0)
@@ -385,7 +385,7 @@ def test_cli_status_of_a_missing_job_exits_4(emulator: EmulatorHandle, capsys: p
 
 def test_a_server_refusal_of_a_pool_points_into_the_spec(tmp_path: Path) -> None:
     from vxtrain.api import load_job
-    from vxtrain.commands.submit import spec_location
+    from vxtrain.api import _spec_location as spec_location
 
     spec = write_spec(tmp_path)
     result = load_job(spec)

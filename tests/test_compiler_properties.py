@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vxtrain import catalog
-from vxtrain import compile as compiler
-from vxtrain import plan as planning
+from vxtrain import compiler
+from vxtrain import bandwidth as planning
 from vxtrain.spec import model
 
 #: (machine type, accelerator) pairs the catalog accepts; GPU ones can feed a Reduction Server.

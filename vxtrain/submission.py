@@ -428,7 +428,7 @@ def stderr_progress() -> Iterator[ProgressFn]:
         reporter.close()
 
 
-#: ``vxtrain.submit.wait(name)`` reads like the CLI; ``submit(wait=True)`` needs the other name.
+#: ``vxtrain.submission.wait(name)`` reads like the CLI; ``submit(wait=True)`` needs the other name.
 wait = wait_job
 
 __all__ = sorted([

@@ -16,8 +16,8 @@ from google.cloud.aiplatform_v1.types import CustomJob, HyperparameterTuningJob
 from google.protobuf import json_format
 
 from tests.conftest import ROOT
-from vxtrain import compile as compiler
-from vxtrain import plan as planning
+from vxtrain import compiler
+from vxtrain import bandwidth as planning
 from vxtrain.spec import model
 from vxtrain.spec.document import Document, NativeSpec, Position
 
@@ -363,12 +363,12 @@ def test_hpt_minimal_and_without_study() -> None:
 # --- import budget -------------------------------------------------------------------------
 
 def test_plan_and_compile_do_not_import_aiplatform() -> None:
-    code = ("import sys, vxtrain.plan, vxtrain.compile\n"
+    code = ("import sys, vxtrain.bandwidth, vxtrain.compiler\n"
             "from vxtrain.spec import model\n"
             "job = model.build({'display_name': 'x', 'chief': {'machine_type': 'n1-standard-4',"
             " 'image': 'i'}, 'extra': {'jobSpec': {'models': ['m']}}})\n"
-            "vxtrain.compile.compile_custom_job(vxtrain.plan.resolve(job, vxtrain.plan.plan(job)))\n"
-            "assert vxtrain.compile.check_extra(job, None) == []\n"
+            "vxtrain.compiler.compile_custom_job(vxtrain.bandwidth.resolve(job, vxtrain.bandwidth.plan(job)))\n"
+            "assert vxtrain.compiler.check_extra(job, None) == []\n"
             "bad = [m for m in sys.modules if m.startswith(('google.cloud.aiplatform', 'proto'))]\n"
             "print(bad)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
