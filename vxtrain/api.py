@@ -148,8 +148,19 @@ def spec_files(paths: Sequence[str | Path]) -> list[Path]:
 
 
 def validate(paths: Sequence[str | Path], options: Options | None = None) -> list[Result]:
-    """Check every spec under ``paths``; one Result per file, never raising for bad input."""
-    return [check_file(p, options, compile_job=True) for p in spec_files(paths)]
+    """Check (and compile) every spec under ``paths``; one Result per file with its
+    diagnostics, never raising for bad input.
+
+    The Results keep only ``file`` and ``diagnostics``: holding every document,
+    model and compiled job of a large tree alive makes Python's garbage
+    collector walk them all again and again (bulk validation ran ~2x slower).
+    Use ``check_file`` or ``plan`` for the compiled job of a file.
+    """
+    return [_slim(check_file(p, options, compile_job=True)) for p in spec_files(paths)]
+
+
+def _slim(result: Result) -> Result:
+    return Result(file=result.file, diagnostics=result.diagnostics, strict=result.strict)
 
 
 def load_job(path: str | Path, options: Options | None = None) -> Result:

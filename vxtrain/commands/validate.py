@@ -15,10 +15,9 @@ def validate(paths: Sequence[str], options: Options, output: c.OutputFormat = c.
     """Validate files and folders (recursively *.yaml, *.yml); exit 1 when any is invalid."""
     from vxtrain import api
 
-    files = api.spec_files(paths)
-    if not files:
+    if not api.spec_files(paths):
         raise UsageError(f"no *.yaml or *.yml files under {', '.join(paths)}")
-    results = [api.check_file(f, options) for f in files]
+    results = api.validate(paths, options)
     if output is c.OutputFormat.json:
         c.emit_json({"files": [_file_json(r) for r in results]})
     else:

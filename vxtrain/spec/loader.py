@@ -611,6 +611,9 @@ def _too_large(size: int | None, file: str) -> Diagnostic:
                  "bytes): a spec needs far less", file=file)
 
 
+_GC_OFF_ABOVE = 64 * 1024  # characters
+
+
 def _parse(text: str, file: str, variables: Mapping[str, str] | None, environ: Mapping[str, str],
            any_root: bool = False) -> tuple[Any, dict[KeyPath, Position], list[Diagnostic]]:
     """Build the data of ``text``; (None, {}, errors) when it cannot be used."""
@@ -618,8 +621,11 @@ def _parse(text: str, file: str, variables: Mapping[str, str] | None, environ: M
             len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES):
         return None, {}, [_too_large(None, file)]
     builder = _Builder(file, variables, environ, any_root)
-    collecting = gc.isenabled()
-    gc.disable()  # the builder makes only acyclic data; GC passes cost ~30% on big inputs
+    # The builder makes only acyclic data: GC passes cost ~30% on big inputs, but
+    # on a typical few-KiB spec switching GC off and on costs more than it saves.
+    collecting = gc.isenabled() and len(text) > _GC_OFF_ABOVE
+    if collecting:
+        gc.disable()
     try:
         fatal = _run(builder, text)
     finally:
