@@ -16,6 +16,9 @@ from typing import Any
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.spec.document import KeyPath, NativeSpec
 
+_REQUIRED_HINTS = {
+    "display_name": "add `display_name: my-job` (at most 128 characters) or pass --display-name",
+}
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number",
                "boolean": "true or false", "object": "a mapping", "array": "a list", "null": "null"}
 
@@ -101,7 +104,8 @@ def _convert(err: Any, native: NativeSpec) -> list[Diagnostic]:
         return _unknown_keys(err, path, native)
     if kind == "required":
         missing = err.message.split("'")[1] if "'" in err.message else err.message
-        return [error("missing-key", f"missing required key '{missing}'", **native.where(path))]
+        hint = _REQUIRED_HINTS.get(missing, "add it (`vxtrain schema` lists every key)")
+        return [error("missing-key", f"missing required key '{missing}': {hint}", **native.where(path))]
     if kind == "enum":
         return [_bad_enum(err, path, native)]
     if kind in ("type", "oneOf", "anyOf", "const") or "x-accepts" in err.schema:
