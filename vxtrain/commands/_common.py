@@ -47,13 +47,13 @@ TargetOpt = Annotated[Target, typer.Option("--target", help="vertex, or local (a
 IdempotencyOpt = Annotated[Optional[str], typer.Option("--idempotency-key", help="Key labelling the job; a re-submit with the same key returns that job.")]
 
 
-def parse_vars(pairs: Sequence[str] | None) -> dict[str, str]:
+def parse_pairs(pairs: Sequence[str] | None, flag: str = "--var", form: str = "NAME=VALUE") -> dict[str, str]:
     """``["A=1", "B=x"]`` → ``{"A": "1", "B": "x"}``; a pair without ``=`` is a usage error."""
     out: dict[str, str] = {}
     for pair in pairs or ():
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            raise UsageError(f"--var takes NAME=VALUE, got {pair!r}")
+            raise UsageError(f"{flag} takes {form}, got {pair!r}")
         out[name] = value
     return out
 
@@ -63,7 +63,7 @@ def make_options(*, overlay: Sequence[str] | None = None, set_: Sequence[str] | 
                  region: str | None = None, display_name: str | None = None,
                  strict: bool = False, gradient_size: float | None = None) -> Options:
     """Options for the pipeline from the shared flags."""
-    return Options(overlays=list(overlay or ()), sets=list(set_ or ()), variables=parse_vars(var),
+    return Options(overlays=list(overlay or ()), sets=list(set_ or ()), variables=parse_pairs(var),
                    project=project, region=region, display_name=display_name, strict=strict,
                    gradient_size=gradient_size)
 

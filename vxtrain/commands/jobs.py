@@ -72,17 +72,6 @@ def cancel(name: str, *, project: str | None = None, region: str | None = None,
     return 0
 
 
-def parse_labels(pairs: Sequence[str] | None) -> dict[str, str]:
-    """``["team=nlp"]`` → ``{"team": "nlp"}``; a pair without ``=`` is a usage error."""
-    out: dict[str, str] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--label takes KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
-
-
 def list_(*, project: str | None = None, region: str | None = None, endpoint: str | None = None,
           filter_: str | None = None, labels: Mapping[str, str] | None = None,
           state: str | None = None, tuning: bool = False,
@@ -149,4 +138,4 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List jobs (filters: --filter, --label, --state)."""
         raise typer.Exit(list_(project=project, region=region, endpoint=endpoint, filter_=filter_,
-                               labels=parse_labels(label), state=state, tuning=tuning, output=output))
+                               labels=c.parse_pairs(label, "--label", "KEY=VALUE"), state=state, tuning=tuning, output=output))
