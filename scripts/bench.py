@@ -30,21 +30,26 @@ PY = sys.executable
 EXAMPLE = ROOT / "configs" / "examples" / "reduction-server.yaml"
 
 
-def _wall(argv: list[str], env: dict[str, str] | None = None) -> float:
+def _wall(argv: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
-def _median(argv: list[str], runs: int, env: dict[str, str] | None = None) -> float:
-    _wall(argv, env)  # warm the page cache; cold *interpreter*, not cold disk
-    return statistics.median(_wall(argv, env) for _ in range(runs))
+def _paired(ours: list[str], theirs: list[str], runs: int) -> tuple[float, float]:
+    """Median wall times of two commands, run alternately so drift hits both alike."""
+    _wall(ours), _wall(theirs)  # warm the page cache: a cold *interpreter*, not a cold disk
+    a, b = [], []
+    for _ in range(runs):
+        a.append(_wall(ours))
+        b.append(_wall(theirs))
+    return statistics.median(a), statistics.median(b)
 
 
 def cold_start(runs: int) -> dict[str, float]:
     """Median wall time of validate vs importing aiplatform, both fresh processes."""
-    ours = _median([PY, "-m", "vxtrain", "validate", str(EXAMPLE)], runs)
-    theirs = _median([PY, "-c", "import google.cloud.aiplatform"], runs)
+    ours, theirs = _paired([PY, "-m", "vxtrain", "validate", str(EXAMPLE)],
+                           [PY, "-c", "import google.cloud.aiplatform"], runs)
     return {"validate_s": ours, "import_aiplatform_s": theirs, "ratio": ours / theirs}
 
 
@@ -111,9 +116,9 @@ def submit(runs: int) -> dict[str, float]:
 
     spec = ROOT / "configs" / "examples" / "quickstart.yaml"
     with start_emulator(simulate_seconds=30) as emu:
-        ours = _median([PY, "-m", "vxtrain", "submit", str(spec), "--endpoint", emu.address,
-                        "--project", "p", "--region", "us-central1"], runs)
-        bare = _median([PY, "-c", _BARE_CREATE, emu.address], runs)
+        ours, bare = _paired([PY, "-m", "vxtrain", "submit", str(spec), "--endpoint", emu.address,
+                              "--project", "p", "--region", "us-central1"],
+                             [PY, "-c", _BARE_CREATE, emu.address], runs)
     return {"submit_s": ours, "bare_create_s": bare, "ratio": ours / bare}
 
 
