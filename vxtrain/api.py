@@ -75,14 +75,18 @@ def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str,
         data["region"] = environ["CLOUD_ML_REGION"]
 
 
-def check_file(path: str | Path, options: Options | None = None, *, compile_job: bool = True) -> Result:
-    """Run the whole pipeline on one file; never raises for bad input."""
+def _load(path: str | Path, options: Options) -> tuple[Document | None, list[Diagnostic]]:
     from vxtrain.spec import loader
 
-    options = options or Options()
     environ = os.environ if options.environ is None else options.environ
-    document, diags = loader.load(path, overlays=options.overlays, sets=options.sets,
-                                  variables=options.variables, environ=environ)
+    return loader.load(path, overlays=options.overlays, sets=options.sets,
+                       variables=options.variables, environ=environ)
+
+
+def check_file(path: str | Path, options: Options | None = None, *, compile_job: bool = True) -> Result:
+    """Run the whole pipeline on one file; never raises for bad input."""
+    options = options or Options()
+    document, diags = _load(path, options)
     result = Result(file=str(path), diagnostics=diags, document=document, strict=options.strict)
     if document is None:
         return _finish(result)
@@ -177,12 +181,7 @@ def plan(path: str | Path, options: Options | None = None) -> Result:
 
 def load(path: str | Path, options: Options | None = None) -> Document:
     """The loaded document (overlays, --set and ${VAR} applied); raises SpecError."""
-    from vxtrain.spec import loader
-
-    options = options or Options()
-    environ = os.environ if options.environ is None else options.environ
-    document, diags = loader.load(path, overlays=options.overlays, sets=options.sets,
-                                  variables=options.variables, environ=environ)
+    document, diags = _load(path, options or Options())
     if document is None or dx.has_errors(diags):
         raise SpecError([d.with_file(str(path)) for d in diags])
     return document
