@@ -40,12 +40,14 @@ def convert(path: str, to: ConvertTarget, options: Options) -> int:
     from vxtrain.spec.formats import native_document
 
     result = api.load_job(path, options)
+    native, custom_job = result.native, result.custom_job
+    assert native is not None and custom_job is not None  # load_job returns compiled results only
     if to is ConvertTarget.native:
-        text = _yaml(native_document(result.native))
+        text = _yaml(native_document(native))
     elif to is ConvertTarget.gcloud:
-        text = _yaml(result.custom_job["jobSpec"])
+        text = _yaml(custom_job["jobSpec"])
     else:
-        text = gcloud_command(result.custom_job, result.job.project, result.job.region, Path(path).stem)
+        text = gcloud_command(custom_job, result.job.project, result.job.region, Path(path).stem)
     c.print_diagnostics([d for d in result.diagnostics if d.severity == "warning"])
     typer.echo(text, nl=not text.endswith("\n"))
     return 0

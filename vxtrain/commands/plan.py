@@ -67,6 +67,7 @@ def _study_lines(result: Result) -> list[str]:
     from vxtrain import study
 
     hpt = result.hyperparameter_tuning_job
+    assert hpt is not None  # called for valid study specs only
     trials = int(hpt.get("maxTrialCount") or 0)
     lines = ["Search space", *study.search_space_lines(hpt.get("studySpec", {})), "",
              f"Study cost: up to {trials} trials, {hpt.get('parallelTrialCount') or 1} at a time"]
