@@ -19,7 +19,10 @@ def configs_dir() -> Path:
 # No test may reach a Google endpoint (pre-commit's pattern: the dangerous
 # default raises in tests). Three layers:
 #   1. VXTRAIN_NO_GOOGLE=1: vxtrain.backends.vertex refuses any endpoint that is
-#      not loopback (gRPC opens its sockets in C, below any Python patch);
+#      not loopback (gRPC opens its sockets in C, below any Python patch); and
+#      for any other gRPC channel (a test building a JobServiceClient itself),
+#      grpc_proxy sends every non-loopback connection to a closed local port,
+#      so gRPC's C core never even resolves a Google name;
 #   2. a socket guard: Python-level connects and name lookups of non-loopback
 #      hosts raise (google-auth's metadata-server probe, token refresh, …);
 #   3. no credentials to find: GOOGLE_APPLICATION_CREDENTIALS points nowhere,
@@ -41,9 +44,12 @@ class NetworkGuardError(RuntimeError):
 
 
 def _host_is_local(host: Any) -> bool:
-    """Loopback names/addresses, the wildcard (binds), and AF_UNIX paths pass."""
-    if host is None or isinstance(host, (bytes, bytearray)):
+    """Loopback names/addresses and the wildcard (binds) pass; a host given as
+    bytes is judged by its text (getaddrinfo(b"googleapis.com") is a lookup too)."""
+    if host is None:
         return True
+    if isinstance(host, (bytes, bytearray)):
+        host = bytes(host).decode("utf-8", "replace")
     text = str(host).strip("[]")
     if text in ("", "0.0.0.0", "::") or text.lower() in _LOOPBACK_NAMES:
         return True
@@ -69,6 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["GCE_METADATA_HOST"] = "127.0.0.1:9"  # discard port: nothing answers
     os.environ["GCE_METADATA_IP"] = "127.0.0.1:9"
     os.environ["NO_GCE_CHECK"] = "True"
+    # gRPC's C core honours these (doc/environment_variables.md in grpc/grpc):
+    # a channel to anything but loopback goes through a "proxy" on the discard port.
+    os.environ["grpc_proxy"] = "http://127.0.0.1:9"
+    os.environ["no_grpc_proxy"] = "localhost,127.0.0.1,::1"
     for name in ("GOOGLE_CLOUD_PROJECT", "CLOUD_ML_REGION", "GOOGLE_CLOUD_REGION"):
         os.environ.pop(name, None)  # the developer's defaults must not leak into tests
 
@@ -78,6 +88,7 @@ def _no_google(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     """Refuse non-loopback connects and lookups unless the test is marked allow_google."""
     if request.node.get_closest_marker("allow_google") is not None:
         monkeypatch.delenv("VXTRAIN_NO_GOOGLE", raising=False)
+        monkeypatch.delenv("grpc_proxy", raising=False)
         yield
         return
     real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
@@ -92,8 +103,7 @@ def _no_google(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
         return real_connect_ex(self, address)
 
     def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _host_is_local(host):
-            raise NetworkGuardError(f"test tried to resolve {host!r}: only loopback is allowed")
+        _check_lookup(host)
         return real_getaddrinfo(host, *args, **kwargs)
 
     def create_connection(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
@@ -104,4 +114,18 @@ def _no_google(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     monkeypatch.setattr(socket, "create_connection", create_connection)
+    for name in ("gethostbyname", "gethostbyname_ex", "gethostbyaddr"):  # the older lookups
+        monkeypatch.setattr(socket, name, _guarded_lookup(getattr(socket, name)))
     yield
+
+
+def _check_lookup(host: Any) -> None:
+    if not _host_is_local(host):
+        raise NetworkGuardError(f"test tried to resolve {host!r}: only loopback is allowed")
+
+
+def _guarded_lookup(real: Any) -> Any:
+    def lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_lookup(host)
+        return real(host, *args, **kwargs)
+    return lookup

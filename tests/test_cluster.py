@@ -278,8 +278,9 @@ def test_parse_replica_rejects_other_shapes(text: str) -> None:
         env_cmd.parse_replica(text)
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "x", "1.5"])
+@pytest.mark.parametrize("text", ["0", "-1", "x", "1.5", "\u00b2", "\u0661", "1\u00b2"])
 def test_parse_trial_rejects_non_trials(text: str) -> None:
+    # "²" and "١" pass str.isdigit() but int() refuses the first: a usage error, not a crash.
     with pytest.raises(UsageError, match="trial number from 1"):
         env_cmd.parse_trial(text)
 

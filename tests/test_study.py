@@ -267,6 +267,45 @@ def test_schedule_stops_after_the_failure_limit() -> None:
     assert study.StudyConfig({}, max_trials=10).failure_limit == 10  # 0: only when every trial failed
 
 
+def test_a_study_whose_every_trial_failed_fails_even_below_the_limit() -> None:
+    # A grid of 3 points under max_trials 10: the failure limit (10) can never be reached.
+    failed = [study.TrialResult(str(i), {"x": i}, "INFEASIBLE", message="boom") for i in (1, 2, 3)]
+    for config in (study.StudyConfig({}, max_trials=10), study.StudyConfig({}, max_trials=10, max_failed_trials=5)):
+        verdict = study.judge(failed, [], config)
+        assert not verdict.succeeded and "3 trial(s) failed (every trial failed); last: trial 3: boom" in verdict.message
+    one_ok = failed[:2] + [study.TrialResult("3", {"x": 3}, "SUCCEEDED")]
+    assert study.judge(one_ok, [], study.StudyConfig({}, max_trials=10)).succeeded
+
+
+def _grid_spec(tmp_path: Path, code: str, **study_extra: Any) -> Path:
+    spec = {"display_name": "grid", "chief": {"machine_type": "n1-standard-4", "image": IMAGE},
+            "local": {"command": ["python", "-c", code]},
+            "study": {"metric": {"id": "accuracy", "goal": "maximize"}, "algorithm": "grid",
+                      "parameters": {"x": {"type": "integer", "min": 1, "max": 3}}, **study_extra}}
+    path = tmp_path / "grid.yaml"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def test_a_small_grid_whose_every_trial_fails_fails_the_study(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = _grid_spec(tmp_path, "import sys; sys.exit(4)", max_trials=10, parallel_trials=3)
+    assert local_run(str(path), Options()) == 3
+    assert "study FAILED: 3 trial(s) failed (every trial failed)" in capsys.readouterr().out
+
+
+def test_one_trial_of_a_study_gets_its_parameters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from vxtrain.errors import UsageError
+
+    code = "import json, os, sys; print('argv', sys.argv[1:], json.loads(os.environ['CLUSTER_SPEC'])['task'])"
+    path = _grid_spec(tmp_path, code, max_trials=3, parallel_trials=1)
+    assert local_run(str(path), Options(), trial="2") == 0
+    out = capsys.readouterr().out
+    assert "[workerpool0-0] argv ['--x=2'] {'type': 'workerpool0', 'index': 0, 'trial': '2'}" in out
+    with pytest.raises(UsageError, match="--trial 4: the study has 3 trial"):
+        local_run(str(path), Options(), trial="4")
+
+
 # --- real trials of the example ----------------------------------------------------------------
 
 @pytest.fixture

@@ -6,8 +6,12 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import os
 import re
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,7 +100,8 @@ def test_a_failed_job_raises_with_its_error(backend: VertexBackend) -> None:
     with pytest.raises(errors.JobFailedError, match="JOB_STATE_FAILED.*non-zero status of 3") as info:
         submit(backend, custom_job=job("import sys; sys.exit(3)"), wait=True)
     assert info.value.exit_code == 3
-    assert info.value.job["error"]["message"]
+    error = info.value.job["error"]
+    assert isinstance(error, dict) and error["message"]
     view = submit(backend, custom_job=job("import sys; sys.exit(3)"), wait=True, check=False)
     assert view["state"] == "JOB_STATE_FAILED" and "error" in view
 
@@ -233,6 +238,95 @@ def test_a_retried_create_lists_by_the_label_before_creating_again() -> None:
     assert adopted and fake.creates == 1 and made["name"] == f"{PARENT}/customJobs/1"
 
 
+def test_an_unanswered_create_then_a_failing_list_names_the_key_that_adopts(
+        backend: VertexBackend, emulator: EmulatorHandle) -> None:
+    """The create went through, every later list fails: the error says the job may
+    exist and which key adopts it; submitting with that key then creates nothing."""
+    emulator.add_fault("create:deadline-after-commit:1")
+    emulator.add_fault("list:unavailable:1000")
+    short = api.Backoff(initial=0.01, maximum=0.02, deadline=0.3)
+    with pytest.raises(errors.UnavailableError, match="may have been created") as info:
+        submit(backend, backoff=short)
+    assert info.value.exit_code == 4
+    key = re.search(r"--idempotency-key (\S+) to adopt", str(info.value)).group(1)  # type: ignore[union-attr]
+    assert [j.name for j in labelled(emulator, key)] == [j.name for j in emulator.jobs()]
+    emulator.emulator.faults.clear()
+    again = submit(backend, idempotency_key=key)
+    assert again["adopted"] and len(emulator.jobs()) == 1
+
+
+def test_an_unanswered_create_then_a_refused_list_still_adopts(backend: VertexBackend,
+                                                               emulator: EmulatorHandle) -> None:
+    """A permanent error after an unanswered create does not hide the job it made."""
+    emulator.add_fault("create:deadline-after-commit:1")
+    emulator.add_fault("list:permission:1")
+    view = submit(backend)
+    assert view["adopted"] is True
+    assert [j.name for j in emulator.jobs()] == [view["name"]]
+
+
+def test_explicit_key_returns_a_job_of_the_other_kind(backend: VertexBackend, emulator: EmulatorHandle) -> None:
+    """The key labels a CustomJob; the spec has since become a study: no second job."""
+    first = submit(backend, idempotency_key="rel-9")
+    tuning = {"displayName": "study", "maxTrialCount": 1, "parallelTrialCount": 1,
+              "studySpec": {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
+                            "parameters": [{"parameterId": "lr",
+                                            "doubleValueSpec": {"minValue": 0.01, "maxValue": 0.1}}]},
+              "trialJobSpec": job()["jobSpec"]}
+    again = submit(backend, custom_job=tuning, idempotency_key="rel-9")
+    assert again["name"] == first["name"] and again["adopted"]
+    assert emulator.jobs("hpt") == [] and len(emulator.jobs()) == 1
+
+
+def test_an_adopted_failed_job_says_adopted_when_followed(backend: VertexBackend) -> None:
+    failed = submit(backend, custom_job=job("raise SystemExit(1)"), idempotency_key="k", wait=True, check=False)
+    with pytest.raises(errors.JobFailedError) as info:
+        submit(backend, idempotency_key="k", wait=True)
+    assert info.value.job["name"] == failed["name"] and info.value.job["adopted"] is True
+
+
+def test_find_labelled_picks_the_oldest_by_time_not_by_text() -> None:
+    """The API leaves out a zero fraction: "…:05Z" is older than "…:05.5Z" though it sorts after."""
+
+    class Lists:
+        emulated = True
+
+        def list_custom_jobs(self, parent: str, filter: str = "") -> list[dict[str, Any]]:  # noqa: A002
+            label = {api.LABEL_KEY: "k"}
+            return [{"name": f"{PARENT}/customJobs/2", "createTime": "2024-05-01T10:00:05.500Z", "labels": label},
+                    {"name": f"{PARENT}/customJobs/1", "createTime": "2024-05-01T10:00:05Z", "labels": label},
+                    {"name": f"{PARENT}/customJobs/3", "createTime": "2024-05-01T10:00:05.000000001Z",
+                     "labels": label}]
+
+    found = api.find_labelled(Lists(), api.CUSTOM, PARENT, "k")  # type: ignore[arg-type]
+    assert found is not None and found["name"] == f"{PARENT}/customJobs/1"
+
+
+def test_a_retried_cancel_that_went_through_is_not_an_error() -> None:
+    """The first cancel is committed but its answer lost; the retry finds the job
+    already CANCELLED (FAILED_PRECONDITION): cancel still succeeds."""
+    with start_emulator(simulate_seconds=30, environ={}) as handle, \
+            vertex.connect(endpoint=handle.address) as client:
+        view = submit(client)
+        handle.add_fault("cancel:deadline-after-commit:1")
+        slow = api.Backoff(initial=0.3, maximum=0.3, deadline=5.0)  # time for the job to reach CANCELLED
+        cancelled = api.cancel(view["name"], backend=client, backoff=slow)
+        assert cancelled["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+        assert handle.emulator.faults.pending() == []
+        handle.emulator.wait(view["name"])
+        with pytest.raises(errors.InvalidArgumentError, match="already in state JOB_STATE_CANCELLED"):
+            api.cancel(view["name"], backend=client, backoff=FAST)  # a plain second cancel still is
+
+
+def test_wait_timeout_is_kept_whatever_the_poll_step(backend: VertexBackend) -> None:
+    view = submit(backend, custom_job=job("import time; time.sleep(60)"))
+    start = time.monotonic()
+    with pytest.raises(errors.UnavailableError, match="still JOB_STATE_"):
+        api.wait_job(view["name"], backend=backend, timeout=0.3, poll=api.Backoff(initial=5.0, maximum=5.0))
+    assert time.monotonic() - start < 2.0
+    api.cancel(view["name"], backend=backend)
+
+
 # --- labels, names, filters --------------------------------------------------------------------
 
 @given(st.text(max_size=200))
@@ -265,6 +359,7 @@ def test_resolve_name() -> None:
 
 def test_build_filter() -> None:
     assert api.build_filter() == ""
+    assert api.build_filter(labels={"a": 'x"y\\'}) == 'labels.a="x\\"y\\\\"'
     assert (api.build_filter('display_name="x"', {"team": "nlp"}, "running")
             == '(display_name="x") AND labels.team="nlp" AND state="JOB_STATE_RUNNING"')
 
@@ -365,6 +460,29 @@ def test_cli_target_local_runs_the_job_here(tmp_path: Path, capsys: pytest.Captu
     assert "[workerpool0-0] local!" in err
 
 
+def test_cli_target_local_stops_its_processes_on_sigterm(tmp_path: Path) -> None:
+    """The in-process emulator's replicas run in their own sessions: SIGTERM to
+    vxtrain must stop them (exit 130, as for Ctrl-C), not orphan them."""
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    spec = write_spec(tmp_path, code)
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "submit", str(spec), "--target", "local"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
+
+
 def test_cli_target_local_with_endpoint_is_a_usage_error(tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "submit", str(write_spec(tmp_path)), "--target", "local",
@@ -375,6 +493,23 @@ def test_cli_target_local_with_endpoint_is_a_usage_error(tmp_path: Path,
 def test_cli_status_of_a_bare_id_needs_project_and_region(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "status", "123")
     assert code == 2 and "--project and --region" in err
+
+
+def test_cli_bare_id_of_a_tuning_job(emulator: EmulatorHandle, backend: VertexBackend,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A bare id does not say its kind: status/wait/cancel find a HyperparameterTuningJob too."""
+    tuning = {"displayName": "study", "maxTrialCount": 1, "parallelTrialCount": 1,
+              "studySpec": {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
+                            "parameters": [{"parameterId": "lr",
+                                            "doubleValueSpec": {"minValue": 0.01, "maxValue": 0.1}}]},
+              "trialJobSpec": job()["jobSpec"]}
+    made = api.submit(tuning, project="local-project", region=REGION, backend=backend, backoff=FAST)
+    bare = made["name"].rsplit("/", 1)[-1]
+    for command in ("status", "wait"):
+        code, view, _ = run(capsys, command, bare, "--endpoint", emulator.address, "--output", "json")
+        assert code == 0 and view["name"] == made["name"]
+    code, _, err = run(capsys, "status", "42", "--endpoint", emulator.address)
+    assert code == 4 and "CustomJob" in err and "does not exist" in err
 
 
 def test_cli_status_of_a_missing_job_exits_4(emulator: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:

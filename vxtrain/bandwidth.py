@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vxtrain import catalog
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.spec.document import NativeSpec, format_path
 from vxtrain.spec.model import TRAINING_ROLES, Job, Pool
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod  # rich is imported only when a plan is rendered
 
 BITS_PER_BYTE = 8
 UNKNOWN = "unknown"
@@ -285,7 +288,7 @@ def render(plan: Plan) -> list[Any]:
 
     table = Table(title="Network bandwidth (egress per node)", title_justify="left")
     for name, justify in _COLUMNS:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify)
     for row in plan.pools:
         table.add_row(*_cells(row))
     lines: list[Any] = [table, _training_line(plan)]
@@ -296,7 +299,7 @@ def render(plan: Plan) -> list[Any]:
     return lines
 
 
-_COLUMNS = (("pool", "right"), ("role", "left"), ("replicas", "right"), ("machine", "left"),
+_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (("pool", "right"), ("role", "left"), ("replicas", "right"), ("machine", "left"),
             ("GPUs", "left"), ("Gbps/node", "right"), ("total", "right"), ("confidence", "left"))
 
 

@@ -249,8 +249,9 @@ def current(environ: Mapping[str, str] | None = None) -> ClusterInfo:
     environ = os.environ if environ is None else environ
     spec, tf = _load_json(environ, "CLUSTER_SPEC"), _load_json(environ, "TF_CONFIG")
     source = tf or spec
-    task = source.get("task") if isinstance(source.get("task"), Mapping) else {}
-    job = source.get("job") if isinstance(source.get("job"), dict) else {}
+    raw_task, raw_job = source.get("task"), source.get("job")
+    task: Mapping[str, Any] = raw_task if isinstance(raw_task, Mapping) else {}
+    job: dict[str, Any] = raw_job if isinstance(raw_job, dict) else {}
     cluster = _normalize_cluster(tf.get("cluster")) or _spec_cluster(spec)
     trial = task.get("trial")
     return ClusterInfo(role=_normalize_role(task.get("type")), index=int(task.get("index") or 0),

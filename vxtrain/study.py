@@ -467,20 +467,16 @@ class LocalTrials:
         return _trial_outcome(trial_id, params, run, measured)
 
 
-_OUTPUT_LOCK = threading.Lock()
-
-
 def prefixed(out: Output, prefix: str) -> Callable[[str], None]:
-    """An output that writes each line to ``out`` behind ``prefix`` (trials run side by side)."""
+    """An output that writes each line to ``out`` behind ``prefix`` (trials run side by side).
+
+    Lines go out under the local runner's process-wide write lock, the one its
+    replicas' printers hold, so lines of parallel trials never interleave.
+    """
+    from vxtrain.backends.local import write_line
+
     def write(line: str) -> None:
-        with _OUTPUT_LOCK:
-            if callable(getattr(out, "write", None)):
-                out.write(prefix + line)  # type: ignore[union-attr]
-                flush = getattr(out, "flush", None)
-                if flush is not None:
-                    flush()
-            else:
-                out(prefix + line)  # type: ignore[operator]
+        write_line(out, prefix + line)
     return write
 
 
@@ -513,14 +509,17 @@ def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, see
 
 def judge(trials: list[TrialResult], goals: list[MetricGoal], config: StudyConfig, *,
           cancelled: bool = False, notes: Sequence[str] = ()) -> StudyResult:
-    """The study's outcome from its trials: failed once ``failure_limit`` trials failed."""
+    """The study's outcome from its trials: failed once ``failure_limit`` trials failed,
+    or when every trial that ran failed."""
     failed = [t for t in trials if t.failed]
     if cancelled:
         return StudyResult(trials, goals, False, "the study was cancelled", True, list(notes))
-    if failed and len(failed) >= config.failure_limit:
-        last = failed[-1]
-        message = (f"{len(failed)} trial(s) failed (the limit is {config.failure_limit}); "
-                   f"last: trial {last.id}: {last.message}")
+    # Every trial failed: a study whose grid is smaller than the failure limit
+    # must not "succeed" with no trial to show for it.
+    if failed and (len(failed) >= config.failure_limit or len(failed) == len(trials)):
+        why = (f"the limit is {config.failure_limit}" if len(failed) >= config.failure_limit
+               else "every trial failed")
+        message = f"{len(failed)} trial(s) failed ({why}); last: trial {failed[-1].id}: {failed[-1].message}"
         return StudyResult(trials, goals, False, message, notes=list(notes))
     done = sum(t.state == SUCCEEDED for t in trials)
     return StudyResult(trials, goals, True, f"{done} of {len(trials)} trial(s) succeeded", notes=list(notes))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 import sys
 import time
 import uuid
@@ -211,6 +212,18 @@ def _using(backend: JobBackend | None, region: str | None, endpoint: str | None)
 
 # --- exactly-once create ----------------------------------------------------------
 
+_TIMESTAMP = re.compile(r"^(?P<seconds>[^.Z]*)(?:\.(?P<fraction>\d+))?Z?$")
+
+
+def _time_key(timestamp: str) -> tuple[str, str]:
+    """An RFC 3339 timestamp as the API writes it (0, 3, 6 or 9 fractional digits,
+    none when zero) in a form that sorts by time: "…:05Z" before "…:05.1Z"."""
+    found = _TIMESTAMP.match(timestamp)
+    if not found:
+        return timestamp, ""
+    return found.group("seconds"), (found.group("fraction") or "").ljust(9, "0")
+
+
 def find_labelled(backend: JobBackend, kind: _Kind, parent: str, label: str) -> JobDict | None:
     """The (oldest) job under ``parent`` whose idempotency label is ``label``, or None."""
     # Filter syntax `labels.key=value`: ListCustomJobsRequest.filter,
@@ -218,7 +231,17 @@ def find_labelled(backend: JobBackend, kind: _Kind, parent: str, label: str) -> 
     jobs = kind.method(backend, "list")(parent, f'labels.{LABEL_KEY}="{label}"')
     # Filter here too: the filter is a convenience of the server, the label the truth.
     mine = [j for j in jobs if (j.get("labels") or {}).get(LABEL_KEY) == label]
-    return min(mine, key=lambda j: (j.get("createTime", ""), j.get("name", ""))) if mine else None
+    return min(mine, key=lambda j: (_time_key(j.get("createTime", "")), j.get("name", ""))) if mine else None
+
+
+def _find_any_kind(backend: JobBackend, kind: _Kind, parent: str, label: str) -> JobDict | None:
+    """The job ``label`` marks, of ``kind`` first, else of the other kind: an explicit
+    key names one job whatever it is (a spec that gained a ``study:`` makes none)."""
+    for each in (kind, TUNING if kind is CUSTOM else CUSTOM):
+        found = find_labelled(backend, each, parent, label)
+        if found is not None:
+            return found
+    return None
 
 
 class _CreateAttempt:
@@ -228,6 +251,8 @@ class _CreateAttempt:
     def __init__(self, backend: JobBackend, kind: _Kind, parent: str, job: JobDict, label: str) -> None:
         self.backend, self.kind, self.parent, self.job, self.label = backend, kind, parent, job, label
         self.attempts = 0
+        #: True while a create whose outcome is unknown may have made the job.
+        self.maybe_created = False
 
     def __call__(self) -> tuple[JobDict, bool]:
         self.attempts += 1
@@ -235,21 +260,54 @@ class _CreateAttempt:
             existing = find_labelled(self.backend, self.kind, self.parent, self.label)
             if existing is not None:
                 return existing, True
-        created: JobDict = self.kind.method(self.backend, "create")(self.parent, self.job)
+            self.maybe_created = False  # the earlier attempts made nothing
+        try:
+            created: JobDict = self.kind.method(self.backend, "create")(self.parent, self.job)
+        except errors.ApiError as exc:
+            self.maybe_created = exc.transient  # a transient error leaves the outcome unknown
+            raise
         return created, False
 
 
 def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
                 backoff: Backoff) -> tuple[JobDict, bool]:
-    """Create ``job`` labelled with ``key`` at most once; return (job, adopted)."""
+    """Create ``job`` labelled with ``key`` at most once; return (job, adopted).
+
+    When the calls end in an error while a create's outcome is unknown, a last
+    list settles it (see ``_settle``).
+    """
     kind = kind_of_job(job)
     label = label_value(key)
     if explicit:
-        existing = retrying(lambda: find_labelled(backend, kind, parent, label), backoff)
+        existing = retrying(lambda: _find_any_kind(backend, kind, parent, label), backoff)
         if existing is not None:
             return existing, True
     labelled = {**job, "labels": {**(job.get("labels") or {}), LABEL_KEY: label}}
-    return retrying(_CreateAttempt(backend, kind, parent, labelled, label), backoff)
+    attempt = _CreateAttempt(backend, kind, parent, labelled, label)
+    try:
+        return retrying(attempt, backoff)
+    except errors.ApiError as exc:
+        if not attempt.maybe_created:
+            raise
+        return _settle(backend, kind, parent, key, exc)
+
+
+def _settle(backend: JobBackend, kind: _Kind, parent: str, key: str,
+            exc: errors.ApiError) -> tuple[JobDict, bool]:
+    """The calls ended in ``exc`` while a create's outcome was unknown: one last list
+    adopts the job if it was made, re-raises ``exc`` if it was not, and when even that
+    list fails, raises ``exc`` saying the job may exist and which key adopts it."""
+    label = label_value(key)
+    try:
+        existing = find_labelled(backend, kind, parent, label)
+    except errors.ApiError:
+        raise type(exc)(
+            f"{exc}; the job may have been created all the same (labelled {LABEL_KEY}={label}): "
+            f"submit again with --idempotency-key {shlex.quote(key)} to adopt it rather than "
+            f"create another") from exc
+    if existing is None:
+        raise exc
+    return existing, True
 
 
 # --- the Python API ---------------------------------------------------------------
@@ -275,8 +333,11 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
         if not wait:
             return view
         final = wait_job(view["name"], backend=api, backoff=retry, poll=poll, progress=progress,
-                         check=check)
-        return {**final, "adopted": adopted}
+                         check=False)
+    final = {**final, "adopted": adopted}  # also in the JobFailedError's job
+    if check:
+        raise_for_state(final)
+    return final
 
 
 def get(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
@@ -322,7 +383,9 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
                 break
             if timeout is not None and elapsed >= timeout:
                 raise errors.UnavailableError(f"{name} is still {view['state']} after {timeout:.0f} s")
-            time.sleep(next(delays))
+            delay = next(delays)
+            # The last poll comes at the timeout, not up to a whole backoff step past it.
+            time.sleep(delay if timeout is None else min(delay, max(timeout - elapsed, 0.0)))
     if check:
         raise_for_state(view)
     return view
@@ -341,7 +404,22 @@ def cancel(name: str, *, backend: JobBackend | None = None, endpoint: str | None
     with _using(backend, split_name(name)[1], endpoint) as api:
         retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
         canceller = kind_of_name(name).method(api, "cancel")
-        retrying(lambda: canceller(name), retry)
+        calls: list[None] = []
+
+        def cancel_once() -> None:
+            calls.append(None)
+            canceller(name)
+
+        try:
+            retrying(cancel_once, retry)
+        except errors.InvalidArgumentError:
+            # A retried cancel whose first call went through (its answer lost) finds
+            # the job already cancelled, and the server refuses (FAILED_PRECONDITION):
+            # that is the outcome asked for, not an error.
+            view = job_view(_get(api, name, retry), emulated=api.emulated)
+            if len(calls) > 1 and view["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"):
+                return view
+            raise
         return job_view(_get(api, name, retry), emulated=api.emulated)
 
 
@@ -349,10 +427,15 @@ def build_filter(filter_: str | None = None, labels: Mapping[str, str] | None = 
                  state: str | None = None) -> str:
     """One list filter: the raw one AND each ``labels.k="v"`` AND ``state=...``."""
     parts = [f"({filter_})"] if filter_ else []
-    parts += [f'labels.{k}="{v}"' for k, v in (labels or {}).items()]
+    parts += [f'labels.{k}="{_quoted(v)}"' for k, v in (labels or {}).items()]
     if state:
         parts.append(f'state="{normalize_state(state)}"')
     return " AND ".join(parts)
+
+
+def _quoted(value: str) -> str:
+    """``value`` escaped for a double-quoted AIP-160 string."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def normalize_state(state: str) -> str:

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,8 @@ from google.cloud import aiplatform_v1 as v1
 from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
 
 from vxtrain.backends.emulator import (
-    EmulatorHandle, Fault, faults_from_env, parse_fault, parse_filter, quota_metric, start_emulator,
+    CUSTOM, EmulatorHandle, Fault, RpcError, faults_from_env, parse_fault, parse_filter, quota_metric,
+    start_emulator,
 )
 from vxtrain.errors import UsageError, VxtrainError
 
@@ -159,11 +161,62 @@ def test_list_pages(make_emulator: Any, connect: Any) -> None:
         client.list_custom_jobs(request={"parent": PARENT, "page_token": "not-a-token"})
 
 
+def test_page_tokens_survive_jobs_created_between_pages(make_emulator: Any, connect: Any) -> None:
+    """A page token is a cursor: new jobs (listed first) neither repeat old ones on
+    the next page nor push any out of the listing."""
+    client = connect(make_emulator(simulate_seconds=30))
+    old = [client.create_custom_job(parent=PARENT, custom_job=custom_job(f"old{i}")).name for i in range(5)]
+    first = client.list_custom_jobs(request={"parent": PARENT, "page_size": 2})
+    page1 = [j.name for j in first.custom_jobs]
+    for i in range(3):
+        client.create_custom_job(parent=PARENT, custom_job=custom_job(f"new{i}"))
+    rest = client.list_custom_jobs(request={"parent": PARENT, "page_size": 2, "page_token": first.next_page_token})
+    assert page1 + [j.name for j in rest] == old[::-1]
+
+
+def test_list_filter_wildcards_and_quoted_words(make_emulator: Any, connect: Any) -> None:
+    """display_name:"x*" is Vertex's documented wildcard; a quoted value may hold AND or OR."""
+    client = connect(make_emulator(simulate_seconds=30))
+    a = client.create_custom_job(parent=PARENT, custom_job=custom_job("my_job_1", {"k": "or"})).name
+    b = client.create_custom_job(parent=PARENT, custom_job=custom_job("cats AND dogs OR birds")).name
+
+    def names(filter_: str) -> set[str]:
+        return {j.name for j in client.list_custom_jobs(request={"parent": PARENT, "filter": filter_})}
+
+    assert names('display_name:"my_job_*"') == names("display_name:my_*1") == {a}
+    assert names('display_name:"my_job"') == set()
+    assert names('display_name="cats AND dogs OR birds"') == {b}
+    assert names('display_name="cats AND dogs OR birds" AND labels.k:*') == set()
+    assert names("labels.k=OR") == set() and names("labels.k=or") == {a}
+    assert names("labels.k!=or") == {b}  # an absent label is not equal to anything
+    for bad in ("labels.k=or AND", "labels.k=or AND OR x=1", "NOT display_name=x"):
+        with pytest.raises(gexc.InvalidArgument):
+            names(bad)
+
+
+def test_a_repeated_cancel_changes_nothing(make_emulator: Any, connect: Any, tmp_path: Path) -> None:
+    handle = make_emulator(out=io.StringIO())
+    client = connect(handle)
+    started = tmp_path / "started"
+    code = f"import time; open({str(started)!r}, 'w').close(); time.sleep(60)"
+    job = client.create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py(code))]))
+    deadline = time.monotonic() + 15
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for _ in range(3):
+        try:
+            client.cancel_custom_job(name=job.name)
+        except gexc.FailedPrecondition:  # already CANCELLED: Vertex refuses, as it should
+            break
+    assert wait_until(client, job.name, TERMINAL).state == State.JOB_STATE_CANCELLED
+    assert handle.emulator.history(job.name).count(State.JOB_STATE_CANCELLING) == 1
+
+
 def test_state_walk_with_simulate(make_emulator: Any, connect: Any) -> None:
     handle = make_emulator(simulate_seconds=0.2)
     client = connect(handle)
     name = client.create_custom_job(parent=PARENT, custom_job=custom_job()).name
-    seen = []
+    seen: list[Any] = []
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         job = client.get_custom_job(name=name)
@@ -430,6 +483,19 @@ def test_taken_port_is_a_clear_error(make_emulator: Any) -> None:
         start_emulator(port=first.port, environ={})
 
 
+def test_a_name_binds_all_its_addresses_or_none(make_emulator: Any) -> None:
+    """localhost is 127.0.0.1 and ::1: with 127.0.0.1's port taken, grpc alone
+    would listen on ::1 only (a warning), and clients would reach the other process."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(VxtrainError, match=f"port {port} on localhost.* is in use"):
+            start_emulator(host="localhost", port=port, environ={})
+    handle = make_emulator(host="localhost")
+    assert handle.address == f"localhost:{handle.port}"
+
+
 def _cli(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("VXTRAIN_EMULATOR_FAULTS", None)
@@ -454,6 +520,52 @@ def test_emulator_command_serves_until_interrupted(connect: Any) -> None:
         assert proc.wait(timeout=10) == 0
         if proc.stderr:
             proc.stderr.close()
+
+
+def _emulator_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("vxtrain-emulator")}
+
+
+def test_stop_leaves_no_thread_behind(connect: Any) -> None:
+    """grpc never shuts down the executor it is given; stop() does, and joins the jobs."""
+    before = _emulator_threads()
+    handle = start_emulator(environ={}, out=io.StringIO())
+    client = connect(handle)
+    done = client.create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py("pass"))])).name
+    wait_until(client, done, TERMINAL)
+    client.create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py("import time; time.sleep(60)"))]))
+    assert _emulator_threads() - before
+    handle.stop(grace=0)
+    assert _emulator_threads() - before == set()
+    with pytest.raises(RpcError) as info:  # and nothing can start behind it
+        handle.emulator.create(CUSTOM, PARENT, v1.CustomJob(custom_job(pools=[pool(py("pass"))])))
+    assert info.value.code == grpc.StatusCode.UNAVAILABLE
+    assert _emulator_threads() - before == set()
+
+
+def test_sigterm_stops_the_emulator_and_the_processes_of_its_jobs(connect: Any, tmp_path: Path) -> None:
+    """SIGTERM (a service manager, CI, ``kill``) is a normal stop, like Ctrl-C:
+    replicas run in their own sessions, so without it they would be orphaned."""
+    proc = _cli("emulator", "--port", "0")
+    pid_file = tmp_path / "pid"
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""
+        handle = EmulatorHandle.__new__(EmulatorHandle)  # only .address is used by connect()
+        handle.host, handle.port = "127.0.0.1", int(line.strip().rsplit(":", 1)[1])
+        code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+        connect(handle).create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py(code))]))
+        deadline = time.monotonic() + 15
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if proc.stderr:
+            proc.stderr.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
 
 
 def test_emulator_command_on_a_taken_port_exits_non_zero(make_emulator: Any) -> None:

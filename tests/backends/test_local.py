@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ POOL = {"machine_type": "n1-standard-4", "image": "gcr.io/p/train:1"}
 #: One script for every replica; what it does comes from $PLAN by replica name:
 #: exit:N, sleep:S (then exit 0), await:NAME (until NAME recorded its pid), ignore-term (blocks, ignoring SIGTERM),
 #: grandchild (spawns a sleeping child, records its pid, blocks), lines:N (long lines).
+#: NAME of await may be a path relative to PID_DIR (another run's replica).
 REPLICA_SCRIPT = r'''
 import json, os, signal, subprocess, sys, time
 from vxtrain import cluster
@@ -38,7 +41,9 @@ pids = os.environ.get("PID_DIR")
 if pids:
     open(os.path.join(pids, name), "w").write(str(os.getpid()))
 info = cluster.current()
-print(f"ready {name} role={info.role} index={info.index} trial={info.trial} args={sys.argv[1:]}", flush=True)
+ports = sorted(int(h.rsplit(":", 1)[1]) for hosts in spec["cluster"].values() for h in hosts)
+print(f"ready {name} role={info.role} index={info.index} trial={info.trial} args={sys.argv[1:]} "
+      f"ports={ports} master_port={os.environ.get('MASTER_PORT')}", flush=True)
 if kind == "await":
     while not os.path.exists(os.path.join(pids, arg)):
         time.sleep(0.02)
@@ -355,3 +360,158 @@ def test_cluster_variables_of_the_caller_do_not_leak(monkeypatch: pytest.MonkeyP
     result, out = run(job, workdir=tmp_path)
     assert result.succeeded
     assert out.of("workerpool0-0") == ["- - 0"]
+
+
+# --- runs side by side (the emulator runs several jobs, a study several trials) ------------------
+
+class ReusingKernel:
+    """A stand-in for the kernel's ``bind(0)``: the lowest port no open socket holds.
+
+    Linux may hand a port out again as soon as it is released; this kernel
+    always does, which turns every port race into a certain collision.
+    """
+
+    def __init__(self) -> None:
+        self.bound: set[int] = set()
+
+    def socket(self, *args: Any) -> Any:
+        kernel, box = self, {"port": 0}
+
+        def bind(address: tuple[str, int]) -> None:
+            box["port"] = min(set(range(40000, 40200)) - kernel.bound)
+            kernel.bound.add(box["port"])
+
+        return SimpleNamespace(bind=bind, getsockname=lambda: ("127.0.0.1", box["port"]),
+                               close=lambda: kernel.bound.discard(box["port"]))
+
+
+@pytest.fixture
+def reusing_kernel(monkeypatch: pytest.MonkeyPatch) -> ReusingKernel:
+    kernel = ReusingKernel()
+    monkeypatch.setattr(local, "socket", SimpleNamespace(socket=kernel.socket, AF_INET=0, SOCK_STREAM=0))
+    return kernel
+
+
+def ready_ports(out: Lines, name: str) -> tuple[list[int], str]:
+    """The cluster ports and MASTER_PORT a replica printed in its ``ready`` line."""
+    line = next(line for line in out.of(name) if line.startswith("ready "))
+    ports = json.loads(line.split(" ports=", 1)[1].split(" master_port=")[0])
+    return ports, line.rsplit(" master_port=", 1)[1]
+
+
+def test_master_port_is_none_of_the_replica_ports(script: Path, reusing_kernel: ReusingKernel) -> None:
+    plans = local.plan_replicas(make_job(script, workers=2, ps=1), {}, base_dir=script.parent)
+    spec = json.loads(plans[0].env["CLUSTER_SPEC"])
+    ports = [h.rsplit(":", 1)[1] for hosts in spec["cluster"].values() for h in hosts]
+    assert len(set(ports)) == 4 and plans[0].env["MASTER_PORT"] not in ports
+
+
+def test_runs_at_once_never_share_a_port_and_release_theirs(tmp_path: Path, reusing_kernel: ReusingKernel) -> None:
+    runs = {}
+    for me, other in (("a", "b"), ("b", "a")):  # each chief waits until the other run's chief started
+        folder = tmp_path / me
+        folder.mkdir()
+        (folder / "replica.py").write_text(REPLICA_SCRIPT)
+        runs[me] = make_job(folder / "replica.py", {"workerpool0-0": f"await:../{other}/workerpool0-0"}, workers=1)
+    results = two_runs_at_once(runs["a"], runs["b"], Lines(), Lines())
+    used = []
+    for result, out in results:
+        assert result.succeeded, out.text
+        ports, master = ready_ports(out, "workerpool0-0")
+        assert ready_ports(out, "workerpool1-0") == (ports, master)
+        used.append(set(ports) | {int(master)})
+    assert len(used[0]) == len(used[1]) == 3 and not used[0] & used[1]
+    assert not local._RESERVED_PORTS  # given back: later runs may use them again
+
+
+def two_runs_at_once(job_a: Job, job_b: Job, out_a: Any, out_b: Any) -> list[tuple[local.LocalRunResult, Any]]:
+    box: dict[str, local.LocalRunResult] = {}
+    threads = [threading.Thread(target=lambda k=k, j=j, o=o: box.update({k: local.run_job(j, {}, out=o, grace=1.0)}))
+               for k, j, o in (("a", job_a, out_a), ("b", job_b, out_b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    return [(box["a"], out_a), (box["b"], out_b)]
+
+
+class CharStream:
+    """A text stream whose ``write`` goes out one character at a time, letting other threads in."""
+
+    def __init__(self) -> None:
+        self.chars: list[str] = []
+
+    def write(self, text: str) -> int:
+        for ch in text:
+            self.chars.append(ch)
+            time.sleep(0)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_runs_at_once_into_one_stream_never_interleave_lines(tmp_path: Path) -> None:
+    jobs = []
+    for me in ("a", "b"):
+        folder = tmp_path / me
+        folder.mkdir()
+        (folder / "replica.py").write_text(REPLICA_SCRIPT)
+        jobs.append(make_job(folder / "replica.py", {"workerpool0-0": "lines:20"}, workers=0))
+    stream = CharStream()
+    for result, _ in two_runs_at_once(jobs[0], jobs[1], stream, stream):
+        assert result.succeeded
+    lines = "".join(stream.chars).splitlines()
+    body = [line for line in lines if "<" in line]
+    assert len(body) == 40
+    assert all(re.fullmatch(r"\[workerpool0-0\] <workerpool0-0:\d+:x{3000}>", line) for line in body)
+    assert all(line.startswith(("[workerpool", "[vxtrain] ")) for line in lines)
+
+
+def test_sighup_stops_every_replica_like_ctrl_c(tmp_path: Path, script: Path) -> None:
+    """The replicas run in their own sessions: a closed terminal hangs up vxtrain only."""
+    plan = {"workerpool0-0": "sleep:600", "workerpool1-0": "sleep:600",
+            "workerpool1-1": "ignore-term", "workerpool2-0": "grandchild"}
+    proc = _cli("local-run", str(_spec_file(tmp_path, script, plan)),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while len(recorded_pids(tmp_path)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(recorded_pids(tmp_path)) == 5, "replicas did not start"
+        proc.send_signal(signal.SIGHUP)
+        stdout, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 130, stderr
+        assert "cancelled: every replica was stopped" in stdout
+        assert all(not alive(pid) for pid in recorded_pids(tmp_path).values())
+    finally:
+        for pid in recorded_pids(tmp_path).values():
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_under_nohup_a_hangup_does_not_stop_the_run(tmp_path: Path, script: Path) -> None:
+    plan = {name: "sleep:600" for name in ("workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool2-0")}
+    nohup = ("import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+             "os.execv(sys.executable, [sys.executable, '-m', 'vxtrain', *sys.argv[1:]])")
+    proc = subprocess.Popen([sys.executable, "-c", nohup, "local-run", str(_spec_file(tmp_path, script, plan))],
+                            cwd=ROOT, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while len(recorded_pids(tmp_path)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(recorded_pids(tmp_path)) == 4, "replicas did not start"
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert proc.poll() is None and all(alive(pid) for pid in recorded_pids(tmp_path).values())
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 130, stderr
+        assert all(not alive(pid) for pid in recorded_pids(tmp_path).values())
+    finally:
+        proc.kill()
+        for pid in recorded_pids(tmp_path).values():
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -104,6 +104,20 @@ def test_quota_metric_comes_from_error_details_first() -> None:
     assert "aiplatform.googleapis.com/x_gpus" in str(translate(exc, region="us-east1"))
 
 
+def test_quota_failure_details_give_the_metric_not_the_subject() -> None:
+    """QuotaFailure.Violation.subject is who hit the quota ("project:123"), not the metric."""
+    from google.rpc import error_details_pb2
+
+    violation = error_details_pb2.QuotaFailure.Violation(
+        subject="project:123", quota_metric="aiplatform.googleapis.com/custom_model_training_cpus")
+    exc = gexc.ResourceExhausted("Quota exceeded.", details=[error_details_pb2.QuotaFailure(violations=[violation])])
+    assert vertex.quota_metric(exc) == "aiplatform.googleapis.com/custom_model_training_cpus"
+    only_subject = error_details_pb2.QuotaFailure(violations=[error_details_pb2.QuotaFailure.Violation(
+        subject="project:123")])
+    exc = gexc.ResourceExhausted(QUOTA_TEXT, details=[only_subject])
+    assert vertex.quota_metric(exc) == "aiplatform.googleapis.com/custom_model_training_nvidia_v100_gpus"
+
+
 def test_quota_without_a_metric_still_says_what_to_do() -> None:
     text = str(translate(gexc.ResourceExhausted("Quota exceeded."), region="us-east1"))
     assert "us-east1" in text and "request quota" in text
@@ -174,6 +188,32 @@ def test_socket_guard_refuses_non_loopback() -> None:
             sock.connect(("169.254.169.254", 80))  # the GCE metadata server
     finally:
         sock.close()
+
+
+def test_socket_guard_covers_bytes_hosts_and_the_older_lookups() -> None:
+    from tests.conftest import NetworkGuardError
+
+    for lookup in (lambda: socket.getaddrinfo(b"aiplatform.googleapis.com", 443),
+                   lambda: socket.gethostbyname("metadata.google.internal"),
+                   lambda: socket.gethostbyname_ex("aiplatform.googleapis.com"),
+                   lambda: socket.gethostbyaddr("8.8.8.8")):
+        with pytest.raises(NetworkGuardError):
+            lookup()
+    assert socket.gethostbyname("127.0.0.1") == "127.0.0.1"
+
+
+def test_a_grpc_channel_built_without_vxtrain_cannot_reach_google() -> None:
+    """gRPC's C core is below the socket guard: its channels go to the closed proxy port."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.aiplatform_v1 import JobServiceClient
+
+    client = JobServiceClient(credentials=AnonymousCredentials(),
+                              client_options={"api_endpoint": "us-central1-aiplatform.googleapis.com"})
+    try:
+        with pytest.raises(gexc.ServiceUnavailable, match="127.0.0.1:9"):
+            client.get_custom_job(name=f"{PARENT}/customJobs/1", retry=None, timeout=10)
+    finally:
+        client.transport.close()
 
 
 def test_no_application_default_credentials_are_found() -> None:

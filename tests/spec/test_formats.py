@@ -661,3 +661,143 @@ def test_any_input_converts_without_raising(data: dict[str, Any]) -> None:
     assert native is not None and isinstance(native.data, dict)
     assert all(isinstance(d, Diagnostic) for d in diags)
     formats.native_document(native)
+
+
+# --- review fixes: AI Platform defaults, crashes, locations in the user's format ----------------
+
+def _pipeline(text: str) -> api.Result:
+    return api.check_document(load(text), api.Options(environ={}))
+
+
+def test_legacy_hyperparameters_take_ai_platforms_defaults() -> None:
+    # HyperparameterSpec: goal "Defaults to MAXIMIZE", maxTrials and maxParallelTrials "Defaults to one";
+    # ParameterSpec.scaleType NONE is no scaling. Vertex AI requires both counts, so they are written out.
+    native, diags = convert("""
+        trainingInput:
+          scaleTier: CUSTOM
+          masterType: n1-standard-8
+          masterConfig: {imageUri: gcr.io/p/t}
+          hyperparameters:
+            params:
+              - {parameterName: lr, type: DOUBLE, minValue: 0.001, maxValue: 0.1, scaleType: NONE}
+        """)
+    assert diags == []
+    study = native.data["study"]
+    assert study["metric"] == {"id": "training/hptuning/metric", "goal": "maximize"}
+    assert (study["max_trials"], study["parallel_trials"]) == (1, 1) and "max_failed_trials" not in study
+    assert study["parameters"]["lr"] == {"type": "double", "min": 0.001, "max": 0.1}
+    native, _ = convert("trainingInput: {scaleTier: BASIC, masterConfig: {imageUri: a}, "
+                        "hyperparameters: {goal: GOAL_TYPE_UNSPECIFIED, maxTrials: 4}}\n")
+    assert native.data["study"]["metric"]["goal"] == "maximize" and native.data["study"]["max_trials"] == 4
+    result = _pipeline("""
+        trainingInput:
+          scaleTier: CUSTOM
+          masterType: n1-standard-8
+          masterConfig: {imageUri: gcr.io/p/t}
+          hyperparameters:
+            hyperparameterMetricTag: acc
+            params: [{parameterName: n, type: INTEGER, minValue: 1, maxValue: 4, scaleType: NONE}]
+        """)
+    assert result.valid, [d.render() for d in result.diagnostics]
+
+
+@pytest.mark.parametrize("hyperparameters", [
+    {"algorithm": ["GRID_SEARCH"]},
+    {"algorithm": {"a": 1}},
+    {"params": [{"parameterName": "a", "type": "DOUBLE", "scaleType": ["UNIT_LOG_SCALE"]}]},
+    {"params": [{"parameterName": "a", "type": "DOUBLE", "scaleType": {"x": 1}}]},
+])
+def test_legacy_hyperparameters_of_any_shape_do_not_crash(hyperparameters: dict[str, Any]) -> None:
+    text = yaml.safe_dump({"scaleTier": "BASIC", "masterConfig": {"imageUri": "a"},
+                           "hyperparameters": hyperparameters})
+    result = _pipeline(text)  # raised TypeError: unhashable type: 'list'
+    assert not result.valid
+    assert all(d.line is not None and d.path.startswith("hyperparameters") for d in result.diagnostics
+               if d.severity == "error")
+
+
+@pytest.mark.parametrize(("text", "path", "line"), [
+    ("workerPoolSpecs:\n  - {}\n  - {replicaCount: 2}\n", "workerPoolSpecs[0]", 2),
+    ("workerPoolSpecs: []\n", "workerPoolSpecs", 1),
+    ("workerPoolSpecs: null\n", "workerPoolSpecs", 1),
+    ("workerPoolSpecs: 3\n", "workerPoolSpecs", 1),
+    ("jobSpec:\n  workerPoolSpecs:\n    - null\n", "jobSpec.workerPoolSpecs[0]", 3),
+    ("trainingInput:\n  scaleTier: NOPE\n", "trainingInput.scaleTier", 2),
+    ("trainingInput:\n  scaleTier: CUSTOM\n", "trainingInput.scaleTier", 2),
+])
+def test_a_missing_chief_is_located_in_the_users_format(text: str, path: str, line: int) -> None:
+    result = _pipeline(text)
+    (diag,) = [d for d in result.diagnostics if d.code == "missing-chief"]
+    assert (diag.path, diag.line) == (path, line), diag
+    assert "add 'chief:'" not in diag.message  # the native spelling means nothing to this user
+    assert ("workerPoolSpecs[0]" if "Spec" in text else "masterType") in diag.message
+
+
+def test_hints_for_a_pool_without_code_speak_the_users_format() -> None:
+    result = _pipeline("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}}\n")
+    (diag,) = [d for d in result.diagnostics if d.code == "missing-image"]
+    assert diag.path == "workerPoolSpecs[0]" and "containerSpec" in diag.message and "'image'" not in diag.message
+    result = _pipeline("trainingInput: {scaleTier: CUSTOM, masterType: n1-standard-4}\n")
+    (diag,) = [d for d in result.diagnostics if d.code == "missing-image"]
+    assert "masterConfig.imageUri" in diag.message and "'image'" not in diag.message
+
+
+def test_wrong_shapes_name_the_value() -> None:
+    _, diags = convert("workerPoolSpecs:\n  - {machineSpec: {machineType: a}, containerSpec: {imageUri: i, env: x1}}\n")
+    assert [d.message for d in diags if d.code == "wrong-type"] == [
+        'env must be a list of {name, value} items, got "x1"']
+    _, diags = convert("trainingInput: {scaleTier: BASIC, masterConfig: {imageUri: a}, hyperparameters: {params: 7}}\n")
+    assert any(d.code == "wrong-type" and d.message.endswith("got 7") for d in diags)
+
+
+# Structured documents of both foreign formats, with junk anywhere: the whole pipeline never
+# raises, and every diagnostic is located (line and column) in the file the user wrote.
+_JUNK = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2, 9), st.text(max_size=3)),
+                     lambda k: st.one_of(st.lists(k, max_size=3), st.dictionaries(st.text(max_size=3), k, max_size=2)),
+                     max_leaves=5)
+
+
+def _v(*good: Any) -> Any:
+    return st.one_of(st.sampled_from(good), _JUNK)
+
+
+def _obj(**fields: Any) -> Any:
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+_PARAM = _obj(parameterName=_v("lr", "n"), type=_v("DOUBLE", "INTEGER", "DISCRETE", "CATEGORICAL"),
+              minValue=_v(0, 0.001, 1), maxValue=_v(0.1, 4), discreteValues=_v([1, 2]),
+              categoricalValues=_v(["a", "b"]), scaleType=_v("NONE", "UNIT_LOG_SCALE"))
+_REPLICA = _obj(imageUri=_v("gcr.io/x"), acceleratorConfig=_obj(count=_v(1, 4), type=_v("NVIDIA_TESLA_T4")),
+                containerCommand=_v(["python"]), containerArgs=_v(["--a"]),
+                diskConfig=_obj(bootDiskType=_v("pd-ssd"), bootDiskSizeGb=_v(100)))
+_TI = _obj(scaleTier=_v("CUSTOM", "BASIC", "STANDARD_1", "BASIC_GPU", "BASIC_TPU"),
+           masterType=_v("n1-standard-8", "standard_gpu"), workerType=_v("n1-standard-8", "standard_v100"),
+           workerCount=_v(0, 2, "3"), parameterServerType=_v("n1-standard-4"), parameterServerCount=_v(1),
+           evaluatorCount=_v(1, 2), evaluatorType=_v("n1-standard-4"),
+           masterConfig=st.one_of(_REPLICA, _JUNK), workerConfig=_REPLICA, packageUris=_v(["gs://a"]),
+           pythonModule=_v("t.task"), runtimeVersion=_v("2.11"), args=_v(["--x"]),
+           hyperparameters=st.one_of(_obj(goal=_v("MAXIMIZE"), params=_v([]) | st.lists(_PARAM, max_size=2),
+                                          maxTrials=_v(4), algorithm=_v("GRID_SEARCH")), _JUNK),
+           scheduling=_obj(maxRunningTime=_v("7200s"), priority=_v(1)), bogus=_JUNK)
+_POOL = st.one_of(st.just({}), _JUNK, _obj(
+    machineSpec=_obj(machineType=_v("n1-highmem-96"), acceleratorType=_v("NVIDIA_TESLA_V100"),
+                     acceleratorCount=_v(0, 8, "8")),
+    replicaCount=_v(1, 2, "3"), containerSpec=_obj(imageUri=_v("gcr.io/x", RS_US), env=_v([{"name": "A"}])),
+    pythonPackageSpec=_obj(executorImageUri=_v("e"), packageUris=_v(["p"]), pythonModule=_v("m")),
+    diskSpec=_obj(bootDiskSizeGb=_v(100))))
+_SPEC = _obj(workerPoolSpecs=st.one_of(st.lists(_POOL, max_size=5), _JUNK),
+             scheduling=_obj(timeout=_v("86400s"), strategy=_v("SPOT")), baseOutputDirectory=_v("gs://y"))
+_FOREIGN = st.one_of(_TI, st.fixed_dictionaries({"trainingInput": _TI}, optional={"jobId": _v("j")}),
+                     _SPEC, st.fixed_dictionaries({"jobSpec": _SPEC}, optional={"displayName": _v("d")}))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_FOREIGN)
+def test_foreign_formats_never_crash_and_every_diagnostic_is_located(data: dict[str, Any]) -> None:
+    document, _ = load_text(yaml.safe_dump(data), "f.yaml", environ={})
+    assert document is not None
+    result = api.check_document(document, api.Options(environ={}))
+    for d in result.diagnostics:
+        assert d.file == "f.yaml" and d.line is not None and d.column is not None, d
+        assert d.code != "internal-error", d

@@ -428,3 +428,20 @@ def test_set_errors(tmp_path: Path, arg: str, fragment: str) -> None:
 def test_set_syntax_is_reported_even_when_the_file_fails(tmp_path: Path) -> None:
     doc, diags = load(tmp_path / "nope.yaml", sets=["bad"], environ=NO_ENV)
     assert doc is None and [d.code for d in diags] == ["file-not-found", "set-syntax"]
+
+
+# --- every loader diagnostic is located (line and column), also encoding problems -----------
+
+def test_encoding_errors_have_a_line_and_column() -> None:
+    _, diags = load_text(b"a: 1\nb: x\xff\n", "e.yaml", environ={})
+    assert [(d.code, d.line, d.column) for d in diags] == [("encoding", 2, 5)]
+    _, diags = load_text("a: 1\nb: \ud800x\n", "s.yaml", environ={})
+    assert [(d.code, d.line, d.column) for d in diags] == [("encoding", 2, 4)]
+    assert "'\\ud800'" in diags[0].message
+
+
+def test_too_many_errors_is_located_where_reading_stopped() -> None:
+    text = "".join(f"k{i}: ${{U{i}}}\n" for i in range(200))
+    _, diags = load_text(text, "m.yaml", environ={})
+    last = diags[-1]
+    assert last.code == "too-many-errors" and (last.line, last.column, last.path) == (100, 6, "k99")

@@ -194,3 +194,34 @@ def test_costly_but_small_files_stay_bounded(tmp_path: Path, make: Callable[[Pat
         assert doc is not None and diags == []
     else:
         assert doc is None and code in {d.code for d in diags} and len(diags) <= loader.MAX_ERRORS + 1
+
+
+# --- a big string repeated: bounded in characters, not only in nodes ------------------------
+
+def test_variable_references_cannot_expand_a_small_file_into_gigabytes() -> None:
+    # 4 MB of "${P}" with a 2,000-character P used to build a 2 GB string (5 s, 2 GB RSS):
+    # any long variable of the environment (PATH, LS_COLORS) would do.
+    text = "a: " + "${P}" * 1_000_000 + "\n"
+    (doc, diags), seconds, peak = measure(lambda: load_text(text, "v.yaml", environ={"P": "x" * 2000}))  # type: ignore[misc]
+    assert doc is None and [d.code for d in diags] == ["variable-limit"], diags
+    assert (diags[0].path, diags[0].line, diags[0].column) == ("a", 1, 4)
+    assert f"{loader.MAX_CHARS:,}" in diags[0].message
+    assert seconds < SECONDS and peak < PEAK_BYTES, (seconds, peak)
+
+
+def test_a_long_string_repeated_through_aliases_is_refused() -> None:
+    # Few nodes, so MAX_NODES does not stop it; the built document would hold 3 GB of text.
+    big = "x" * 1_000_000
+    for text in (f"a: &a {big}\nb: [{', '.join(['*a'] * 3000)}]\n",
+                 f"a: &k {big}\nb: [{', '.join(['{*k : 1}'] * 3000)}]\n"):
+        (doc, diags), seconds, peak = measure(lambda: load_text(text, "s.yaml", environ={}))  # type: ignore[misc]
+        assert doc is None and [d.code for d in diags] == ["alias-limit"], diags[0].code
+        assert diags[0].line == 2 and diags[0].column is not None
+        assert seconds < SECONDS and peak < PEAK_BYTES, (seconds, peak)
+
+
+def test_substitution_within_the_character_budget_still_works() -> None:
+    doc, diags = load_text("a: ${P}${P}\nb: [\"${P}\"]\n", environ={"P": "x" * 1000})
+    assert doc is not None and diags == [] and doc.data == {"a": "x" * 2000, "b": ["x" * 1000]}
+    assert loader.substitute("${P}${P}", {}, {"P": "xy"}, limit=3)[1][0][0] == "variable-limit"
+    assert loader.substitute("${P}${P}", {}, {"P": "xy"}, limit=4) == ("xyxy", [], False)

@@ -99,3 +99,36 @@ def test_shipped_schema_matches_its_generator() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.build() == schema.schema(), "run: python scripts/gen_schema.py"
+
+
+# --- messages name the bad value and what is accepted --------------------------------------
+
+@pytest.mark.parametrize(("data", "code", "path", "fragments"), [
+    ({**GOOD, "display_name": "a" * 300}, "schema-maxlength", "display_name", ["300 characters", "at most 128"]),
+    ({**GOOD, "display_name": ""}, "schema-minlength", "display_name", ['""', "at least 1 character"]),
+    ({**GOOD, "workers": {"replicas": 0}}, "schema-minimum", "workers.replicas", ["0 is below the minimum of 1"]),
+    ({**GOOD, "chief": {**GOOD["chief"], "disk": {"size_gb": 99999}}}, "schema-maximum", "chief.disk.size_gb",
+     ["99999", "at most 65536"]),
+    ({**GOOD, "study": {"parameters": {}}}, "schema-minproperties", "study.parameters", ["{}", "at least 1 key"]),
+])
+def test_limit_messages_name_the_value_and_the_limit(data: dict[str, Any], code: str, path: str,
+                                                     fragments: list[str]) -> None:
+    (diag,) = [d for d in _check(data) if d.code == code]
+    assert diag.path == path
+    assert all(f in diag.message for f in fragments), diag.message
+    assert len(diag.message) < 200  # jsonschema's own message repeated the whole value
+
+
+def test_null_where_an_enum_is_expected_is_reported_once() -> None:
+    diags = _check({**GOOD, "scheduling": {"strategy": None}})
+    assert [(d.code, d.path) for d in diags] == [("bad-value", "scheduling.strategy")]
+    assert "STANDARD, SPOT, FLEX_START" in diags[0].message
+
+
+def test_missing_keys_are_named_as_the_user_writes_them() -> None:
+    data = {**GOOD, "chief": {"machine_type": "n1-standard-8", "image": "i", "accelerator": {"count": 2}}}
+    native = NativeSpec(data, "gcloud", Document(data, "job.yaml", {}))
+    (diag,) = schema.check(native)
+    assert diag.code == "missing-key" and "'acceleratorType'" in diag.message
+    (diag,) = schema.check(_native(data))
+    assert "'type'" in diag.message

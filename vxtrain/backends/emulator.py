@@ -26,13 +26,16 @@ proto-plus classes' ``serialize`` / ``deserialize``.
 from __future__ import annotations
 
 import base64
+import ipaddress
+import itertools
 import os
 import re
 import secrets
+import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -64,9 +67,19 @@ DEFAULT_PAGE_SIZE = 100
 #: Pause between the states of a job that really runs, so a poller can see them.
 STEP_SECONDS = 0.05
 
-TERMINAL_STATES = frozenset({JobState.JOB_STATE_SUCCEEDED, JobState.JOB_STATE_FAILED,
-                             JobState.JOB_STATE_CANCELLED, JobState.JOB_STATE_EXPIRED,
-                             JobState.JOB_STATE_PARTIALLY_SUCCEEDED})
+# proto-plus publishes no type information, so mypy sees JobState's members as
+# plain ints (the class derives from an untyped base). JobState(member) is the
+# member itself at runtime and a JobState to mypy: the states used here, typed once.
+QUEUED = JobState(JobState.JOB_STATE_QUEUED)
+PENDING = JobState(JobState.JOB_STATE_PENDING)
+RUNNING = JobState(JobState.JOB_STATE_RUNNING)
+SUCCEEDED = JobState(JobState.JOB_STATE_SUCCEEDED)
+FAILED = JobState(JobState.JOB_STATE_FAILED)
+CANCELLING = JobState(JobState.JOB_STATE_CANCELLING)
+CANCELLED = JobState(JobState.JOB_STATE_CANCELLED)
+EXPIRED = JobState(JobState.JOB_STATE_EXPIRED)
+PARTIALLY_SUCCEEDED = JobState(JobState.JOB_STATE_PARTIALLY_SUCCEEDED)
+TERMINAL_STATES: frozenset[JobState] = frozenset({SUCCEEDED, FAILED, CANCELLED, EXPIRED, PARTIALLY_SUCCEEDED})
 _PARENT = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)$")
 
 
@@ -311,19 +324,44 @@ def invalid_argument(problems: Sequence[tuple[str, str]]) -> RpcError:
 
 # --- list filters -----------------------------------------------------------
 
-_AND = re.compile(r"\s+AND\s+(?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)")
-_TERM = re.compile(r'^\s*(?P<field>[A-Za-z_][\w.\-/]*)\s*(?P<op>!=|=|:)\s*'
-                   r'(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]+)\s*$')
+_TERM = re.compile(r'\s*(?P<field>[A-Za-z_][\w.\-/]*)\s*(?P<op>!=|=|:)\s*'
+                   r'(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]+)\s*')
+_AND = re.compile(r"AND\s+")
 
 Predicate = Callable[[Any], bool]
 
 
 def parse_filter(text: str) -> list[Predicate]:
     """An AIP-160 subset: ``labels.K=V``, ``labels.K:*``, ``state=S``/``state!=S``,
-    ``display_name="x"``, joined by AND (https://google.aip.dev/160)."""
+    ``display_name="x"``, ``display_name:"x_*"`` (``*`` a wildcard, as in the
+    ListCustomJobsRequest.filter docs), joined by AND (https://google.aip.dev/160)."""
     if not text.strip():
         return []
-    return [_predicate(term, text) for term in _AND.split(text.strip())]
+    return [_predicate(term, text) for term in _terms(text.strip())]
+
+
+def _terms(text: str) -> Iterator[re.Match[str]]:
+    """The comparisons of ``A AND B AND …``, read left to right so that a quoted
+    value may hold anything (``AND``, ``OR``, escaped quotes)."""
+    pos = 0
+    while True:
+        term = _TERM.match(text, pos)
+        if term is None:
+            raise _bad_filter(text)
+        yield term
+        if term.end() == len(text):
+            return
+        joiner = _AND.match(text, term.end())
+        if joiner is None:  # OR, NOT, parentheses, <, > …: not emulated
+            raise _bad_filter(text)
+        pos = joiner.end()
+
+
+def _bad_filter(whole: str) -> RpcError:
+    return RpcError(grpc.StatusCode.INVALID_ARGUMENT,
+                    f"Invalid filter {whole!r}: the emulator accepts terms like labels.KEY=VALUE, labels.KEY:*, "
+                    "state=JOB_STATE_RUNNING, state!=JOB_STATE_FAILED, display_name=\"x\", "
+                    "display_name:\"x_*\", joined by AND.")
 
 
 def _unquote(value: str) -> str:
@@ -332,19 +370,15 @@ def _unquote(value: str) -> str:
     return value
 
 
-def _predicate(term: str, whole: str) -> Predicate:
-    m = _TERM.match(term)
-    if not m or re.search(r"\bOR\b", term):
-        raise RpcError(grpc.StatusCode.INVALID_ARGUMENT,
-                       f"Invalid filter {whole!r}: the emulator accepts terms like labels.KEY=VALUE, "
-                       "state=JOB_STATE_RUNNING, state!=JOB_STATE_FAILED, display_name=\"x\", joined by AND.")
-    name, op, value = m.group("field"), m.group("op"), _unquote(m.group("value"))
+def _predicate(term: re.Match[str], whole: str) -> Predicate:
+    name, op, value = term.group("field"), term.group("op"), _unquote(term.group("value"))
     if name.startswith("labels."):
-        return _label_predicate(name[len("labels."):], op, value)
+        key = name[len("labels."):]
+        return _text_predicate(lambda job: job.labels.get(key), op, value)
     if name == "state":
         return _state_predicate(op, value)
     if name == "display_name":
-        return _negate(lambda job: job.display_name == value, op == "!=")
+        return _text_predicate(lambda job: job.display_name, op, value)
     raise RpcError(grpc.StatusCode.INVALID_ARGUMENT,
                    f"Unsupported filter field {name!r} in {whole!r}: use labels.KEY, state or display_name.")
 
@@ -353,30 +387,38 @@ def _negate(pred: Predicate, negate: bool) -> Predicate:
     return (lambda job: not pred(job)) if negate else pred
 
 
-def _label_predicate(key: str, op: str, value: str) -> Predicate:
-    if op == ":" and value == "*":
-        return lambda job: key in job.labels
-    return _negate(lambda job: job.labels.get(key) == value, op == "!=")
+def _text_predicate(get: Callable[[Any], str | None], op: str, value: str) -> Predicate:
+    """``=``/``!=`` compare exactly; ``:`` matches with ``*`` as a wildcard (``labels.K:*``:
+    the label exists). An absent label equals nothing."""
+    if op == ":":
+        pattern = re.compile(".*".join(re.escape(part) for part in value.split("*")), re.DOTALL)
+        return lambda job: (text := get(job)) is not None and pattern.fullmatch(text) is not None
+    return _negate(lambda job: get(job) == value, op == "!=")
 
 
 def _state_predicate(op: str, value: str) -> Predicate:
     if value not in JobState.__members__:
         raise RpcError(grpc.StatusCode.INVALID_ARGUMENT,
                        f"Invalid state {value!r} in filter: use a JobState name such as JOB_STATE_RUNNING.")
-    state = JobState[value]
+    state = JobState.__members__[value]
     return _negate(lambda job: job.state == state, op == "!=")
 
 
-def _page_token(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"offset:{offset}".encode()).decode()
+def _page_token(seq: int) -> str:
+    """A cursor, not an offset: the next page starts after the job numbered ``seq``,
+    so jobs created or deleted between two pages neither repeat nor vanish."""
+    return base64.urlsafe_b64encode(f"before:{seq}".encode()).decode()
 
 
-def _page_offset(token: str) -> int:
+def _page_cursor(token: str) -> int | None:
+    """The ``seq`` a page token continues from (None: the first page)."""
     if not token:
-        return 0
+        return None
     try:
         text = base64.urlsafe_b64decode(token.encode()).decode()
-        return int(text.removeprefix("offset:"))
+        if not text.startswith("before:"):
+            raise ValueError(text)
+        return int(text.removeprefix("before:"))
     except (ValueError, UnicodeDecodeError):
         raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"Invalid page_token {token!r}.") from None
 
@@ -454,7 +496,7 @@ class Outcome:
 
 def _cancelled(kind: Kind) -> Outcome:
     # Vertex's doc: a cancelled job gets error.code 1 (Code.CANCELLED).
-    return Outcome(JobState.JOB_STATE_CANCELLED, 1, f"{kind.label} was cancelled.")
+    return Outcome(CANCELLED, 1, f"{kind.label} was cancelled.")
 
 
 # --- the store and the service logic ----------------------------------------
@@ -465,9 +507,9 @@ class Record:
 
     kind: Kind
     job: Any
+    seq: int = 0            # creation order: lists are newest first, page tokens name a seq
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
-    created: float = field(default_factory=time.monotonic)
     history: list[JobState] = field(default_factory=list)
 
 
@@ -491,8 +533,10 @@ class Emulator:
         self.seed = seed  # random search of studies: a seed makes trial parameters reproducible
         self._lock = threading.RLock()
         self._records: dict[str, Record] = {}
+        self._threads: list[threading.Thread] = []  # every lifecycle thread, deleted jobs' too
+        self._seq = itertools.count(1)
         self._locals: list[tuple[dict[str, str], LocalSpec]] = []
-        self._closed = threading.Event()
+        self._closed = False
 
     # -- public helpers for tests and --target local --
 
@@ -534,16 +578,18 @@ class Emulator:
             time.sleep(0.01)
         raise TimeoutError(f"{name} did not finish within {timeout} s")
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Cancel every unfinished job and wait for their threads."""
-        self._closed.set()
+    def close(self, timeout: float = 10.0) -> None:
+        """Cancel every unfinished job and wait for their threads (and so their
+        processes: the local runner stops them before it returns). Creates
+        after this are refused, so no thread can start behind it."""
         with self._lock:
-            records = list(self._records.values())
+            self._closed = True
+            records, threads = list(self._records.values()), list(self._threads)
         for record in records:
             record.stop.set()
-        for record in records:
-            if record.thread is not None:
-                record.thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     # -- the RPCs --
 
@@ -565,12 +611,14 @@ class Emulator:
             raise invalid_argument(problems)
         job = _copy(job)
         with self._lock:
+            if self._closed:
+                raise RpcError(grpc.StatusCode.UNAVAILABLE, "The service is shutting down.")
             job.name = f"projects/{project}/locations/{location}/{kind.collection}/{self._new_id()}"
-            record = Record(kind, job)
+            record = Record(kind, job, seq=next(self._seq))
             self._records[job.name] = record
-            self._set_state(record, JobState.JOB_STATE_QUEUED, created=True)
+            self._set_state(record, QUEUED, created=True)
             answer = _copy(job)
-        self._start(record)
+            self._start(record)  # under the lock: close() sees every thread it must join
         return answer
 
     def get(self, kind: Kind, name: str) -> Any:
@@ -582,16 +630,16 @@ class Emulator:
         """One page of the jobs under ``parent`` matching ``filter_``, newest first."""
         parse_parent(parent)
         preds = parse_filter(filter_)
-        offset = _page_offset(page_token)
+        before = _page_cursor(page_token)
         size = page_size if page_size > 0 else DEFAULT_PAGE_SIZE
         prefix = f"{parent}/{kind.collection}/"
         with self._lock:
-            records = sorted(self._records.values(), key=lambda r: r.created, reverse=True)
-            matched = [_copy(r.job) for r in records if r.kind is kind and r.job.name.startswith(prefix)
-                       and all(p(r.job) for p in preds)]
-        page = matched[offset:offset + size]
-        more = offset + size < len(matched)
-        return page, _page_token(offset + size) if more else ""
+            records = sorted(self._records.values(), key=lambda r: r.seq, reverse=True)
+            matched = [r for r in records if r.kind is kind and r.job.name.startswith(prefix)
+                       and (before is None or r.seq < before) and all(p(r.job) for p in preds)]
+            page = [_copy(r.job) for r in matched[:size]]
+        more = len(matched) > size
+        return page, _page_token(matched[size - 1].seq) if more else ""
 
     def cancel(self, kind: Kind, name: str) -> None:
         """Ask a job to stop: CANCELLING now, CANCELLED once its processes ended."""
@@ -601,7 +649,8 @@ class Emulator:
                 raise RpcError(grpc.StatusCode.FAILED_PRECONDITION,
                                f"Cannot cancel {kind.label} {name}: it is already in state "
                                f"{record.job.state.name}.")
-            self._set_state(record, JobState.JOB_STATE_CANCELLING)
+            if record.job.state != CANCELLING:  # a repeated cancel changes nothing
+                self._set_state(record, CANCELLING)
             record.stop.set()
 
     def delete(self, kind: Kind, name: str) -> operations_pb2.Operation:
@@ -643,7 +692,7 @@ class Emulator:
         record.history.append(state)
         if created:
             job.create_time = now
-        if state == JobState.JOB_STATE_RUNNING:
+        if state == RUNNING:
             job.start_time = now
 
     def _advance(self, record: Record, state: JobState) -> bool:
@@ -658,26 +707,27 @@ class Emulator:
         with self._lock:
             self._set_state(record, outcome.state)
             record.job.end_time = record.job.update_time
-            if outcome.state != JobState.JOB_STATE_SUCCEEDED:
+            if outcome.state != SUCCEEDED:
                 record.job.error = status_pb2.Status(code=outcome.code, message=outcome.message)
 
     def _start(self, record: Record) -> None:
         thread = threading.Thread(target=self._lifecycle, args=(record,), daemon=True,
                                   name=f"vxtrain-emulator-{record.job.name.rsplit('/', 1)[-1]}")
         record.thread = thread
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
 
     def _lifecycle(self, record: Record) -> None:
         """QUEUED → PENDING → RUNNING → (run or simulate) → terminal state."""
         step = (self.simulate_seconds or 0) / 4 if self.simulate_seconds else STEP_SECONDS
-        for state in (JobState.JOB_STATE_PENDING, JobState.JOB_STATE_RUNNING):
+        for state in (PENDING, RUNNING):
             if record.stop.wait(step) or not self._advance(record, state):
                 self._finish(record, _cancelled(record.kind))
                 return
         try:
             outcome = self._execute(record, step)
         except Exception as exc:  # noqa: BLE001 - a job thread must always end its job
-            outcome = Outcome(JobState.JOB_STATE_FAILED, 13, f"The emulator could not run the job: {exc}")
+            outcome = Outcome(FAILED, 13, f"The emulator could not run the job: {exc}")
         self._finish(record, outcome)
 
     def _execute(self, record: Record, step: float) -> Outcome:
@@ -686,7 +736,7 @@ class Emulator:
         try:
             model, spec = job_model(record.job, self._local_for(record.job))
         except NotRunnable as exc:
-            return Outcome(JobState.JOB_STATE_FAILED, 9, str(exc))  # 9: FAILED_PRECONDITION
+            return Outcome(FAILED, 9, str(exc))  # 9: FAILED_PRECONDITION
         if record.kind is HPT:
             return self._run_trials(record, model, spec)
         return self._run(record, model, spec)
@@ -703,7 +753,7 @@ class Emulator:
                 points = study.suggest(config.study_spec, config.max_trials, seed=self.seed).points
                 for number, params in enumerate(points, 1):
                     record.job.trials.append(_trial(str(number), params, study_types.Trial.State.SUCCEEDED))
-        return Outcome(JobState.JOB_STATE_SUCCEEDED)
+        return Outcome(SUCCEEDED)
 
     def _local_for(self, job: Any) -> LocalSpec | None:
         with self._lock:
@@ -724,12 +774,12 @@ class Emulator:
                                     out=self.out or sys.stderr, base_dir=self.workdir,
                                     job_id=record.job.name.rsplit("/", 1)[-1])
         except LocalRunError as exc:  # a replica could not start: nothing is left running
-            return Outcome(JobState.JOB_STATE_FAILED, 9, f"The job could not start on this host: {exc}")
+            return Outcome(FAILED, 9, f"The job could not start on this host: {exc}")
         if record.stop.is_set():
             return _cancelled(record.kind)
         if result.succeeded:
-            return Outcome(JobState.JOB_STATE_SUCCEEDED)
-        return Outcome(JobState.JOB_STATE_FAILED, 3, _failure_message(result))
+            return Outcome(SUCCEEDED)
+        return Outcome(FAILED, 3, _failure_message(result))
 
     def _run_trials(self, record: Record, model: Job, spec: dict[str, Any]) -> Outcome:
         """The study's trials with the local runner (vxtrain.study), ``parallel_trial_count`` at once."""
@@ -744,8 +794,8 @@ class Emulator:
         if result.cancelled:
             return _cancelled(record.kind)
         if not result.succeeded:
-            return Outcome(JobState.JOB_STATE_FAILED, 3, result.message)
-        return Outcome(JobState.JOB_STATE_SUCCEEDED)
+            return Outcome(FAILED, 3, result.message)
+        return Outcome(SUCCEEDED)
 
     def _trial_started(self, record: Record, trial: Any) -> None:
         with self._lock:
@@ -755,7 +805,7 @@ class Emulator:
         """Record a trial's end: SUCCEEDED, or INFEASIBLE with the reason; its final measurement."""
         with self._lock:
             stored = next(t for t in record.job.trials if t.id == trial.id)
-            stored.state = study_types.Trial.State[trial.state]
+            stored.state = study_types.Trial.State.__members__[trial.state]
             stored.end_time = _now()
             if trial.metrics:
                 stored.final_measurement = study_types.Measurement(
@@ -826,8 +876,12 @@ def _list_hpt(emu: Emulator, req: Any) -> js.ListHyperparameterTuningJobsRespons
     return js.ListHyperparameterTuningJobsResponse(hyperparameter_tuning_jobs=jobs, next_page_token=token)
 
 
-def _empty(_: Any) -> empty_pb2.Empty:
-    return empty_pb2.Empty()
+def _cancel(kind: Kind) -> Callable[[Emulator, Any], empty_pb2.Empty]:
+    """The Cancel RPC of ``kind``: it answers google.protobuf.Empty."""
+    def action(emu: Emulator, req: Any) -> empty_pb2.Empty:
+        emu.cancel(kind, req.name)
+        return empty_pb2.Empty()
+    return action
 
 
 METHODS: dict[str, Method] = {
@@ -837,7 +891,7 @@ METHODS: dict[str, Method] = {
                            lambda e, r: e.get(CUSTOM, r.name)),
     "ListCustomJobs": Method("list", js.ListCustomJobsRequest, js.ListCustomJobsResponse.serialize, _list_custom),
     "CancelCustomJob": Method("cancel", js.CancelCustomJobRequest, _pb_serialize,
-                              lambda e, r: _empty(e.cancel(CUSTOM, r.name))),
+                              _cancel(CUSTOM)),
     "DeleteCustomJob": Method("delete", js.DeleteCustomJobRequest, _pb_serialize,
                               lambda e, r: e.delete(CUSTOM, r.name)),
     "CreateHyperparameterTuningJob": Method(
@@ -848,7 +902,7 @@ METHODS: dict[str, Method] = {
     "ListHyperparameterTuningJobs": Method("list", js.ListHyperparameterTuningJobsRequest,
                                            js.ListHyperparameterTuningJobsResponse.serialize, _list_hpt),
     "CancelHyperparameterTuningJob": Method("cancel", js.CancelHyperparameterTuningJobRequest, _pb_serialize,
-                                            lambda e, r: _empty(e.cancel(HPT, r.name))),
+                                            _cancel(HPT)),
     "DeleteHyperparameterTuningJob": Method("delete", js.DeleteHyperparameterTuningJobRequest, _pb_serialize,
                                             lambda e, r: e.delete(HPT, r.name)),
 }
@@ -876,11 +930,13 @@ def generic_handler(emulator: Emulator) -> grpc.GenericRpcHandler:
 class EmulatorHandle:
     """A running emulator: its address, its jobs, and how to stop it."""
 
-    def __init__(self, server: grpc.Server, emulator: Emulator, host: str, port: int) -> None:
+    def __init__(self, server: grpc.Server, emulator: Emulator, host: str, port: int,
+                 executor: futures.ThreadPoolExecutor | None = None) -> None:
         self.server = server
         self.emulator = emulator
         self.host = host
         self.port = port
+        self._executor = executor
 
     @property
     def address(self) -> str:
@@ -896,8 +952,14 @@ class EmulatorHandle:
         self.emulator.add_fault(fault)
 
     def stop(self, grace: float | None = 0.5) -> None:
-        """Stop serving and cancel the jobs still running."""
+        """Stop serving, cancel the jobs still running, and wait until no thread
+        or process of the emulator is left (idempotent)."""
         self.server.stop(grace).wait()
+        if self._executor is not None:
+            # grpc never shuts down the executor it was given: its handler
+            # threads would outlive the server. Waiting also lets a create still
+            # in a handler finish before close() collects the job threads.
+            self._executor.shutdown(wait=True)
         self.emulator.close()
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:
@@ -929,21 +991,50 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
     env = os.environ if environ is None else environ
     emulator = Emulator(faults=[*faults, *faults_from_env(env)], simulate_seconds=simulate_seconds,
                         workdir=workdir, out=out, seed=seed)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator"),
-                         options=[("grpc.so_reuseport", 0)])
+    executor = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator")
+    server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((generic_handler(emulator),))
-    bound = _bind(server, host, port)
+    try:
+        bound = _bind(server, host, port)
+    except VxtrainError:
+        server.stop(None)
+        executor.shutdown(wait=True)
+        raise
     server.start()
-    return EmulatorHandle(server, emulator, host, bound)
+    return EmulatorHandle(server, emulator, host, bound, executor)
 
 
 def _bind(server: grpc.Server, host: str, port: int) -> int:
-    """Bind or raise VxtrainError; grpc returns 0 (or raises) when the bind fails."""
-    try:
-        bound = server.add_insecure_port(f"{_host_part(host)}:{port}")
-    except RuntimeError:
-        bound = 0
-    if not bound:
-        raise VxtrainError(f"port {port} on {host} is in use (or {host} is not an address of this "
-                           "machine); pick another with --port, or --port 0 for any free port")
+    """Bind every address of ``host`` on one port, or raise VxtrainError.
+
+    A name is resolved here, each address bound on its own: given a name,
+    grpc binds what it can and only warns, so ``localhost`` with 127.0.0.1's
+    port taken would listen on ::1 alone while clients reach the other process.
+    """
+    bound = port
+    for address in _addresses(host):
+        try:
+            got = server.add_insecure_port(f"{_host_part(address)}:{bound}")
+        except RuntimeError:  # grpc returns 0, or raises, when a bind fails
+            got = 0
+        if not got:
+            where = host if address == host else f"{host} ({address})"
+            raise VxtrainError(f"port {bound} on {where} is in use (or {host} is not an address of "
+                               "this machine); pick another with --port, or --port 0 for any free port")
+        bound = got
     return bound
+
+
+def _addresses(host: str) -> list[str]:
+    """The IP addresses of ``host`` (an address is its own), IPv4 first."""
+    try:
+        return [str(ipaddress.ip_address(host.strip("[]")))]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise VxtrainError(f"cannot bind {host}: the name does not resolve ({exc}); give an address "
+                           "such as 127.0.0.1") from exc
+    found = {str(info[4][0]) for info in infos}
+    return sorted(found, key=lambda a: (":" in a, a))

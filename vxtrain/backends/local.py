@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO, Union
@@ -89,46 +89,104 @@ class LocalRunResult:
                 "message": self.message, "replicas": [r.to_json() for r in self.replicas]}
 
 
+#: One lock for every printer of this process: the emulator runs several jobs
+#: (and a study several trials) at once, often into the same stream, and a line
+#: must reach it whole.
+_WRITE_LOCK = threading.RLock()
+
+
+def write_line(out: Output, text: str) -> None:
+    """Write ``text`` (one line) to a stream or a callable while holding the process-wide lock."""
+    text = text if text.endswith("\n") else text + "\n"
+    with _WRITE_LOCK:
+        write = getattr(out, "write", None)
+        if callable(write):
+            write(text)
+            flush = getattr(out, "flush", None)
+            if callable(flush):
+                flush()
+        elif callable(out):
+            out(text)
+
+
 class _Printer:
-    """Writes whole lines to a stream or a callable, one writer at a time."""
+    """Writes whole lines to one output (see :func:`write_line`)."""
 
     def __init__(self, out: Output) -> None:
         self._out = out
-        self._lock = threading.Lock()
 
     def line(self, text: str) -> None:
-        text = text if text.endswith("\n") else text + "\n"
-        with self._lock:
-            if callable(getattr(self._out, "write", None)):
-                self._out.write(text)  # type: ignore[union-attr]
-                flush = getattr(self._out, "flush", None)
-                if flush is not None:
-                    flush()
-            else:
-                self._out(text)  # type: ignore[operator]
+        write_line(self._out, text)
 
 
 # --- planning the processes ---------------------------------------------------
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free TCP ports on 127.0.0.1 (all held open until all are chosen)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+#: Ports handed to runs of this process that have not ended yet. Between the
+#: moment a port is chosen and the moment a replica binds it, the kernel may
+#: hand the same port to the next ``bind(0)``: without this set, two runs at once
+#: (emulator jobs, parallel trials) or two draws of one run could share a port.
+_RESERVED_PORTS: set[int] = set()
+_PORTS_LOCK = threading.Lock()
+
+
+def free_ports(count: int, *, reserve: bool = False) -> list[int]:
+    """``count`` distinct free TCP ports on 127.0.0.1, none reserved by a run still going.
+
+    Every candidate stays bound until all are chosen, so the kernel never
+    repeats one; with ``reserve`` the ports stay out of later draws until
+    :func:`release_ports`. Another process can still take a port before the
+    replica binds it: only the kernel could close that window.
+    """
+    sockets: list[socket.socket] = []
+    chosen: list[int] = []
+    with _PORTS_LOCK:
+        try:
+            while len(chosen) < count:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sockets.append(s)
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+                if port not in _RESERVED_PORTS:
+                    chosen.append(port)
+            if reserve:
+                _RESERVED_PORTS.update(chosen)
+            return chosen
+        finally:
+            for s in sockets:
+                s.close()
+
+
+def release_ports(ports: Iterable[int]) -> None:
+    """Give ports reserved by :func:`free_ports` back (their run ended)."""
+    with _PORTS_LOCK:
+        _RESERVED_PORTS.difference_update(ports)
+
+
+@dataclass(frozen=True)
+class Addresses:
+    """The loopback addresses of one run: a host:port per replica, and PyTorch's MASTER_PORT."""
+
+    hosts: dict[int, list[str]]
+    master_port: int
+
+    @property
+    def ports(self) -> list[int]:
+        """Every port of the run (to release when it ends)."""
+        return [int(h.rsplit(":", 1)[1]) for hs in self.hosts.values() for h in hs] + [self.master_port]
+
+
+def draw_addresses(job: Job, *, reserve: bool = False) -> Addresses:
+    """Distinct free ports for every replica and the PyTorch rendezvous, drawn at once;
+    with ``reserve``, kept from other runs until ``release_ports(addresses.ports)``."""
+    counts = cluster.pool_replicas(job)
+    ports = iter(free_ports(sum(counts.values()) + 1, reserve=reserve))
+    hosts = {k: [f"127.0.0.1:{next(ports)}" for _ in range(n)] for k, n in counts.items()}
+    return Addresses(hosts, next(ports))
 
 
 def local_hosts(job: Job) -> dict[int, list[str]]:
     """Pool slot → ``127.0.0.1:PORT`` per replica, every port free and distinct."""
-    counts = cluster.pool_replicas(job)
-    ports = iter(free_ports(sum(counts.values())))
-    return {k: [f"127.0.0.1:{next(ports)}" for _ in range(n)] for k, n in counts.items()}
+    return draw_addresses(job).hosts
 
 
 def _resolve_python(command: Sequence[str]) -> list[str]:
@@ -223,10 +281,14 @@ def _child_env(job: Job, pool: Pool, vertex_env: Mapping[str, str], torch: Mappi
 
 def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
                   extra_args: Sequence[str] = (), base_dir: Path, workdir: str | Path | None = None,
-                  job_id: str = cluster.PREVIEW_JOB_ID) -> list[_Plan]:
-    """One planned process per replica of pools 0, 1, 2 (parameter servers) and 3."""
-    hosts = local_hosts(job)
-    chief_ports = free_ports(1)
+                  job_id: str = cluster.PREVIEW_JOB_ID, addresses: Addresses | None = None) -> list[_Plan]:
+    """One planned process per replica of pools 0, 1, 2 (parameter servers) and 3.
+
+    ``addresses`` (from :func:`draw_addresses`) are the run's ports; without
+    them, ports are drawn here, distinct but not reserved.
+    """
+    addresses = draw_addresses(job) if addresses is None else addresses
+    hosts, master_port = addresses.hosts, addresses.master_port
     training = sum(p.replicas or 0 for p in job.ordered_pools() if p.role in ("chief", "workers"))
     cwd = _workdir(job, base_dir, workdir)
     plans = []
@@ -237,7 +299,7 @@ def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = 
         for i in range(pool.replicas or 0):
             vertex_env = cluster.replica_env(job, job_spec, pool.index, i, hosts=hosts,
                                              trial=trial, job_id=job_id)
-            torch = _torch_vars(pool, i, training, chief_ports[0])
+            torch = _torch_vars(pool, i, training, master_port)
             replica = ReplicaRun(f"workerpool{pool.index}-{i}", pool.role, pool.index, i, command)
             plans.append(_Plan(replica, _child_env(job, pool, vertex_env, torch, base_dir), cwd))
     return plans
@@ -254,7 +316,7 @@ def _torch_vars(pool: Pool, i: int, world_size: int, port: int) -> dict[str, str
 
 # --- running them -------------------------------------------------------------
 
-def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], threading.Thread]:
+def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], _Reader]:
     try:
         proc = subprocess.Popen(plan.replica.command, cwd=plan.cwd, env=plan.env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -264,17 +326,46 @@ def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], thr
                             f"in {plan.cwd}: {exc.strerror or exc}") from exc
     plan.replica.pid = proc.pid
     assert proc.stdout is not None
-    reader = threading.Thread(target=_pump, args=(proc.stdout, f"[{plan.replica.name}] ", printer),
-                              name=f"vxtrain-{plan.replica.name}", daemon=True)
-    reader.start()
-    return proc, reader
+    return proc, _Reader(proc.stdout, f"[{plan.replica.name}] ", printer, plan.replica.name)
 
 
-def _pump(stream: IO[bytes], prefix: str, printer: _Printer) -> None:
-    """Copy a replica's output, one whole line at a time, with its prefix."""
-    with stream:
-        for raw in iter(stream.readline, b""):
-            printer.line(prefix + raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+#: Seconds a reader may wait for more output, once its replica is gone, before
+#: the run stops waiting for it (a process that left the group holds the pipe).
+_IDLE_READER = 2.0
+#: Seconds a reader may take in all to copy what is left once its replica is gone
+#: (a slow consumer of vxtrain's output; bounded for a chatty escaped process).
+_DRAIN_LIMIT = 60.0
+
+
+class _Reader:
+    """Copies a replica's output, one whole line at a time, with its prefix (a daemon thread)."""
+
+    def __init__(self, stream: IO[bytes], prefix: str, printer: _Printer, name: str) -> None:
+        self._stream, self._prefix, self._printer = stream, prefix, printer
+        self._waiting_since: float | None = None  # set while blocked reading, not while writing
+        self._thread = threading.Thread(target=self._pump, name=f"vxtrain-{name}", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        with self._stream:
+            while True:
+                self._waiting_since = time.monotonic()
+                raw = self._stream.readline()
+                self._waiting_since = None
+                if not raw:
+                    return
+                self._printer.line(self._prefix + raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+
+    def finish(self, idle: float = _IDLE_READER, limit: float = _DRAIN_LIMIT) -> None:
+        """Wait until every line the replica wrote is out, even into a slow output; give up
+        when no output came for ``idle`` seconds (the pipe is held by an escaped process)
+        or after ``limit`` seconds in all."""
+        deadline = time.monotonic() + limit
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            self._thread.join(_POLL)
+            since = self._waiting_since
+            if since is not None and time.monotonic() - since > idle:
+                return
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -291,7 +382,7 @@ class _Running:
         self.printer = printer
         self.grace = grace
         self.procs: list[tuple[ReplicaRun, subprocess.Popen[bytes]]] = []
-        self.readers: list[threading.Thread] = []
+        self.readers: list[_Reader] = []
 
     def start(self, plans: Sequence[_Plan]) -> None:
         for plan in plans:
@@ -335,7 +426,7 @@ class _Running:
             if replica.exit_code is None:
                 replica.exit_code = proc.returncode
         for reader in self.readers:
-            reader.join(timeout=5)
+            reader.finish()
 
 
 def _failure(replica: ReplicaRun) -> LocalRunResult:
@@ -394,8 +485,21 @@ def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
     """
     printer = _Printer(out)
     base = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
-    plans = plan_replicas(job, job_spec, trial=trial, extra_args=extra_args, base_dir=base,
-                          workdir=workdir, job_id=job_id or str(time.time_ns() // 1000))
+    addresses = draw_addresses(job, reserve=True)
+    try:
+        plans = plan_replicas(job, job_spec, trial=trial, extra_args=extra_args, base_dir=base,
+                              workdir=workdir, job_id=job_id or str(time.time_ns() // 1000),
+                              addresses=addresses)
+        result = _run_plans(job, plans, printer, stop, grace, settle)
+    finally:
+        release_ports(addresses.ports)  # every replica is gone by now
+    _report(result, printer)
+    return result
+
+
+def _run_plans(job: Job, plans: Sequence[_Plan], printer: _Printer, stop: threading.Event | None,
+               grace: float, settle: float) -> LocalRunResult:
+    """Start the planned processes, watch them to the end, and leave none running."""
     _announce(job, plans, printer)
     running = _Running(printer, grace)
     try:
@@ -406,9 +510,12 @@ def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
     finally:
         running.stop_all()
     result.replicas = [p.replica for p in plans]
+    return result
+
+
+def _report(result: LocalRunResult, printer: _Printer) -> None:
     stopped = [r.name for r in result.replicas if r.stopped]
     if stopped:
         printer.line(f"[vxtrain] stopped {', '.join(stopped)}")
     printer.line(f"[vxtrain] {'succeeded' if result.succeeded else 'FAILED'}: {result.message}"
                  if not result.cancelled else "[vxtrain] cancelled: every replica was stopped")
-    return result

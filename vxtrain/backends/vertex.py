@@ -162,9 +162,11 @@ def quota_metric(exc: BaseException) -> str | None:
         if metadata and metadata.get("quota_metric"):
             return str(metadata["quota_metric"])
         for violation in getattr(detail, "violations", ()) or ():
-            subject = getattr(violation, "subject", "")
-            if subject:
-                return str(subject)
+            # google.rpc.QuotaFailure.Violation: `quota_metric` is the metric;
+            # `subject` is who hit it ("project:123"), a metric only when it looks like one.
+            for text in (getattr(violation, "quota_metric", ""), getattr(violation, "subject", "")):
+                if text and _QUOTA_METRIC.fullmatch(str(text)):
+                    return str(text)
     found = _QUOTA_METRIC.search(_server_message(exc))
     return found.group(0) if found else None
 

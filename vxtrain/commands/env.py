@@ -37,7 +37,8 @@ def parse_trial(text: str | None) -> str | None:
     """A trial id is a whole number from 1 (Vertex AI passes it as a string)."""
     if text is None:
         return None
-    if not text.strip().isdigit() or int(text) < 1:
+    # ASCII digits only: str.isdigit() accepts "²", which int() then refuses.
+    if re.fullmatch(r"\s*[0-9]+\s*", text) is None or int(text) < 1:
         raise UsageError(f"--trial takes a trial number from 1; got {text!r}")
     return str(int(text))
 

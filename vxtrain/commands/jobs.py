@@ -7,14 +7,16 @@ NAME is a full resource name (``projects/P/locations/R/customJobs/ID`` or
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Optional
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
 from vxtrain.commands import _common as c
 from vxtrain.commands.submit import _progress, print_view
-from vxtrain.errors import JobFailedError, UsageError
+from vxtrain.errors import JobFailedError, NotFoundError, UsageError
+
+T = TypeVar("T")
 
 
 def _where(project: str | None, region: str | None, endpoint: str | None,
@@ -30,11 +32,23 @@ def _where(project: str | None, region: str | None, endpoint: str | None,
     return project, region
 
 
-def _name(name: str, project: str | None, region: str | None, endpoint: str | None) -> str:
-    from vxtrain.submission import resolve_name
+def _on_job(name: str, project: str | None, region: str | None, endpoint: str | None,
+            operation: Callable[[str], T]) -> T:
+    """``operation`` on the job ``name``. A bare id does not say its kind: it is a
+    CustomJob's, else (NOT_FOUND) a HyperparameterTuningJob's."""
+    from vxtrain.submission import TUNING, resolve_name
 
     project, region = _where(project, region, endpoint)
-    return resolve_name(name, project=project, region=region)
+    full = resolve_name(name, project=project, region=region)
+    try:
+        return operation(full)
+    except NotFoundError as missing:
+        if full == name:  # a full name says its kind
+            raise
+        try:
+            return operation(resolve_name(name, project=project, region=region, kind=TUNING))
+        except NotFoundError:
+            raise missing from None
 
 
 def status(name: str, *, project: str | None = None, region: str | None = None,
@@ -42,7 +56,7 @@ def status(name: str, *, project: str | None = None, region: str | None = None,
     """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
     from vxtrain.submission import get
 
-    print_view(get(_name(name, project, region, endpoint), endpoint=endpoint), output)
+    print_view(_on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint)), output)
     return 0
 
 
@@ -52,10 +66,10 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
     """Follow the job to its end: 0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
     from vxtrain.submission import wait_job
 
-    full = _name(name, project, region, endpoint)
     with _progress(True) as progress:
         try:
-            view = wait_job(full, endpoint=endpoint, progress=progress, timeout=timeout)
+            view = _on_job(name, project, region, endpoint, lambda full: wait_job(
+                full, endpoint=endpoint, progress=progress, timeout=timeout))
         except JobFailedError as exc:
             print_view(exc.job, output)
             raise
@@ -68,7 +82,8 @@ def cancel(name: str, *, project: str | None = None, region: str | None = None,
     """Ask for the job to be cancelled and print its state (CANCELLING, later CANCELLED)."""
     from vxtrain.submission import cancel as cancel_job
 
-    print_view(cancel_job(_name(name, project, region, endpoint), endpoint=endpoint), output)
+    print_view(_on_job(name, project, region, endpoint, lambda full: cancel_job(full, endpoint=endpoint)),
+               output)
     return 0
 
 

@@ -18,24 +18,30 @@ import typer
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.commands.env import parse_trial
-from vxtrain.errors import LocalRunError
+from vxtrain.errors import LocalRunError, UsageError
 
 #: Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
+#: Signals that stop a run cleanly (every replica stopped) instead of killing vxtrain.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Turn SIGINT/SIGTERM into ``stop.set()`` while the run lasts (main thread only).
+    """Turn SIGINT/SIGTERM/SIGHUP into ``stop.set()`` while the run lasts (main thread only).
 
     The runner then stops every replica's process group itself; letting
     KeyboardInterrupt fly through a half-started run could leave orphans.
+    SIGHUP (the terminal closed) matters as much: the replicas run in their own
+    sessions, so the hangup reaches only vxtrain, and dying of it would leave
+    every replica running. Under ``nohup`` (SIGHUP ignored) a hangup stays ignored.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     handler: Callable[[int, Any], None] = lambda signum, frame: stop.set()  # noqa: E731
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS
+                if not (sig == signal.SIGHUP and signal.getsignal(sig) is signal.SIG_IGN)}
     try:
         yield
     finally:
@@ -60,9 +66,10 @@ def local_run(path: str, options: Options, trial: str | None = None,
     stream = sys.stderr if output is c.OutputFormat.json else sys.stdout
     if result.hyperparameter_tuning_job is not None and trial is None:
         return run_study_command(result, stop, stream, output, seed, Path(path).resolve().parent)
+    extra_args = study_trial_args(result.hyperparameter_tuning_job, trial, seed)
     with stop_on_signals(stop):
-        run = local.run_job(result.job, job_spec, trial=trial, stop=stop, out=stream,
-                            base_dir=Path(path).resolve().parent)
+        run = local.run_job(result.job, job_spec, trial=trial, extra_args=extra_args, stop=stop,
+                            out=stream, base_dir=Path(path).resolve().parent)
     if output is c.OutputFormat.json:
         c.emit_json(run.to_json())
     if run.cancelled:
@@ -71,6 +78,23 @@ def local_run(path: str, options: Options, trial: str | None = None,
     if not run.succeeded and output is c.OutputFormat.text:
         raise LocalRunError(run.message)
     return 0 if run.succeeded else LocalRunError.exit_code
+
+
+def study_trial_args(hpt: dict[str, Any] | None, trial: str | None, seed: int | None) -> list[str]:
+    """The ``--name=value`` arguments of trial ``trial`` of the study (none outside a study).
+
+    Trial N gets the N-th point the study itself would run (grid order, or the
+    random draws of ``seed``), as Vertex AI appends a trial's parameters.
+    """
+    if hpt is None or trial is None:
+        return []
+    from vxtrain import study
+
+    config = study.StudyConfig.from_hpt_json(hpt)
+    points = study.suggest(config.study_spec, config.max_trials, seed=seed).points
+    if int(trial) > len(points):
+        raise UsageError(f"--trial {trial}: the study has {len(points)} trial(s), numbered from 1")
+    return study.trial_args(points[int(trial) - 1])
 
 
 def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c.OutputFormat,

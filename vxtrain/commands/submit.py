@@ -29,7 +29,8 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
     local = target is c.Target.local
     if local and not wait:
         _say("--target local runs the job in this process: following it to the end")
-    with _progress(wait or local) as progress:
+    # Locally the job's processes are ours: SIGTERM must stop them, not orphan them.
+    with _interruptible(local), _progress(wait or local) as progress:
         try:
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress)
@@ -38,6 +39,17 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
             raise
     print_view(view, output)
     return 0
+
+
+@contextmanager
+def _interruptible(enabled: bool) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    from vxtrain.commands.emulator import interrupt_on_signals
+
+    with interrupt_on_signals():
+        yield
 
 
 @contextmanager

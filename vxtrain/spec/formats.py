@@ -168,7 +168,7 @@ class Conversion:
         """``value`` when it is a mapping; else a ``wrong-type`` error and None (None stays silent)."""
         if value is None or isinstance(value, Mapping):
             return value
-        self.error("wrong-type", f"{what} must be a mapping, got {_describe(value)}", source)
+        self.error("wrong-type", f"{what} must be a mapping, got {describe(value)}", source)
         return None
 
     def result(self, fmt: Format) -> tuple[NativeSpec, list[Diagnostic]]:
@@ -176,7 +176,8 @@ class Conversion:
         return NativeSpec(data=self.data, format=fmt, source=self.document, origin=self.origin), self.diagnostics
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
+    """``value`` as short JSON, for messages that name the bad value."""
     text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -235,7 +236,8 @@ def native_document(native: NativeSpec) -> dict[str, Any]:
         del chief["replicas"]  # the default; Vertex requires exactly 1 primary replica
     ordered = {k: data[k] for k in NATIVE_ORDER if k in data}
     ordered.update({k: v for k, v in data.items() if k not in ordered})
-    return _drop_empty(ordered)
+    cleaned: dict[str, Any] = _drop_empty(ordered)  # a mapping stays a mapping
+    return cleaned
 
 
 def _common_fields(pools: list[Mapping[str, Any]]) -> dict[str, Any]:

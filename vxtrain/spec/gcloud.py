@@ -27,7 +27,7 @@ from typing import Any
 
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.spec.document import Document, KeyPath, NativeSpec
-from vxtrain.spec.formats import Conversion, as_int, proto_duration
+from vxtrain.spec.formats import Conversion, as_int, describe, proto_duration
 
 #: Native role of each workerPoolSpecs slot; slot 2 is decided by its image.
 SLOT_ROLES: tuple[str | None, ...] = ("chief", "workers", None, "evaluators")
@@ -196,11 +196,14 @@ def _scheduling(conv: Conversion, value: Any, src: KeyPath) -> None:
 
 
 def _pools(conv: Conversion, value: Any, src: KeyPath) -> None:
+    # Pool 0 may be missing or empty: a "missing-chief" error then points at its slot.
+    conv.link(("chief",), src + (0,) if isinstance(value, list) and value else src)
     if value is None:
         conv.error("missing-key", "a CustomJobSpec needs workerPoolSpecs (pool 0 is the chief)", src[:-1])
         return
     if not isinstance(value, list):
-        conv.error("wrong-type", "workerPoolSpecs must be a list of worker pool specs", src)
+        conv.error("wrong-type", f"workerPoolSpecs must be a list of worker pool specs, got {describe(value)}",
+                   src)
         return
     if len(value) > len(SLOT_ROLES):
         conv.error("too-many-pools", f"Vertex AI takes at most {len(SLOT_ROLES)} worker pools "
@@ -307,7 +310,7 @@ def _command_args_env(conv: Conversion, raw: Mapping[str, Any], base: KeyPath, s
 def _env(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
     """``[{name, value}]`` → ``{name: value}``; each native key points at its list item."""
     if not isinstance(value, list):
-        conv.error("wrong-type", "env must be a list of {name, value} items", src)
+        conv.error("wrong-type", f"env must be a list of {{name, value}} items, got {describe(value)}", src)
         return
     env: dict[str, Any] = {}
     for i, item in enumerate(value):

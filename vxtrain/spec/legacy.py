@@ -46,7 +46,7 @@ from typing import Any
 
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.spec.document import Document, KeyPath, NativeSpec, format_path
-from vxtrain.spec.formats import Conversion, as_int, proto_duration
+from vxtrain.spec.formats import Conversion, as_int, describe, proto_duration
 
 SCALE_TIER_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#scale_tiers"
 LEGACY_MACHINE_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#legacy-machine-types"
@@ -142,8 +142,16 @@ HYPERPARAMETER_FIELDS: tuple[str, ...] = (
 )
 PARAMETER_FIELDS: tuple[str, ...] = ("parameterName", "type", "minValue", "maxValue", "categoricalValues",
                                      "discreteValues", "scaleType")
-SCALE_TYPES: dict[str, str] = {"UNIT_LINEAR_SCALE": "linear", "UNIT_LOG_SCALE": "log",
-                               "UNIT_REVERSE_LOG_SCALE": "reverse_log"}
+#: ParameterSpec.scaleType → native scale; NONE (no scaling) means no ``scale`` key.
+SCALE_TYPES: dict[str, str | None] = {"NONE": None, "UNIT_LINEAR_SCALE": "linear", "UNIT_LOG_SCALE": "log",
+                                      "UNIT_REVERSE_LOG_SCALE": "reverse_log"}
+#: HyperparameterSpec defaults (https://cloud.google.com/ai-platform/training/docs/reference/rest/v1/projects.jobs#HyperparameterSpec):
+#: goal "Defaults to MAXIMIZE"; maxTrials and maxParallelTrials "Defaults to one".
+#: Vertex AI requires maxTrialCount and parallelTrialCount, so the defaults are written out.
+DEFAULT_GOAL = "MAXIMIZE"
+STUDY_COUNTS: tuple[tuple[str, str, int | None], ...] = (
+    ("maxTrials", "max_trials", 1), ("maxParallelTrials", "parallel_trials", 1),
+    ("maxFailedTrials", "max_failed_trials", None))
 ALGORITHMS: dict[str, str] = {"ALGORITHM_UNSPECIFIED": "default", "GRID_SEARCH": "grid", "RANDOM_SEARCH": "random"}
 
 #: AI Platform runtime versions (TensorFlow versions) → Vertex AI prebuilt training
@@ -227,6 +235,8 @@ class _Legacy:
         """Convert every part of the TrainingInput."""
         self.conv.check_keys(self.ti, TRAINING_INPUT_FIELDS, self.prefix)
         self._check_configs()
+        # Until a pool says better, a "missing-chief" error points at the tier that gave no chief.
+        self.conv.link(("chief",), self.src("scaleTier") if "scaleTier" in self.ti else self.prefix)
         tier = self._tier()
         if tier == "CUSTOM":
             self._custom_pools()
@@ -474,7 +484,9 @@ class _Study:
         raw, src = self.raw, self.src
         self.conv.check_keys(raw, HYPERPARAMETER_FIELDS, src)
         self.conv.link(("study",), src)
-        goal = raw.get("goal")
+        goal = raw.get("goal", DEFAULT_GOAL)
+        if goal == "GOAL_TYPE_UNSPECIFIED":
+            goal = DEFAULT_GOAL
         metric_src = src + ("hyperparameterMetricTag",) if "hyperparameterMetricTag" in raw else src
         self.conv.link(("study", "metric"), metric_src)
         # AI Platform's default metric tag is "training/hptuning/metric".
@@ -482,14 +494,16 @@ class _Study:
                       metric_src)
         self.conv.put(("study", "metric", "goal"), goal.lower() if isinstance(goal, str) else goal,
                       src + ("goal",) if "goal" in raw else src)
-        for key, native in (("maxTrials", "max_trials"), ("maxParallelTrials", "parallel_trials"),
-                            ("maxFailedTrials", "max_failed_trials")):
+        for key, native, default in STUDY_COUNTS:
             if key in raw:
-                self.conv.put(("study", native), as_int(raw[key]) if as_int(raw[key]) is not None else raw[key],
-                              src + (key,))
+                count = as_int(raw[key])
+                self.conv.put(("study", native), raw[key] if count is None else count, src + (key,))
+            elif default is not None:
+                self.conv.put(("study", native), default, src)
         if "algorithm" in raw:
             algo = raw["algorithm"]
-            self.conv.put(("study", "algorithm"), ALGORITHMS.get(algo, algo), src + ("algorithm",))
+            self.conv.put(("study", "algorithm"), ALGORITHMS.get(algo, algo) if isinstance(algo, str) else algo,
+                          src + ("algorithm",))
         for key in ("enableTrialEarlyStopping", "resumePreviousJobId"):
             if key in raw:
                 self.conv.warning("legacy-dropped", f"hyperparameters.{key} is not converted; dropped", src + (key,))
@@ -498,7 +512,8 @@ class _Study:
     def _params(self, value: Any, src: KeyPath) -> None:
         if not isinstance(value, list):
             if value is not None:
-                self.conv.error("wrong-type", "hyperparameters.params must be a list", src)
+                self.conv.error("wrong-type", "hyperparameters.params must be a list of parameter specs, "
+                                f"got {describe(value)}", src)
             return
         for i, item in enumerate(value):
             raw = self.conv.mapping(item, src + (i,), f"params[{i}]")
@@ -521,7 +536,9 @@ class _Study:
                 self.conv.put(base + (native,), raw[key], src + (key,))
         if "scaleType" in raw:
             scale = raw["scaleType"]
-            self.conv.put(base + ("scale",), SCALE_TYPES.get(scale, scale), src + ("scaleType",))
+            mapped = SCALE_TYPES.get(scale, scale) if isinstance(scale, str) else scale
+            if mapped is not None:
+                self.conv.put(base + ("scale",), mapped, src + ("scaleType",))
 
 
 def _describe_machine(machine: Machine) -> str:

@@ -12,6 +12,10 @@ file can cost time or memory:
 * ``MAX_NODES`` — nodes in the built document *after* alias expansion (a
   "billion laughs" bomb stops here): ``alias-limit`` when aliases contributed,
   else ``too-many-nodes``.
+* ``MAX_CHARS`` — characters of all keys and string values *after* alias
+  expansion and ``${NAME}`` substitution (a big string repeated through
+  aliases or variable references stops here, before it is built):
+  ``alias-limit`` or ``variable-limit``.
 
 YAML rules, in short: scalars are typed with PyYAML's SafeLoader resolver
 (int, float, bool, null, str; timestamps stay their text); explicit tags other
@@ -55,7 +59,7 @@ from yaml.nodes import ScalarNode
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.spec.document import Document, KeyPath, Position, format_path
 
-__all__ = ["MAX_DEPTH", "MAX_ERRORS", "MAX_FILE_BYTES", "MAX_NODES", "SetAssignment", "load",
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_ERRORS", "MAX_FILE_BYTES", "MAX_NODES", "SetAssignment", "load",
            "load_text", "parse_set", "substitute"]
 
 #: Largest spec file accepted (bytes). Real specs are a few KiB.
@@ -64,6 +68,9 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
 #: Most nodes (keys, scalars, collections) in one document after alias expansion.
 MAX_NODES = 100_000
+#: Most characters of keys and string values in one document after alias expansion
+#: and ${NAME} substitution (a file within MAX_FILE_BYTES holds at most that many).
+MAX_CHARS = MAX_FILE_BYTES
 #: Most problems reported for one file before the loader stops reading it.
 MAX_ERRORS = 100
 
@@ -135,29 +142,42 @@ _REF_HELP = ("write ${NAME} or ${NAME:-default} (NAME: letters, digits and _, no
              "with a digit), or $${ for a literal ${")
 
 
-def substitute(text: str, variables: Mapping[str, str],
-               environ: Mapping[str, str]) -> tuple[str, list[tuple[str, str]], bool]:
+def substitute(text: str, variables: Mapping[str, str], environ: Mapping[str, str],
+               limit: int | None = None) -> tuple[str, list[tuple[str, str]], bool]:
     """Replace ``${NAME}`` / ``${NAME:-default}`` in ``text``.
 
     Returns the new text, the problems found as ``(code, message)`` pairs,
     each distinct one once (an undefined or malformed reference is left as
     written), and whether ``text`` was exactly one reference (the caller may
-    re-type the result).
+    re-type the result). With ``limit``, a result longer than ``limit``
+    characters is not built: ``text`` comes back unchanged with a
+    ``variable-limit`` problem.
     """
     out: list[str] = []
     problems: dict[tuple[str, str], None] = {}  # an ordered set
-    last = 0
+    last = size = 0
     whole = False
     for m in _REF.finditer(text):
-        out.append(text[last:m.start()])
+        piece = text[last:m.start()]
         last = m.end()
         if m.group("body") is None:  # $${
-            out.append("${")
+            out += (piece, "${")
+            size += len(piece) + 2
             continue
         whole = m.start() == 0 and last == len(text)
-        out.append(_expand(m, variables, environ, problems))
+        value = _expand(m, variables, environ, problems)
+        out += (piece, value)
+        size += len(piece) + len(value)
+        if limit is not None and size > limit:  # one scalar may hold 1M references to a long value
+            return text, [("variable-limit", _VARIABLE_LIMIT.format(limit=limit))], False
     out.append(text[last:])
+    if limit is not None and size + len(text) - last > limit:
+        return text, [("variable-limit", _VARIABLE_LIMIT.format(limit=limit))], False
     return "".join(out), list(problems), whole and not problems
+
+
+_VARIABLE_LIMIT = ("${{NAME}} references expand the document past {limit:,} characters; a spec needs far "
+                   "fewer: reference long values fewer times")
 
 
 def _expand(m: re.Match[str], variables: Mapping[str, str], environ: Mapping[str, str],
@@ -204,9 +224,9 @@ class _Abort(Exception):
 class _Frame:
     """An open mapping or sequence (one per collection, not per node)."""
 
-    __slots__ = ("value", "path", "is_map", "key", "key_path", "anchor", "count0", "height")
+    __slots__ = ("value", "path", "is_map", "key", "key_path", "anchor", "count0", "chars0", "height")
 
-    def __init__(self, value: Any, path: KeyPath, anchor: str | None, count0: int) -> None:
+    def __init__(self, value: Any, path: KeyPath, anchor: str | None, count0: int, chars0: int) -> None:
         self.value = value
         self.path = path
         self.is_map = type(value) is dict
@@ -214,6 +234,7 @@ class _Frame:
         self.key_path: KeyPath = ()
         self.anchor = anchor
         self.count0 = count0
+        self.chars0 = chars0
         self.height = 1
 
 
@@ -221,15 +242,16 @@ class _Anchor:
     """What an alias copies: the value, its size and height, where it is (its
     positions are read from there when an alias needs them), and a scalar's text."""
 
-    __slots__ = ("value", "count", "height", "path", "text")
+    __slots__ = ("value", "count", "height", "path", "text", "chars")
 
     def __init__(self, value: Any, count: int, height: int, path: KeyPath,
-                 text: str | None) -> None:
+                 text: str | None, chars: int = 0) -> None:
         self.value = value
         self.count = count
         self.height = height
         self.path = path
         self.text = text
+        self.chars = chars
 
 
 _PENDING = _Anchor(None, 0, 0, (), None)
@@ -249,6 +271,7 @@ class _Builder:
         self.stack: list[_Frame] = []
         self.anchors: dict[str, _Anchor] = {}
         self.count = 0
+        self.chars = 0  # of keys and string values, aliases and ${NAME} expanded
         self.aliased = False
         self.documents = 0
         self.root: Any = None
@@ -267,9 +290,9 @@ class _Builder:
     def _report(self, diagnostic: Diagnostic) -> None:
         """Note a problem and read on, up to MAX_ERRORS (a hostile file can have millions)."""
         self.diags.append(diagnostic)
-        if len(self.diags) >= MAX_ERRORS:
-            raise self._fatal("too-many-errors", f"stopped after {MAX_ERRORS} errors: fix these "
-                              "first", None)
+        if len(self.diags) >= MAX_ERRORS:  # located where reading stopped
+            raise _Abort(error("too-many-errors", f"stopped after {MAX_ERRORS} errors: fix these first",
+                               diagnostic.path, file=self.file, line=diagnostic.line, column=diagnostic.column))
 
     # -- the event loop
 
@@ -340,6 +363,14 @@ class _Builder:
             raise self._fatal("too-many-nodes", f"the document has more than {MAX_NODES:,} nodes; "
                               "a spec needs far fewer", mark, path)
 
+    def _spend(self, n: int, mark: Any, path: KeyPath) -> None:
+        """Count ``n`` characters of the built document against MAX_CHARS."""
+        self.chars += n
+        if self.chars > MAX_CHARS:
+            raise self._fatal("alias-limit", f"the document expands to more than {MAX_CHARS:,} characters "
+                              "through aliases (*name); a spec needs far fewer: write the repeated parts "
+                              "out or use `defaults:`", mark, path)
+
     # -- keys
 
     def _wants_key(self) -> bool:
@@ -351,6 +382,9 @@ class _Builder:
         self.count += 1
         if self.count > MAX_NODES:
             self._tick(0, mark, path)
+        self.chars += len(text)
+        if self.chars > MAX_CHARS:
+            self._spend(0, mark, path)
         if text in top.value:
             self._duplicate(text, mark, path)
         else:
@@ -378,7 +412,7 @@ class _Builder:
                 self._check_tag(event.tag, _SCALAR_TAGS, event.start_mark, top.path)
             self._on_key(event.value, event.start_mark)
             if event.anchor is not None:
-                self.anchors[event.anchor] = _Anchor(event.value, 1, 0, (), event.value)
+                self.anchors[event.anchor] = _Anchor(event.value, 1, 0, (), event.value, len(event.value))
             return
         text = event.value
         if event.tag is None:
@@ -387,14 +421,19 @@ class _Builder:
                 value = _plain(text)
         else:
             value = self._typed(event, self._next_path())
-        if type(value) is str and "$" in value and self.variables is not None:
-            value = self._substitute(event, value, self._next_path())
+        if type(value) is str:
+            if "$" in value and self.variables is not None:
+                value = self._substitute(event, value, self._next_path())  # may re-type it
+            self.chars += len(value) if type(value) is str else 0
+            if self.chars > MAX_CHARS:
+                self._spend(0, event.start_mark, self._next_path())
         self.count += 1
         if self.count > MAX_NODES:
             self._tick(0, event.start_mark, self._next_path())
         self._attach(top, value, event.start_mark)
         if event.anchor is not None:
-            self.anchors[event.anchor] = _Anchor(value, 1, 0, (), text)
+            self.anchors[event.anchor] = _Anchor(value, 1, 0, (), text,
+                                                 len(value) if type(value) is str else 0)
 
     def _typed(self, event: Any, path: KeyPath) -> Any:
         tag = event.tag
@@ -424,7 +463,9 @@ class _Builder:
 
     def _substitute(self, event: Any, text: str, path: KeyPath) -> Any:
         assert self.variables is not None
-        value, problems, whole = substitute(text, self.variables, self.environ)
+        value, problems, whole = substitute(text, self.variables, self.environ, MAX_CHARS - self.chars)
+        if problems and problems[0][0] == "variable-limit":  # named with the document's limit
+            raise self._fatal("variable-limit", _VARIABLE_LIMIT.format(limit=MAX_CHARS), event.start_mark, path)
         for code, message in problems:
             self._report(self._diag(code, message, event.start_mark, path))
         if whole and event.tag is None and event.implicit[0]:
@@ -453,7 +494,7 @@ class _Builder:
         path = self._attach(top, value, mark)
         if event.anchor is not None:
             self.anchors[event.anchor] = _PENDING
-        stack.append(_Frame(value, path, event.anchor, self.count - 1))
+        stack.append(_Frame(value, path, event.anchor, self.count - 1, self.chars))
 
     def _on_end(self, event: Any) -> None:
         stack = self.stack
@@ -462,7 +503,7 @@ class _Builder:
             stack[-1].height = frame.height + 1
         if frame.anchor is not None:
             self.anchors[frame.anchor] = _Anchor(frame.value, self.count - frame.count0,
-                                                 frame.height, frame.path, None)
+                                                 frame.height, frame.path, None, self.chars - frame.chars0)
 
     # -- aliases
 
@@ -485,6 +526,7 @@ class _Builder:
         path = self._next_path()
         self.aliased = True
         self._tick(anchor.count, mark, path)
+        self._spend(anchor.chars, mark, path)
         if len(self.stack) + anchor.height > MAX_DEPTH:
             raise self._fatal("too-deep", f"an alias nests deeper than {MAX_DEPTH} levels",
                               mark, path)
@@ -584,9 +626,9 @@ def _tab_at(text: str, line: int | None, column: int | None) -> bool:
     return "\t" in indent or here[column - 1:column] == "\t"
 
 
-def _offset_mark(exc: yaml.YAMLError, text: str) -> tuple[int | None, int | None]:
-    """Line and column of a ReaderError (it gives a character offset only)."""
-    offset = getattr(exc, "position", None)
+def _offset_mark(exc: Exception, text: str) -> tuple[int | None, int | None]:
+    """Line and column of a ReaderError or UnicodeEncodeError (they give a character offset only)."""
+    offset = getattr(exc, "position", getattr(exc, "start", None))
     if not isinstance(offset, int) or not 0 <= offset <= len(text):
         return None, None
     line = text.count("\n", 0, offset) + 1
@@ -601,8 +643,9 @@ def _decode(raw: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
         return raw.decode("utf-8-sig"), []
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1  # in bytes: the text is not decodable
         return None, [error("encoding", f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} "
-                            f"at offset {exc.start}): save it as UTF-8", file=file, line=line)]
+                            f"at offset {exc.start}): save it as UTF-8", file=file, line=line, column=column)]
 
 
 def _too_large(size: int | None, file: str) -> Diagnostic:
@@ -647,9 +690,11 @@ def _run(builder: _Builder, text: str) -> Diagnostic | None:
         return abort.diagnostic
     except yaml.YAMLError as exc:
         return _syntax_diag(exc, text, builder.file)
-    except UnicodeEncodeError:
-        return error("encoding", "the text holds characters that are not valid Unicode "
-                     "(lone surrogates): save it as UTF-8", file=builder.file)
+    except UnicodeEncodeError as exc:
+        line, column = _offset_mark(exc, text)
+        return error("encoding", f"the text holds a character that is not valid Unicode (a lone surrogate, "
+                     f"{exc.object[exc.start]!r}): save it as UTF-8", file=builder.file, line=line,
+                     column=column)
     return None
 
 
@@ -879,12 +924,19 @@ def _set_step_problem(cur: Any, key: str | int, last: bool, parent: KeyPath) -> 
     return ""
 
 
-def _assign(positions: dict[KeyPath, Position], cur: Any, key: str | int, value: Any,
-            path: KeyPath, pos: Position) -> None:
-    if type(cur) is list and key == len(cur):
-        cur.append(None)
+def _assign(positions: dict[KeyPath, Position], cur: list[Any] | dict[str, Any], key: str | int,
+            value: Any, path: KeyPath, pos: Position) -> None:
+    """``cur[key] = value`` (``_set_step_problem`` checked that the key fits ``cur``)."""
+    if isinstance(cur, list):
+        assert isinstance(key, int)
+        if key == len(cur):
+            cur.append(None)
+        else:
+            _drop(positions, path, cur[key])
+        cur[key] = _copy(value)
     else:
-        _drop(positions, path, cur[key] if (type(cur) is list or key in cur) else None)
-    cur[key] = _copy(value)
+        assert isinstance(key, str)
+        _drop(positions, path, cur.get(key))
+        cur[key] = _copy(value)
     for sub in _subpaths(path, value):
         positions[sub] = pos

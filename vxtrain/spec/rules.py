@@ -103,13 +103,31 @@ def chief_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     # its replicaCount must be 1: DISTRIBUTED_DOC#cluster-spec-format
     if job.pool("chief") is None:
         yield error("missing-chief", "no 'chief' pool: Vertex AI requires workerPoolSpecs[0], the "
-                    "primary replica; add 'chief:' with a machine_type and an image", **_at(native, ("chief",)))
+                    f"primary replica; {_CHIEF_HINTS[native.format]}", **_at(native, ("chief",)))
         return
     replicas = _raw_pool(native, "chief").get("replicas")
     if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas != 1:
         yield error("chief-replicas", f"the chief pool has {replicas} replicas: Vertex AI requires exactly 1 "
                     "replica in workerPoolSpecs[0]; put the other replicas in 'workers' (pool 1)",
                     **_at(native, ("chief", "replicas")))
+
+
+#: How to add the primary replica, in the words of each input format.
+_CHIEF_HINTS: dict[str, str] = {
+    "native": "add 'chief:' with a machine_type and an image",
+    "gcloud": "give workerPoolSpecs[0] a machineSpec, replicaCount: 1 and a containerSpec",
+    "legacy": "with scaleTier: CUSTOM, set masterType (the chief's machine type, e.g. "
+              "masterType: n1-standard-8)",
+}
+#: How to give a pool something to run, in the words of each input format.
+_CODE_HINTS: dict[str, str] = {
+    "native": "give 'image' (a container URI) or 'python_package' {executor_image, package_uris, module}, "
+              "in the pool or in 'defaults'",
+    "gcloud": "give workerPoolSpecs[INDEX] a containerSpec {imageUri} or a pythonPackageSpec "
+              "{executorImageUri, packageUris, pythonModule}",
+    "legacy": "set masterConfig.imageUri (a custom container, which the other pools inherit) or packageUris "
+              "and pythonModule (a Python package)",
+}
 
 
 def evaluator_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -291,9 +309,8 @@ def code_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
             continue  # the Reduction Server image is chosen by vxtrain
         if pool.image is None and pool.python_package is None:
             if not _present(native, pool.role, "image", "python_package"):
-                yield error("missing-image", f"{pool.role} runs nothing: give 'image' (a container URI) or "
-                            "'python_package' {executor_image, package_uris, module}, in the pool or in "
-                            "'defaults'", **_at(native, (pool.role,)))
+                hint = _CODE_HINTS[native.format].replace("INDEX", str(pool.index))
+                yield error("missing-image", f"{pool.role} runs nothing: {hint}", **_at(native, (pool.role,)))
         elif pool.image is not None and pool.python_package is not None:
             yield error("image-and-package", f"{pool.role} gives both image ({pool.image}) and python_package; "
                         "Vertex AI takes one (containerSpec or pythonPackageSpec): remove one",

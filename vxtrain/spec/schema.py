@@ -11,6 +11,7 @@ import difflib
 import json
 from functools import cache
 from importlib import resources
+from collections.abc import Callable
 from typing import Any
 
 from vxtrain.diagnostics import Diagnostic, error
@@ -69,8 +70,14 @@ def check(native: NativeSpec) -> list[Diagnostic]:
     """Schema diagnostics of a native-shaped spec (empty when it conforms)."""
     if is_valid(native.data):
         return []
+    errors = list(_validator().iter_errors(native.data))
+    # A null (or a number) where an enum is expected fails both "type" and "enum":
+    # report it once, with the enum's list of accepted values.
+    enum_paths = {tuple(e.absolute_path) for e in errors if e.validator == "enum"}
     out: list[Diagnostic] = []
-    for err in _validator().iter_errors(native.data):
+    for err in errors:
+        if err.validator == "type" and tuple(err.absolute_path) in enum_paths:
+            continue
         out += _convert(err, native)
     return out
 
@@ -89,7 +96,7 @@ def _expected(subschema: dict[str, Any]) -> str:
         return repr(subschema["const"])
     kinds = subschema.get("type")
     if isinstance(kinds, list):
-        return " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
+        return " or ".join(_TYPE_WORDS.get(str(k), str(k)) for k in kinds)
     if isinstance(kinds, str):
         return _TYPE_WORDS.get(kinds, kinds)
     if "oneOf" in subschema:
@@ -103,17 +110,51 @@ def _convert(err: Any, native: NativeSpec) -> list[Diagnostic]:
     if kind == "additionalProperties":
         return _unknown_keys(err, path, native)
     if kind == "required":
-        missing = err.message.split("'")[1] if "'" in err.message else err.message
-        hint = _REQUIRED_HINTS.get(missing, "add it (`vxtrain schema` lists every key)")
-        return [error("missing-key", f"missing required key '{missing}': {hint}", **native.where(path))]
+        return [_missing_key(err, path, native)]
     if kind == "enum":
         return [_bad_enum(err, path, native)]
     if kind in ("type", "oneOf", "anyOf", "const") or "x-accepts" in err.schema:
         what = _expected(err.schema)
         msg = f"expected {what}, got {_describe(err.instance)}"
         return [error("wrong-type", msg, **native.where(path))]
-    msg = f"{_describe(err.instance)}: {err.message}"
+    limit = _LIMITS.get(kind)
+    msg = limit(err.instance, err.validator_value) if limit else f"{_describe(err.instance)}: {err.message}"
     return [error(f"schema-{kind}".lower(), msg, **native.where(path))]
+
+
+def _plural(n: Any, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+#: Messages for bounds: the value and what is accepted (jsonschema's own, e.g.
+#: "'aaa…' is too long", would repeat the whole value and not name the limit).
+_LIMITS: dict[str, Callable[[Any, Any], str]] = {
+    "minimum": lambda v, lim: f"{_describe(v)} is below the minimum of {lim}; give {lim} or more",
+    "maximum": lambda v, lim: f"{_describe(v)} is above the maximum of {lim}; give at most {lim}",
+    "minLength": lambda v, lim: f"{_describe(v)} is too short; give at least {_plural(lim, 'character')}",
+    "maxLength": lambda v, lim: (f"{_describe(v)} has {len(v)} characters; at most {lim} are accepted"),
+    "minItems": lambda v, lim: f"{_describe(v)} has too few items; give at least {_plural(lim, 'item')}",
+    "minProperties": lambda v, lim: f"{_describe(v)} has too few keys; give at least {_plural(lim, 'key')}",
+}
+
+#: Names of native keys in the format the user wrote, for "missing required key"
+#: (the key is absent, so the origin map cannot say how the user would spell it).
+_SOURCE_KEYS: dict[str, dict[str, str]] = {
+    "gcloud": {"type": "acceleratorType", "executor_image": "executorImageUri", "package_uris": "packageUris",
+               "module": "pythonModule", "display_name": "displayName"},
+    "legacy": {"executor_image": "runtimeVersion", "package_uris": "packageUris", "module": "pythonModule",
+               "display_name": "jobId"},
+}
+
+
+def _missing_key(err: Any, path: KeyPath, native: NativeSpec) -> Diagnostic:
+    missing = err.message.split("'")[1] if "'" in err.message else err.message
+    if native.format == "native":
+        hint = _REQUIRED_HINTS.get(missing, "add it (`vxtrain schema` lists every key)")
+    else:
+        missing = _SOURCE_KEYS.get(native.format, {}).get(missing, missing)
+        hint = "add it"
+    return error("missing-key", f"missing required key '{missing}': {hint}", **native.where(path))
 
 
 def _unknown_keys(err: Any, path: KeyPath, native: NativeSpec) -> list[Diagnostic]:
