@@ -49,17 +49,23 @@ _GOALS = {"maximize": "MAXIMIZE", "minimize": "MINIMIZE"}
 
 # --- CustomJob ---------------------------------------------------------------
 
+def _job_header(job: Job) -> dict[str, Any]:
+    """displayName and labels: the fields CustomJob and HyperparameterTuningJob share."""
+    out: dict[str, Any] = {}
+    if job.display_name is not None:
+        out["displayName"] = job.display_name
+    if job.labels:
+        out["labels"] = dict(job.labels)
+    return out
+
+
 def compile_custom_job(job: Job) -> dict[str, Any]:
     """The REST JSON of the job's ``aiplatform_v1.CustomJob``: displayName, labels, jobSpec.
 
     ``job.extra`` is deep-merged last (its ``jobSpec`` part already inside
     :func:`compile_custom_job_spec`).
     """
-    out: dict[str, Any] = {}
-    if job.display_name is not None:
-        out["displayName"] = job.display_name
-    if job.labels:
-        out["labels"] = dict(job.labels)
+    out = _job_header(job)
     out["jobSpec"] = compile_custom_job_spec(job)
     top = {k: v for k, v in job.extra.items() if k != "jobSpec"}
     return deep_merge(out, top)
@@ -208,11 +214,7 @@ def compile_hpt_job(job: Job) -> dict[str, Any]:
     study = job.study
     if study is None:
         raise ValueError("the job has no study: compile_hpt_job needs `study:`")
-    out: dict[str, Any] = {}
-    if job.display_name is not None:
-        out["displayName"] = job.display_name
-    if job.labels:
-        out["labels"] = dict(job.labels)
+    out = _job_header(job)
     out["studySpec"] = compile_study_spec(study)
     counts = (("maxTrialCount", study.max_trials), ("parallelTrialCount", study.parallel_trials),
               ("maxFailedTrialCount", study.max_failed_trials))
