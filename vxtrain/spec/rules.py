@@ -387,12 +387,17 @@ def _label_problem(text: str, *, is_key: bool) -> str | None:
         return "is empty; keys need 1 to 63 characters"
     if len(text) > MAX_LABEL_CHARS:
         return f"has {len(text)} characters; at most {MAX_LABEL_CHARS} are allowed"
-    bad = sorted({c for c in text if not _label_char(c)})
+    # The common all-ASCII case in one regex; others (international letters are
+    # allowed) character by character.
+    bad = [] if _ASCII_LABEL.fullmatch(text) else sorted({c for c in text if not _label_char(c)})
     if bad:
         return (f"contains {_quote_list(bad)}; only lowercase letters, digits, '-' and '_' are allowed")
     if is_key and not (text[0].isalpha() and text[0] == text[0].lower()):
         return "must start with a lowercase letter"
     return None
+
+
+_ASCII_LABEL = re.compile(r"[a-z0-9_-]*")
 
 
 def _label_char(c: str) -> bool:
