@@ -184,3 +184,11 @@ def test_bad_replica_count_is_reported_once(capsys: pytest.CaptureFixture[str]) 
     assert code == 1
     assert [d["code"] for d in doc["diagnostics"]] == ["wrong-type"]
     assert doc["diagnostics"][0]["path"] == "workers.replicas"
+
+
+def test_a_bad_flag_value_is_located_at_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "validate", str(RS), "--display-name", "x" * 200)
+    assert code == 1
+    (diag,) = doc["files"][0]["diagnostics"]
+    assert diag["file"] == "--display-name" and diag["path"] == "display_name"
+    assert "128" in diag["message"]

@@ -17,7 +17,7 @@ from typing import Any
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import SpecError
-from vxtrain.spec.document import Document, NativeSpec
+from vxtrain.spec.document import Document, NativeSpec, Position
 
 
 @dataclass
@@ -61,18 +61,18 @@ class Result:
 
 
 def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str, str]) -> None:
-    """Flags beat the spec, the spec beats the environment (DESIGN.md)."""
-    data = native.data
-    if options.display_name:
-        data["display_name"] = options.display_name
-    if options.project:
-        data["project"] = options.project
-    elif not data.get("project") and environ.get("GOOGLE_CLOUD_PROJECT"):
-        data["project"] = environ["GOOGLE_CLOUD_PROJECT"]
-    if options.region:
-        data["region"] = options.region
-    elif not data.get("region") and environ.get("CLOUD_ML_REGION"):
-        data["region"] = environ["CLOUD_ML_REGION"]
+    """Flags beat the spec, the spec beats the environment (DESIGN.md). A value
+    that came from a flag or variable is located there, so a bad one is reported
+    at ``--region`` (say), not at a line of the file that it replaced."""
+    for key, flag, env in (("display_name", "--display-name", None),
+                           ("project", "--project", "GOOGLE_CLOUD_PROJECT"),
+                           ("region", "--region", "CLOUD_ML_REGION")):
+        value, origin = getattr(options, key), flag
+        if not value and env and not native.data.get(key) and environ.get(env):
+            value, origin = environ[env], f"${env}"
+        if value:
+            native.data[key] = value
+            native.source.positions[native.source_path((key,))] = Position(origin, 1, 1)
 
 
 def _load(path: str | Path, options: Options) -> tuple[Document | None, list[Diagnostic]]:

@@ -51,14 +51,16 @@ def interrupt_on_signals() -> Iterator[None]:
 
 
 def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
-             simulate: float | None = None, workdir: str | Path | None = None) -> int:
+             simulate: float | None = None, workdir: str | Path | None = None,
+             seed: int | None = None) -> int:
     """Serve on ``host:port`` until Ctrl-C or SIGTERM (the normal ways to stop it: exit 0),
     then cancel the running jobs and stop their processes."""
     from vxtrain.backends.emulator import parse_fault, start_emulator
 
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
     with interrupt_on_signals():
-        handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir)
+        handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir,
+                                seed=seed)
         print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
         try:
             handle.wait_for_termination()
@@ -86,6 +88,8 @@ def register(app: typer.Typer) -> None:
             help="Run nothing: walk each job through its states over SECONDS and succeed.")] = None,
         workdir: Annotated[Optional[Path], typer.Option(
             "--workdir", help="Directory jobs' relative commands run in (default: here).")] = None,
+        seed: Annotated[Optional[int], typer.Option(
+            "--seed", help="Seed of studies' random search (reproducible trials).")] = None,
     ) -> None:
         """Serve the emulated Vertex AI JobService (gRPC) on 127.0.0.1 until Ctrl-C or SIGTERM."""
-        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir))
+        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed))

@@ -1,0 +1,65 @@
+"""`vxtrain emulator` as a user starts it: a separate process, then the real client."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import vxtrain
+
+ROOT = Path(__file__).resolve().parent.parent
+STUDY = """\
+display_name: seeded
+chief: {machine_type: n1-standard-4, image: i, command: [python, train.py]}
+study:
+  metric: {id: accuracy, goal: maximize}
+  parameters:
+    lr: {type: double, min: 0.0001, max: 0.1, scale: log}
+    layers: {type: integer, min: 1, max: 8}
+  max_trials: 3
+  parallel_trials: 1
+  algorithm: random
+"""
+
+
+@contextmanager
+def emulator(*flags: str) -> Iterator[str]:
+    """Start `vxtrain emulator --port 0 FLAGS`; yield its address once it listens."""
+    proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "emulator", "--port", "0", *flags],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "listening on" in line, line
+        yield line.rsplit(" ", 1)[1].strip()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=30)  # drains and closes stderr
+        assert proc.returncode == 0, rest
+
+
+def _trial_parameters(address: str, spec: Path) -> list[Any]:
+    options = vxtrain.Options(project="p", region="us-central1")
+    view = vxtrain.submit(spec, options, endpoint=address, wait=True)
+    assert view["state"] == "JOB_STATE_SUCCEEDED"
+    return [t["parameters"] for t in view["trials"]]
+
+
+@pytest.mark.slow
+def test_seed_makes_the_emulators_random_trials_reproducible(tmp_path: Path) -> None:
+    spec = tmp_path / "study.yaml"
+    spec.write_text(STUDY)
+    runs = []
+    for _ in range(2):
+        with emulator("--seed", "7", "--simulate", "0.1") as address:
+            runs.append(_trial_parameters(address, spec))
+    assert runs[0] == runs[1]
+    assert len(runs[0]) == 3 and len({repr(p) for p in runs[0]}) > 1
