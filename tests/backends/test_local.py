@@ -311,23 +311,30 @@ def _cli(*args: str, **kw: Any) -> subprocess.Popen[str]:
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, **kw)
 
 
-def test_ctrl_c_stops_every_replica_and_exits_130(tmp_path: Path, script: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP], ids=["ctrl-c", "hangup"])
+def test_ctrl_c_or_hangup_stops_every_replica_and_exits_130(tmp_path: Path, script: Path,
+                                                            signum: int) -> None:
+    """Ctrl-C, or a closed terminal: the replicas run in their own sessions, so a
+    hang-up reaches vxtrain only, and vxtrain must stop them all."""
     plan = {"workerpool0-0": "sleep:600", "workerpool1-0": "sleep:600",
             "workerpool1-1": "ignore-term", "workerpool2-0": "grandchild"}
     proc = _cli("local-run", str(_spec_file(tmp_path, script, plan)),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while len(recorded_pids(tmp_path)) < 5 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(recorded_pids(tmp_path)) == 5, "replicas did not start"
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130, stderr
-    assert "cancelled: every replica was stopped" in stdout
-    assert "Traceback" not in stderr
-    assert all(not alive(pid) for pid in recorded_pids(tmp_path).values())
-
-
+    try:
+        deadline = time.monotonic() + 30
+        while len(recorded_pids(tmp_path)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(recorded_pids(tmp_path)) == 5, "replicas did not start"
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 130, stderr
+        assert "cancelled: every replica was stopped" in stdout
+        assert "Traceback" not in stderr
+        assert all(not alive(pid) for pid in recorded_pids(tmp_path).values())
+    finally:
+        for pid in recorded_pids(tmp_path).values():
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
 def test_cli_exit_codes_success_and_failed_replica(tmp_path: Path, script: Path) -> None:
     ok = _cli("local-run", str(_spec_file(tmp_path, script, {})),
               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -467,28 +474,6 @@ def test_runs_at_once_into_one_stream_never_interleave_lines(tmp_path: Path) -> 
     assert len(body) == 40
     assert all(re.fullmatch(r"\[workerpool0-0\] <workerpool0-0:\d+:x{3000}>", line) for line in body)
     assert all(line.startswith(("[workerpool", "[vxtrain] ")) for line in lines)
-
-
-def test_sighup_stops_every_replica_like_ctrl_c(tmp_path: Path, script: Path) -> None:
-    """The replicas run in their own sessions: a closed terminal hangs up vxtrain only."""
-    plan = {"workerpool0-0": "sleep:600", "workerpool1-0": "sleep:600",
-            "workerpool1-1": "ignore-term", "workerpool2-0": "grandchild"}
-    proc = _cli("local-run", str(_spec_file(tmp_path, script, plan)),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while len(recorded_pids(tmp_path)) < 5 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(recorded_pids(tmp_path)) == 5, "replicas did not start"
-        proc.send_signal(signal.SIGHUP)
-        stdout, stderr = proc.communicate(timeout=30)
-        assert proc.returncode == 130, stderr
-        assert "cancelled: every replica was stopped" in stdout
-        assert all(not alive(pid) for pid in recorded_pids(tmp_path).values())
-    finally:
-        for pid in recorded_pids(tmp_path).values():
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def test_under_nohup_a_hangup_does_not_stop_the_run(tmp_path: Path, script: Path) -> None:
