@@ -193,6 +193,13 @@ def as_int(value: Any) -> int | None:
     return None
 
 
+def int_or_same(value: Any) -> Any:
+    """``as_int(value)`` when it is a whole number, else ``value`` itself (the schema
+    check then reports it with the user's own spelling)."""
+    number = as_int(value)
+    return value if number is None else number
+
+
 def humanize_seconds(seconds: int) -> str:
     """``86400`` → ``1d``, ``5400`` → ``90m``, ``61`` → ``61s`` (the native duration forms)."""
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):

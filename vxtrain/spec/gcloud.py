@@ -27,7 +27,7 @@ from typing import Any
 
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.spec.document import Document, KeyPath, NativeSpec
-from vxtrain.spec.formats import Conversion, as_int, describe, proto_duration
+from vxtrain.spec.formats import Conversion, describe, int_or_same, proto_duration
 
 #: Native role of each workerPoolSpecs slot; slot 2 is decided by its image.
 SLOT_ROLES: tuple[str | None, ...] = ("chief", "workers", None, "evaluators")
@@ -250,9 +250,8 @@ def _pool(conv: Conversion, pool: Mapping[str, Any], index: int, src: KeyPath) -
 def _replicas(conv: Conversion, pool: Mapping[str, Any], base: KeyPath, src: KeyPath) -> None:
     if "replicaCount" not in pool:
         return
-    raw = pool["replicaCount"]
-    count = as_int(raw)  # int64 fields are strings in proto JSON: "4"
-    conv.put(base + ("replicas",), raw if count is None else count, src + ("replicaCount",))
+    # int64 fields are strings in proto JSON: "4"
+    conv.put(base + ("replicas",), int_or_same(pool["replicaCount"]), src + ("replicaCount",))
 
 
 def _machine(conv: Conversion, value: Any, base: KeyPath, index: int, src: KeyPath) -> None:
@@ -279,8 +278,7 @@ def _accelerator(conv: Conversion, raw: Mapping[str, Any], base: KeyPath, src: K
     if has_type:
         conv.put(base + ("accelerator", "type"), acc_type, src + ("acceleratorType",))
     if has_count:
-        parsed = as_int(count)
-        conv.put(base + ("accelerator", "count"), count if parsed is None else parsed, src + ("acceleratorCount",))
+        conv.put(base + ("accelerator", "count"), int_or_same(count), src + ("acceleratorCount",))
 
 
 def _container(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
@@ -351,6 +349,4 @@ def _disk(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
     if "bootDiskType" in raw:
         conv.put(base + ("disk", "type"), raw["bootDiskType"], src + ("bootDiskType",))
     if "bootDiskSizeGb" in raw:
-        size = as_int(raw["bootDiskSizeGb"])
-        conv.put(base + ("disk", "size_gb"), raw["bootDiskSizeGb"] if size is None else size,
-                 src + ("bootDiskSizeGb",))
+        conv.put(base + ("disk", "size_gb"), int_or_same(raw["bootDiskSizeGb"]), src + ("bootDiskSizeGb",))

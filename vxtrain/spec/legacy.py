@@ -46,7 +46,7 @@ from typing import Any
 
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.spec.document import Document, KeyPath, NativeSpec, format_path
-from vxtrain.spec.formats import Conversion, as_int, describe, proto_duration
+from vxtrain.spec.formats import Conversion, as_int, describe, int_or_same, proto_duration
 
 SCALE_TIER_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#scale_tiers"
 LEGACY_MACHINE_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#legacy-machine-types"
@@ -340,9 +340,7 @@ class _Legacy:
         if "type" in raw:
             self.conv.put((role, "accelerator", "type"), raw["type"], src + ("type",))
         if "count" in raw:
-            count = as_int(raw["count"])
-            self.conv.put((role, "accelerator", "count"), raw["count"] if count is None else count,
-                          src + ("count",))
+            self.conv.put((role, "accelerator", "count"), int_or_same(raw["count"]), src + ("count",))
 
     def _tier_pools(self, tier: str) -> None:
         custom_only = [k for stem in ROLE_STEMS.values() for k in (stem + "Type", stem + "Count") if k in self.ti]
@@ -430,8 +428,7 @@ class _Legacy:
         if "bootDiskType" in raw:
             self.conv.put((role, "disk", "type"), raw["bootDiskType"], src + ("bootDiskType",))
         if "bootDiskSizeGb" in raw:
-            size = as_int(raw["bootDiskSizeGb"])
-            self.conv.put((role, "disk", "size_gb"), raw["bootDiskSizeGb"] if size is None else size,
+            self.conv.put((role, "disk", "size_gb"), int_or_same(raw["bootDiskSizeGb"]),
                           src + ("bootDiskSizeGb",))
 
     # --- job-level settings ------------------------------------------------------------
@@ -496,8 +493,7 @@ class _Study:
                       src + ("goal",) if "goal" in raw else src)
         for key, native, default in STUDY_COUNTS:
             if key in raw:
-                count = as_int(raw[key])
-                self.conv.put(("study", native), raw[key] if count is None else count, src + (key,))
+                self.conv.put(("study", native), int_or_same(raw[key]), src + (key,))
             elif default is not None:
                 self.conv.put(("study", native), default, src)
         if "algorithm" in raw:
