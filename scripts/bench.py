@@ -127,7 +127,7 @@ def submit(runs: int) -> dict[str, float]:
 _HOSTILE = """
 import sys, time
 sys.path.insert(0, sys.argv[2])
-from vxtrain.spec import loader
+from vxtrain.loading import loader
 start = time.perf_counter()
 doc, diags = loader.load(sys.argv[1])
 elapsed = time.perf_counter() - start

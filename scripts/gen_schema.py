@@ -1,13 +1,13 @@
-"""Writes vxtrain/spec/schema.json, the native-format JSON Schema (Draft 2020-12).
+"""Writes vxtrain/validation/schema.json, the native-format JSON Schema (Draft 2020-12).
 
 The schema is kept as Python here (shared pieces, less repetition) and shipped
-as JSON; tests/spec/test_schema.py fails when the two drift.
+as JSON; tests/validation/test_schema.py fails when the two drift.
     python scripts/gen_schema.py
 """
 import json
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "vxtrain" / "spec" / "schema.json"
+OUT = Path(__file__).resolve().parent.parent / "vxtrain" / "validation" / "schema.json"
 S = "string"
 def strlist(desc):
     return {"description": desc, "x-accepts": "a string or a list of strings",

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from vxtrain import cluster
 from vxtrain.commands import env as env_cmd
 from vxtrain.errors import UsageError, VxtrainError
-from vxtrain.spec.model import Job, build
+from vxtrain.model import Job, build
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "configs" / "examples" / "quickstart.yaml"

@@ -17,9 +17,9 @@ from google.protobuf import json_format
 
 from tests.conftest import ROOT
 from vxtrain import compiler
-from vxtrain import bandwidth as planning
-from vxtrain.spec import model
-from vxtrain.spec.document import Document, NativeSpec, Position
+from vxtrain.planning import bandwidth as planning
+from vxtrain import model
+from vxtrain.loading.document import Document, NativeSpec, Position
 
 US_RS = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 DEFAULTS = {"image": "us-docker.pkg.dev/p/train/bert:1", "command": ["python", "-m", "trainer.task"],
@@ -363,11 +363,11 @@ def test_hpt_minimal_and_without_study() -> None:
 # --- import budget -------------------------------------------------------------------------
 
 def test_plan_and_compile_do_not_import_aiplatform() -> None:
-    code = ("import sys, vxtrain.bandwidth, vxtrain.compiler\n"
-            "from vxtrain.spec import model\n"
+    code = ("import sys, vxtrain.planning.bandwidth, vxtrain.compiler\n"
+            "from vxtrain import model\n"
             "job = model.build({'display_name': 'x', 'chief': {'machine_type': 'n1-standard-4',"
             " 'image': 'i'}, 'extra': {'jobSpec': {'models': ['m']}}})\n"
-            "vxtrain.compiler.compile_custom_job(vxtrain.bandwidth.resolve(job, vxtrain.bandwidth.plan(job)))\n"
+            "vxtrain.compiler.compile_custom_job(vxtrain.planning.bandwidth.resolve(job, vxtrain.planning.bandwidth.plan(job)))\n"
             "assert vxtrain.compiler.check_extra(job, None) == []\n"
             "bad = [m for m in sys.modules if m.startswith(('google.cloud.aiplatform', 'proto'))]\n"
             "print(bad)\n")

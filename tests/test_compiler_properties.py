@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from vxtrain import catalog
 from vxtrain import compiler
-from vxtrain import bandwidth as planning
-from vxtrain.spec import model
+from vxtrain.planning import bandwidth as planning
+from vxtrain import model
 
 #: (machine type, accelerator) pairs the catalog accepts; GPU ones can feed a Reduction Server.
 MACHINES: list[tuple[str, dict[str, Any] | None]] = [
@@ -172,8 +172,9 @@ def test_studies_compile_to_a_real_hpt_job(data: dict[str, Any], algorithm: str,
 @given(jobs())
 def test_the_generator_makes_specs_the_validator_accepts(data: dict[str, Any]) -> None:
     """Keeps the properties above about *valid* jobs: schema and rules find no error."""
-    from vxtrain.spec import rules, schema
-    from vxtrain.spec.document import Document, NativeSpec
+    from vxtrain.validation import rules
+    from vxtrain.validation import schema
+    from vxtrain.loading.document import Document, NativeSpec
 
     native = NativeSpec(data, "native", Document(data, "gen.yaml", {}))
     diags = schema.check(native) + rules.check(model.build(data), native)

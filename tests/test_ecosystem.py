@@ -424,7 +424,7 @@ def _gen_docs() -> Any:
 
 
 def test_spec_reference_is_generated_from_the_schema() -> None:
-    from vxtrain.spec.schema import schema
+    from vxtrain.validation.schema import schema
 
     text = _gen_docs().render(schema())
     assert (ROOT / "docs" / "spec-reference.md").read_text() == text, "run: python scripts/gen_docs.py"

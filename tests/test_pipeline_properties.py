@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vxtrain import api
-from vxtrain.spec import loader
+from vxtrain.loading import loader
 
 # Keys of all three formats, so random documents reach deep into each converter.
 _KEYS = ["display_name", "chief", "workers", "parameter_servers", "reduction_server", "evaluators",

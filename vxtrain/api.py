@@ -17,7 +17,7 @@ from typing import Any
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import SpecError
-from vxtrain.spec.document import Document, NativeSpec, Position
+from vxtrain.loading.document import Document, NativeSpec, Position
 
 
 @dataclass
@@ -43,8 +43,8 @@ class Result:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     document: Document | None = None
     native: NativeSpec | None = None
-    job: Any = None  # vxtrain.spec.model.Job
-    plan: Any = None  # vxtrain.bandwidth.Plan
+    job: Any = None  # vxtrain.model.Job
+    plan: Any = None  # vxtrain.planning.bandwidth.Plan
     custom_job: dict[str, Any] | None = None
     hyperparameter_tuning_job: dict[str, Any] | None = None
     strict: bool = False
@@ -76,7 +76,7 @@ def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str,
 
 
 def _load(path: str | Path, options: Options) -> tuple[Document | None, list[Diagnostic]]:
-    from vxtrain.spec import loader
+    from vxtrain.loading import loader
 
     environ = os.environ if options.environ is None else options.environ
     return loader.load(path, overlays=options.overlays, sets=options.sets,
@@ -96,8 +96,11 @@ def check_file(path: str | Path, options: Options | None = None, *, compile_job:
 def check_document(document: Document, options: Options | None = None, result: Result | None = None,
                    *, compile_job: bool = True) -> Result:
     """The pipeline from a loaded document on (normalize, validate, plan, compile)."""
-    from vxtrain import bandwidth as planning
-    from vxtrain.spec import formats, model, rules, schema
+    from vxtrain.planning import bandwidth as planning
+    from vxtrain import formats
+    from vxtrain import model
+    from vxtrain.validation import rules
+    from vxtrain.validation import schema
 
     options = options or Options()
     environ = os.environ if options.environ is None else options.environ
@@ -123,7 +126,7 @@ def check_document(document: Document, options: Options | None = None, result: R
 
 def _compile(result: Result) -> None:
     from vxtrain import compiler
-    from vxtrain.bandwidth import resolve
+    from vxtrain.planning.bandwidth import resolve
 
     job = resolve(result.job, result.plan)
     result.job = job
@@ -243,7 +246,7 @@ _POOL_IN_MESSAGE = re.compile(r"(?:worker_pool_specs|workerPoolSpecs)\[(\d+)\]")
 
 def _spec_location(result: Result, message: str) -> str:
     """`` (at FILE:LINE:COL, key ROLE)`` for the pool a server message names, else ``""``."""
-    from vxtrain.spec.model import POOL_INDEX
+    from vxtrain.model import POOL_INDEX
 
     found = _POOL_IN_MESSAGE.search(message)
     native = result.native

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vxtrain.spec.model import Job
+    from vxtrain.model import Job
 
 #: What a preview of a cloud run uses when no job id is known yet (Vertex AI
 #: job ids are decimal numbers).

@@ -24,8 +24,8 @@ from typing import Any
 from vxtrain import catalog
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.spec.document import Key, KeyPath, NativeSpec, format_path
-from vxtrain.spec.model import Job, Pool, PythonPackage, Scheduling, Study, StudyParameter
+from vxtrain.loading.document import Key, KeyPath, NativeSpec, format_path
+from vxtrain.model import Job, Pool, PythonPackage, Scheduling, Study, StudyParameter
 
 #: workerPoolSpecs slots. Vertex fixes the meaning of each position and lets a
 #: skipped pool be an empty value: "All worker pools except the first one are

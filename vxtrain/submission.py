@@ -162,7 +162,7 @@ def job_view(job: JobDict, *, emulated: bool = False, adopted: bool = False) -> 
     if key:
         view["idempotency_key"] = key
     if "trialJobSpec" in job or "studySpec" in job:  # a HyperparameterTuningJob: its trials, the best one
-        from vxtrain.study import study_fields
+        from vxtrain.runtime.study import study_fields
 
         view.update(study_fields(job))
     return view

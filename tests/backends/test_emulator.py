@@ -277,7 +277,7 @@ def test_nothing_runnable_fails_with_a_hint(make_emulator: Any, connect: Any) ->
 
 
 def test_registered_local_command_makes_an_image_job_runnable(make_emulator: Any, connect: Any) -> None:
-    from vxtrain.spec.model import LocalSpec
+    from vxtrain.model import LocalSpec
 
     out = io.StringIO()
     handle = make_emulator(out=out)

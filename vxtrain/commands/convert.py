@@ -37,7 +37,7 @@ def _yaml(data: Any) -> str:
 def convert(path: str, to: ConvertTarget, options: Options) -> int:
     """Print ``path`` in the target form; exit 1 (with diagnostics) when it is invalid."""
     from vxtrain import api
-    from vxtrain.spec.formats import native_document
+    from vxtrain.formats import native_document
 
     result = api.load_job(path, options)
     native, custom_job = result.native, result.custom_job

@@ -27,7 +27,7 @@ def interrupt_on_signals() -> Iterator[None]:
 
     SIGTERM is how service managers, CI runners and ``kill`` stop a process;
     by default it ends Python without unwinding, and the replicas of running
-    jobs (each in its own session: vxtrain.backends.local) would be orphaned.
+    jobs (each in its own session: vxtrain.runtime.runner) would be orphaned.
     Ignoring the signals after the first keeps a second one from breaking off
     the cleanup that stops those replicas. Main thread only (signal handlers
     can be set nowhere else).

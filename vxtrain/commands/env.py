@@ -14,10 +14,10 @@ import typer
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.errors import UsageError, VxtrainError
-from vxtrain.spec.model import POOL_INDEX
+from vxtrain.model import POOL_INDEX
 
 if TYPE_CHECKING:
-    from vxtrain.spec.model import Job
+    from vxtrain.model import Job
 
 _REPLICA = re.compile(r"^\s*(?:workerpool(?P<pool>\d+)|(?P<role>[a-z_]+))\s*[:\-/](?P<index>\d+)\s*$")
 

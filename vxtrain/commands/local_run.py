@@ -57,7 +57,7 @@ def local_run(path: str, options: Options, trial: str | None = None,
     succeeded, 3 when it failed (see :func:`run_study_command`).
     """
     from vxtrain import api
-    from vxtrain.backends import local
+    from vxtrain.runtime import runner as local
 
     trial = parse_trial(trial)
     result = api.load_job(path, options)
@@ -88,7 +88,7 @@ def study_trial_args(hpt: dict[str, Any] | None, trial: str | None, seed: int | 
     """
     if hpt is None or trial is None:
         return []
-    from vxtrain import study
+    from vxtrain.runtime import study
 
     config = study.StudyConfig.from_hpt_json(hpt)
     points = study.suggest(config.study_spec, config.max_trials, seed=seed).points
@@ -100,7 +100,7 @@ def study_trial_args(hpt: dict[str, Any] | None, trial: str | None, seed: int | 
 def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c.OutputFormat,
                       seed: int | None, base_dir: Path) -> int:
     """Every trial of the study with the local runner, then the trial table and the best trial."""
-    from vxtrain import study
+    from vxtrain.runtime import study
 
     hpt = result.hyperparameter_tuning_job
     config = study.StudyConfig.from_hpt_json(hpt)

@@ -12,7 +12,7 @@ import typer
 from vxtrain.api import Options, Result
 from vxtrain.commands import _common as c
 from vxtrain.errors import UsageError
-from vxtrain.spec.model import parse_size
+from vxtrain.model import parse_size
 
 
 def plan(path: str, options: Options, output: c.OutputFormat = c.OutputFormat.text) -> int:
@@ -41,7 +41,7 @@ def plan_json(result: Result) -> dict[str, Any]:
 
 
 def _print_text(result: Result) -> None:
-    from vxtrain.bandwidth import render
+    from vxtrain.planning.bandwidth import render
     from vxtrain.render import console, diagnostics_text
 
     diagnostics_text(result.diagnostics)
@@ -64,7 +64,7 @@ def _print_text(result: Result) -> None:
 
 def _study_lines(result: Result) -> list[str]:
     """The search space and the study's size: node-trials per machine type (hours are unknown ahead)."""
-    from vxtrain import study
+    from vxtrain.runtime import study
 
     hpt = result.hyperparameter_tuning_job
     assert hpt is not None  # called for valid study specs only

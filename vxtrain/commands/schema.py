@@ -1,6 +1,6 @@
 """``vxtrain schema``: the JSON Schema of the native format, for editors and CI.
 
-What it prints is the shipped validation schema (vxtrain/spec/schema.json)
+What it prints is the shipped validation schema (vxtrain/validation/schema.json)
 enriched at print time with the catalog, so yaml-language-server can complete
 and hover machine and accelerator types:
 
@@ -32,7 +32,7 @@ _MACHINE_KEYS = ("machine_type",)
 def enriched_schema() -> dict[str, Any]:
     """The shipped native schema plus catalog enums for editors (a new dict each call)."""
     from vxtrain import catalog
-    from vxtrain.spec.schema import schema as native_schema
+    from vxtrain.validation.schema import schema as native_schema
 
     out = copy.deepcopy(native_schema())
     machines = catalog.machine_types()

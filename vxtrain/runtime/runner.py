@@ -35,7 +35,7 @@ from vxtrain import cluster
 from vxtrain.errors import LocalRunError
 
 if TYPE_CHECKING:
-    from vxtrain.spec.model import Job, Pool
+    from vxtrain.model import Job, Pool
 
 Output = Union[TextIO, Callable[[str], Any]]
 #: Seconds between SIGTERM and SIGKILL when stopping replicas.

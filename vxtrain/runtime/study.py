@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vxtrain.backends.local import Output
-    from vxtrain.spec.model import Job
+    from vxtrain.runtime.runner import Output
+    from vxtrain.model import Job
 
 METRIC_FILE_ENV = "CLOUD_ML_HP_METRIC_FILE"
 DEFAULT_METRIC_FILE = "/tmp/hypertune/output.metrics"
@@ -438,7 +438,7 @@ def chief_metric_file(metrics_dir: Path) -> Path:
 
 @dataclass
 class LocalTrials:
-    """Runs trials of one study with the local runner (``vxtrain.backends.local.run_job``)."""
+    """Runs trials of one study with the local runner (``vxtrain.runtime.runner.run_job``)."""
 
     job: Job
     job_spec: Mapping[str, Any]
@@ -451,7 +451,7 @@ class LocalTrials:
 
     def __call__(self, trial_id: str, params: dict[str, Any]) -> TrialResult:
         """Run trial ``trial_id`` to its end and measure it."""
-        from vxtrain.backends import local
+        from vxtrain.runtime import runner as local
         from vxtrain.errors import LocalRunError
 
         metrics_dir = self.workspace / f"trial-{trial_id}"
@@ -473,7 +473,7 @@ def prefixed(out: Output, prefix: str) -> Callable[[str], None]:
     Lines go out under the local runner's process-wide write lock, the one its
     replicas' printers hold, so lines of parallel trials never interleave.
     """
-    from vxtrain.backends.local import write_line
+    from vxtrain.runtime.runner import write_line
 
     def write(line: str) -> None:
         write_line(out, prefix + line)

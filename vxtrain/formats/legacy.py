@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.spec.document import Document, KeyPath, NativeSpec, format_path
-from vxtrain.spec.formats import Conversion, as_int, describe, int_or_same, proto_duration
+from vxtrain.loading.document import Document, KeyPath, NativeSpec, format_path
+from vxtrain.formats.common import Conversion, as_int, describe, int_or_same, proto_duration
 
 SCALE_TIER_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#scale_tiers"
 LEGACY_MACHINE_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#legacy-machine-types"

@@ -1,7 +1,7 @@
 """Semantic validation rules: what Vertex AI would reject (errors) or what is
 probably a mistake (warnings), checked before any API call.
 
-``check`` runs after the JSON-schema check (vxtrain/spec/schema.py), which
+``check`` runs after the JSON-schema check (vxtrain/validation/schema.py), which
 already reports wrong types, unknown keys, missing required keys, enums
 (scheduling.strategy), duration syntax, ``replicas``/``count`` below 1, the
 display_name length and incomplete ``python_package`` blocks. The rules here
@@ -20,9 +20,9 @@ from typing import Any
 
 from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
-from vxtrain.spec import study_rules
-from vxtrain.spec.document import KeyPath, NativeSpec
-from vxtrain.spec.model import TRAINING_ROLES, Accelerator, Job, Pool
+from vxtrain.validation import study_rules
+from vxtrain.loading.document import KeyPath, NativeSpec
+from vxtrain.model import TRAINING_ROLES, Accelerator, Job, Pool
 
 Rule = Callable[[Job, NativeSpec], Iterable[Diagnostic]]
 
@@ -440,5 +440,5 @@ RULES: tuple[Rule, ...] = (
     scheduling_rules,
     tensorboard_rules,
     evaluator_rules,
-    study_rules.check,  # the study: block (vxtrain/spec/study_rules.py)
+    study_rules.check,  # the study: block (vxtrain/validation/study_rules.py)
 )

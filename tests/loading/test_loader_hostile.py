@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from vxtrain.spec import loader
-from vxtrain.spec.loader import load, load_text
+from vxtrain.loading import loader
+from vxtrain.loading.loader import load, load_text
 
 SECONDS = 1.0
 PEAK_BYTES = 200 * 1024 * 1024
@@ -143,7 +143,7 @@ def test_just_within_limits_still_loads(tmp_path: Path) -> None:
 
 CHILD = """
 import json, resource, sys, time
-from vxtrain.spec.loader import load
+from vxtrain.loading.loader import load
 out = {}
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 for path in sys.argv[1:]:

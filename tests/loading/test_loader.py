@@ -1,4 +1,4 @@
-"""Unit tests of the spec loader, one table per rule (see vxtrain/spec/loader.py)."""
+"""Unit tests of the spec loader, one table per rule (see vxtrain/loading/)."""
 from __future__ import annotations
 
 import json
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.spec import loader
-from vxtrain.spec.document import Document, Position
-from vxtrain.spec.loader import load, load_text
+from vxtrain.loading import loader
+from vxtrain.loading.document import Document, Position
+from vxtrain.loading.loader import load, load_text
 
 NO_ENV: dict[str, str] = {}
 

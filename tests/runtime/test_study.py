@@ -18,16 +18,18 @@ from google.protobuf import json_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vxtrain import api, study
+from vxtrain import api
+from vxtrain.runtime import study
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.commands import jobs as jobs_cmd
 from vxtrain.commands.local_run import local_run
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.spec import model, rules
-from vxtrain.spec.document import Document, NativeSpec
+from vxtrain import model
+from vxtrain.validation import rules
+from vxtrain.loading.document import Document, NativeSpec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "configs" / "examples" / "study.yaml"
 IMAGE = "us-docker.pkg.dev/p/train/t:1"
 STUDY: dict[str, Any] = {

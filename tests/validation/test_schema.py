@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from vxtrain.spec import schema
-from vxtrain.spec.document import Document, NativeSpec, Position
+from vxtrain.validation import schema
+from vxtrain.loading.document import Document, NativeSpec, Position
 
 GOOD: dict[str, Any] = {
     "display_name": "bert",

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from vxtrain import bandwidth as planning
-from vxtrain.spec import model
-from vxtrain.spec.document import Document, NativeSpec, Position
+from vxtrain.planning import bandwidth as planning
+from vxtrain import model
+from vxtrain.loading.document import Document, NativeSpec, Position
 
 V100X8 = {"type": "NVIDIA_TESLA_V100", "count": 8}
 BIG = {"machine_type": "n1-highmem-96", "accelerator": V100X8}

@@ -19,8 +19,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from vxtrain.diagnostics import Diagnostic, error, warning
-from vxtrain.spec.document import Key, NativeSpec
-from vxtrain.spec.model import Job, Study, StudyParameter
+from vxtrain.loading.document import Key, NativeSpec
+from vxtrain.model import Job, Study, StudyParameter
 
 STUDY_DOC = "https://cloud.google.com/vertex-ai/docs/reference/rest/v1/StudySpec"
 #: "GRID_SEARCH: Simple grid search within the feasible space. To use grid

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from vxtrain.backends import local
+from vxtrain.runtime import runner as local
 from vxtrain.errors import LocalRunError
-from vxtrain.spec.model import Job, build
+from vxtrain.model import Job, build
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ What it emulates (see DESIGN.md "Backends"):
   ("List of found errors: 1.Field: ...; Message: ...");
 * decimal job ids and ``projects/P/locations/L/customJobs/ID`` names;
 * the state walk QUEUED → PENDING → RUNNING → SUCCEEDED / FAILED / CANCELLED,
-  running each job with the local runner (``vxtrain.backends.local``), or on a
+  running each job with the local runner (``vxtrain.runtime.runner``), or on a
   timer when started with ``simulate_seconds``;
 * fault injection (``METHOD:KIND:COUNT``) so the client's retry and
   exactly-once logic can be tested against every failure Vertex can produce.
@@ -54,7 +54,7 @@ from google.protobuf import any_pb2, empty_pb2, json_format
 from google.rpc import status_pb2
 
 from vxtrain.errors import LocalRunError, UsageError, VxtrainError
-from vxtrain.spec.model import Accelerator, Job, LocalSpec, Pool, PythonPackage
+from vxtrain.model import Accelerator, Job, LocalSpec, Pool, PythonPackage
 
 SERVICE = "google.cloud.aiplatform.v1.JobService"
 DEFAULT_HOST = "127.0.0.1"
@@ -746,7 +746,7 @@ class Emulator:
         if record.stop.wait(seconds):
             return _cancelled(record.kind)
         if record.kind is HPT:
-            from vxtrain import study
+            from vxtrain.runtime import study
 
             with self._lock:
                 config = study.StudyConfig.from_hpt_json(_study_json(record.job))
@@ -765,7 +765,7 @@ class Emulator:
     def _run(self, record: Record, model: Job, spec: dict[str, Any], *, trial: str | None = None,
              extra_args: Sequence[str] = ()) -> Outcome:
         """One run of the job's replicas with the local runner."""
-        from vxtrain.backends import local as runner
+        from vxtrain.runtime import runner
 
         # Job output goes to stderr by default: with --target local stdout
         # carries the command's JSON document only.
@@ -782,8 +782,8 @@ class Emulator:
         return Outcome(FAILED, 3, _failure_message(result))
 
     def _run_trials(self, record: Record, model: Job, spec: dict[str, Any]) -> Outcome:
-        """The study's trials with the local runner (vxtrain.study), ``parallel_trial_count`` at once."""
-        from vxtrain import study
+        """The study's trials with the local runner (vxtrain.runtime.study), ``parallel_trial_count`` at once."""
+        from vxtrain.runtime import study
 
         with self._lock:
             config = study.StudyConfig.from_hpt_json(_study_json(record.job))
@@ -824,7 +824,7 @@ def _trial(number: str, params: Mapping[str, Any], state: Any) -> study_types.Tr
 
 
 def _study_json(job: hpt.HyperparameterTuningJob) -> dict[str, Any]:
-    """The REST JSON of what vxtrain.study reads: studySpec and the trial counts."""
+    """The REST JSON of what vxtrain.runtime.study reads: studySpec and the trial counts."""
     return {"studySpec": json_format.MessageToDict(study_types.StudySpec.pb(job.study_spec)),
             "maxTrialCount": job.max_trial_count, "parallelTrialCount": job.parallel_trial_count,
             "maxFailedTrialCount": job.max_failed_trial_count}

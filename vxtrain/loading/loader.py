@@ -57,7 +57,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import ScalarNode
 
 from vxtrain.diagnostics import Diagnostic, error
-from vxtrain.spec.document import Document, KeyPath, Position, format_path
+from vxtrain.loading.document import Document, KeyPath, Position, format_path
 
 __all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_ERRORS", "MAX_FILE_BYTES", "MAX_NODES", "SetAssignment", "load",
            "load_text", "parse_set", "substitute"]

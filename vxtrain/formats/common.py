@@ -1,21 +1,10 @@
-"""Input formats: detect which one a document is written in and normalize it.
-
-Three formats are accepted (DESIGN.md, "Input formats"):
-
-- **native**: vxtrain's role-based YAML, passed through unchanged;
-- **gcloud**: the CustomJobSpec file ``gcloud ai custom-jobs create --config``
-  takes (or a whole CustomJob), converted by :mod:`vxtrain.spec.gcloud`;
-- **legacy**: an AI Platform Training ``trainingInput`` document, converted by
-  :mod:`vxtrain.spec.legacy`.
+"""What the format converters share: building a native dict with its origin map.
 
 Converters build the native dict through :class:`Conversion`, which also
 records, for every native key path it writes, the source key path it came
 from (``NativeSpec.origin``): a later rule that complains about
 ``workers.machine_type`` then points at ``workerPoolSpecs[1].machineSpec.machineType``
 with the line and column the user wrote.
-
-This module stays off the heavy import path: nothing here (or in the two
-converters) imports google.cloud.aiplatform.
 """
 from __future__ import annotations
 
@@ -27,60 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vxtrain.diagnostics import Diagnostic, error, warning
-from vxtrain.spec.document import Document, Format, KeyPath, NativeSpec, format_path
-from vxtrain.spec.model import merge_defaults
-
-#: Top-level keys that only an AI Platform Training document has.
-LEGACY_MARKERS: tuple[str, ...] = ("trainingInput", "scaleTier", "masterType", "masterConfig", "workerCount")
-
-#: Pools that take ``defaults`` (the Reduction Server pool never does: DESIGN.md, Compile rules).
-TRAINING_POOLS: tuple[str, ...] = ("chief", "workers", "parameter_servers", "evaluators")
-
-#: Pool fields ``native_document`` moves into ``defaults`` when every training pool agrees.
-FACTORED_FIELDS: tuple[str, ...] = ("image", "python_package", "command", "args", "env", "disk")
-
-#: Key order of a native document written by ``native_document``.
-NATIVE_ORDER: tuple[str, ...] = (
-    "display_name", "project", "region", "labels", "service_account", "network", "base_output_dir",
-    "tensorboard", "enable_web_access", "scheduling", "defaults", "chief", "workers",
-    "parameter_servers", "reduction_server", "evaluators", "local", "study", "extra",
-)
-
-
-def detect(data: Any) -> Format:
-    """Which input format ``data`` (a loaded YAML root) is written in."""
-    if not isinstance(data, Mapping):
-        return "native"
-    if any(key in data for key in LEGACY_MARKERS):
-        return "legacy"
-    job_spec = data.get("jobSpec")
-    if "workerPoolSpecs" in data or (isinstance(job_spec, Mapping) and "workerPoolSpecs" in job_spec):
-        return "gcloud"
-    return "native"
-
-
-def to_native(document: Document, *, display_name: str | None = None) -> tuple[NativeSpec | None, list[Diagnostic]]:
-    """The document in the native shape, plus the diagnostics of the conversion.
-
-    ``display_name`` is used by formats that have none of their own (gcloud's
-    ``--display-name``, else the file stem). Native input is returned as is:
-    its JSON Schema check happens in the next stage.
-    """
-    data = document.data
-    if not isinstance(data, Mapping):
-        msg = f"a spec must be a mapping of keys to values, got {type(data).__name__}"
-        return None, [error("not-a-mapping", msg, "", file=document.file, line=1, column=1)]
-    fmt = detect(data)
-    if fmt == "gcloud":
-        from vxtrain.spec import gcloud
-
-        return gcloud.convert(document, display_name=display_name)
-    if fmt == "legacy":
-        from vxtrain.spec import legacy
-
-        return legacy.convert(document, display_name=display_name)
-    return NativeSpec(data=dict(data), format="native", source=document, origin={}), []
-
+from vxtrain.loading.document import Document, Format, KeyPath, NativeSpec, format_path
+from vxtrain.model import merge_defaults
 
 # --- building a native dict with its origin map ------------------------------------
 
@@ -221,53 +158,3 @@ def proto_duration(value: Any) -> str | None:
     except ValueError:
         return None
     return humanize_seconds(int(seconds)) if seconds >= 0 else None
-
-
-# --- native document for `vxtrain convert --to native` ------------------------------
-
-def native_document(native: NativeSpec) -> dict[str, Any]:
-    """A clean native dict: empty values dropped, shared pool fields moved into ``defaults``."""
-    data = copy.deepcopy(native.data)
-    defaults = data.pop("defaults", None)
-    defaults = dict(defaults) if isinstance(defaults, Mapping) else {}
-    for role in TRAINING_POOLS:
-        if isinstance(data.get(role), Mapping):
-            data[role] = merge_defaults(defaults, data[role])
-    common = _common_fields([data[r] for r in TRAINING_POOLS if isinstance(data.get(r), Mapping)])
-    data["defaults"] = common
-    for role in TRAINING_POOLS:
-        if isinstance(data.get(role), Mapping):
-            data[role] = {k: v for k, v in data[role].items() if k not in common}
-    chief = data.get("chief")
-    if isinstance(chief, dict) and chief.get("replicas") == 1:
-        del chief["replicas"]  # the default; Vertex requires exactly 1 primary replica
-    ordered = {k: data[k] for k in NATIVE_ORDER if k in data}
-    ordered.update({k: v for k, v in data.items() if k not in ordered})
-    cleaned: dict[str, Any] = _drop_empty(ordered)  # a mapping stays a mapping
-    return cleaned
-
-
-def _common_fields(pools: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Fields equal (and non-empty) in every pool, when moving them saves lines."""
-    if len(pools) < 2:
-        return {}
-    common = {k: pools[0][k] for k in FACTORED_FIELDS
-              if k in pools[0] and not _empty(pools[0][k]) and all(p.get(k) == pools[0][k] for p in pools)}
-    # Each factored field saves (pools - 1) copies; the `defaults:` line costs one.
-    return common if (len(pools) - 1) * len(common) >= 2 else {}
-
-
-def _empty(value: Any) -> bool:
-    return value is None or value == "" or value == [] or value == {}
-
-
-def _drop_empty(value: Any) -> Any:
-    """Remove None / "" / [] / {} mapping values, recursively (list items keep their slots)."""
-    if isinstance(value, Mapping):
-        out = {k: _drop_empty(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if not _empty(v)}
-    if isinstance(value, list):
-        items = [_drop_empty(v) for v in value]
-        return [] if all(_empty(v) for v in items) else items
-    return value
-

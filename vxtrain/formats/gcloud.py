@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.spec.document import Document, KeyPath, NativeSpec
-from vxtrain.spec.formats import Conversion, describe, int_or_same, proto_duration
+from vxtrain.loading.document import Document, KeyPath, NativeSpec
+from vxtrain.formats.common import Conversion, describe, int_or_same, proto_duration
 
 #: Native role of each workerPoolSpecs slot; slot 2 is decided by its image.
 SLOT_ROLES: tuple[str | None, ...] = ("chief", "workers", None, "evaluators")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vxtrain.diagnostics import Diagnostic, error
-from vxtrain.spec.document import KeyPath, NativeSpec
+from vxtrain.loading.document import KeyPath, NativeSpec
 
 _REQUIRED_HINTS = {
     "display_name": "add `display_name: my-job` (at most 128 characters) or pass --display-name",
@@ -27,7 +27,7 @@ _TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a numbe
 @cache
 def schema() -> dict[str, Any]:
     """The native-format JSON Schema shipped with the package."""
-    text = resources.files("vxtrain.spec").joinpath("schema.json").read_text(encoding="utf-8")
+    text = resources.files("vxtrain.validation").joinpath("schema.json").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 
@@ -45,7 +45,7 @@ def _fast_check() -> Any:
     It stops at the first error, so it only answers "valid?"; jsonschema (the
     validator of record) produces the full list of errors. The schema uses
     only keywords whose meaning is the same in draft 7, which fastjsonschema
-    implements; tests/spec/test_schema.py checks that both always agree.
+    implements; tests/validation/test_schema.py checks that both always agree.
     """
     import fastjsonschema
 

@@ -14,9 +14,12 @@ import yaml
 from vxtrain import api
 from vxtrain.compiler import compile_custom_job_spec
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.spec import formats, gcloud, legacy, model
-from vxtrain.spec.document import Document, NativeSpec
-from vxtrain.spec.loader import load_text
+from vxtrain import formats
+from vxtrain.formats import gcloud
+from vxtrain.formats import legacy
+from vxtrain import model
+from vxtrain.loading.document import Document, NativeSpec
+from vxtrain.loading.loader import load_text
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "configs" / "examples"
@@ -326,7 +329,7 @@ def test_proto_fields_are_parsed_from_text() -> None:
 
 
 def test_conversion_never_imports_aiplatform() -> None:
-    code = ("import sys; from vxtrain.spec import formats, gcloud, legacy; from vxtrain.spec.loader import load_text\n"
+    code = ("import sys; from vxtrain import formats; from vxtrain.formats import gcloud, legacy; from vxtrain.loading.loader import load_text\n"
             f"doc, _ = load_text(open({str(EXAMPLES / 'gcloud-config.yaml')!r}).read(), 'g.yaml')\n"
             "formats.to_native(doc)\n"
             "bad = [m for m in sys.modules if m.startswith('google.cloud.aiplatform')]\n"

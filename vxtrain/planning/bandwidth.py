@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from vxtrain import catalog
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.spec.document import NativeSpec, format_path
-from vxtrain.spec.model import TRAINING_ROLES, Job, Pool
+from vxtrain.loading.document import NativeSpec, format_path
+from vxtrain.model import TRAINING_ROLES, Job, Pool
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod  # rich is imported only when a plan is rendered

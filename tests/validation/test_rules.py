@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.spec import model, rules, schema
-from vxtrain.spec.document import Document, NativeSpec, Position
+from vxtrain import model
+from vxtrain.validation import rules
+from vxtrain.validation import schema
+from vxtrain.loading.document import Document, NativeSpec, Position
 
 IMAGE = "us-docker.pkg.dev/p/train/bert:1"
 V100 = "NVIDIA_TESLA_V100"
@@ -243,7 +245,7 @@ def test_native_origin_maps_to_the_written_place() -> None:
     assert d.path == "workerPoolSpecs[0].machineSpec"
 
 
-# The schema (vxtrain/spec/schema.json) already reports these; the rules must not say them twice.
+# The schema (vxtrain/validation/schema.json) already reports these; the rules must not say them twice.
 SCHEMA_CASES = [
     ("display-name-too-long", spec(display_name="x" * 129)),
     ("display-name-empty", spec(display_name="")),

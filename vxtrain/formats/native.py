@@ -1,0 +1,71 @@
+"""The native document ``vxtrain convert --to native`` writes: clean and factored."""
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from vxtrain.loading.document import NativeSpec
+from vxtrain.model import merge_defaults
+
+#: Pools that take ``defaults`` (the Reduction Server pool never does: DESIGN.md, Compile rules).
+TRAINING_POOLS: tuple[str, ...] = ("chief", "workers", "parameter_servers", "evaluators")
+
+#: Pool fields ``native_document`` moves into ``defaults`` when every training pool agrees.
+FACTORED_FIELDS: tuple[str, ...] = ("image", "python_package", "command", "args", "env", "disk")
+
+#: Key order of a native document written by ``native_document``.
+NATIVE_ORDER: tuple[str, ...] = (
+    "display_name", "project", "region", "labels", "service_account", "network", "base_output_dir",
+    "tensorboard", "enable_web_access", "scheduling", "defaults", "chief", "workers",
+    "parameter_servers", "reduction_server", "evaluators", "local", "study", "extra",
+)
+
+
+
+def native_document(native: NativeSpec) -> dict[str, Any]:
+    """A clean native dict: empty values dropped, shared pool fields moved into ``defaults``."""
+    data = copy.deepcopy(native.data)
+    defaults = data.pop("defaults", None)
+    defaults = dict(defaults) if isinstance(defaults, Mapping) else {}
+    for role in TRAINING_POOLS:
+        if isinstance(data.get(role), Mapping):
+            data[role] = merge_defaults(defaults, data[role])
+    common = _common_fields([data[r] for r in TRAINING_POOLS if isinstance(data.get(r), Mapping)])
+    data["defaults"] = common
+    for role in TRAINING_POOLS:
+        if isinstance(data.get(role), Mapping):
+            data[role] = {k: v for k, v in data[role].items() if k not in common}
+    chief = data.get("chief")
+    if isinstance(chief, dict) and chief.get("replicas") == 1:
+        del chief["replicas"]  # the default; Vertex requires exactly 1 primary replica
+    ordered = {k: data[k] for k in NATIVE_ORDER if k in data}
+    ordered.update({k: v for k, v in data.items() if k not in ordered})
+    cleaned: dict[str, Any] = _drop_empty(ordered)  # a mapping stays a mapping
+    return cleaned
+
+
+def _common_fields(pools: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Fields equal (and non-empty) in every pool, when moving them saves lines."""
+    if len(pools) < 2:
+        return {}
+    common = {k: pools[0][k] for k in FACTORED_FIELDS
+              if k in pools[0] and not _empty(pools[0][k]) and all(p.get(k) == pools[0][k] for p in pools)}
+    # Each factored field saves (pools - 1) copies; the `defaults:` line costs one.
+    return common if (len(pools) - 1) * len(common) >= 2 else {}
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
+
+
+def _drop_empty(value: Any) -> Any:
+    """Remove None / "" / [] / {} mapping values, recursively (list items keep their slots)."""
+    if isinstance(value, Mapping):
+        out = {k: _drop_empty(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if not _empty(v)}
+    if isinstance(value, list):
+        items = [_drop_empty(v) for v in value]
+        return [] if all(_empty(v) for v in items) else items
+    return value
+

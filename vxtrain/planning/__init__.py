@@ -1,0 +1,1 @@
+"""Stage 4, plan: bandwidth per pool and Reduction Server sizing."""

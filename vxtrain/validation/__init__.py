@@ -1,0 +1,4 @@
+"""Stage 3, validate: the JSON Schema of the native format, then the semantic rules.
+
+The rules read facts from :mod:`vxtrain.catalog`; they never import a later stage.
+"""
