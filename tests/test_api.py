@@ -9,6 +9,7 @@ import pytest
 from google.protobuf import json_format
 
 import vxtrain
+from vxtrain import api
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "configs" / "examples"
@@ -74,3 +75,20 @@ def test_importing_vxtrain_is_light() -> None:
             "sys.exit(any(m.startswith(('google.cloud.aiplatform', 'grpc')) for m in sys.modules))")
     res = subprocess.run([sys.executable, "-c", code, str(EXAMPLES / "reduction-server.yaml")], cwd=ROOT)
     assert res.returncode == 0
+
+
+def test_bulk_validation_in_worker_processes_gives_the_same_results_in_order(tmp_path: Path) -> None:
+    good = (ROOT / "configs" / "examples" / "quickstart.yaml").read_text()
+    bad_dir = ROOT / "tests" / "data" / "bad"
+    bad = sorted(p.read_text() for p in bad_dir.glob("*.yaml") if p.stat().st_size < 10_000)
+    for i in range(240):
+        text = bad[i % len(bad)] if i % 5 == 0 else good
+        (tmp_path / f"spec{i:03d}.yaml").write_text(text)
+    files = api.spec_files([tmp_path])
+    options = api.Options()
+    assert api._workers(len(files)) >= 1
+    alone = [api._check_slim(p, options) for p in files]
+    forked = api._parallel(files, options, workers=2)
+    assert [r.file for r in forked] == [str(p) for p in files]
+    assert [(r.file, r.diagnostics) for r in forked] == [(r.file, r.diagnostics) for r in alone]
+    assert sum(not r.valid for r in forked) >= 40  # the bad ones really were checked
