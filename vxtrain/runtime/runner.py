@@ -445,7 +445,7 @@ def _judge(ended: Sequence[ReplicaRun], printer: _Printer) -> LocalRunResult | N
             printer.line(f"[vxtrain] {replica.name} ({replica.role}) exited with code "
                          f"{replica.exit_code}; the job goes on (evaluators do not decide it)")
     if any(r.role == "chief" for r in ended):
-        return LocalRunResult(True, None, 0, "the chief (workerpool0-0) finished")
+        return LocalRunResult(True, None, 0, f"the chief ({slots.replica_name(0, 0)}) finished")
     return None
 
 
@@ -465,8 +465,9 @@ def _announce(job: Job, plans: Sequence[_Plan], printer: _Printer) -> None:
     printer.line(f"[vxtrain] starting {len(plans)} replica(s): {names}")
     rs = job.pool("reduction_server")
     if rs is not None:
-        printer.line(f"[vxtrain] Reduction Server (workerpool2, {rs.replicas or 'auto'} replica(s)) "
-                     "is not started locally: it is transparent to training code")
+        printer.line(f"[vxtrain] Reduction Server ({slots.SLOTS[rs.index].cluster_key}, "
+                     f"{rs.replicas or 'auto'} replica(s)) is not started locally: it is transparent "
+                     "to training code")
 
 
 def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
