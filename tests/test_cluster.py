@@ -1,20 +1,25 @@
-"""vxtrain.cluster against the formats the Vertex AI docs show (../shared/reference/CLUSTER_ENV.md)."""
+"""vxtrain.runtime.cluster_env and vxtrain.cluster against the formats the Vertex AI docs show.
+
+https://cloud.google.com/vertex-ai/docs/training/distributed-training#cluster-variables
+"""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vxtrain import cluster
+from vxtrain.runtime import cluster_env
 from vxtrain.commands import env as env_cmd
 from vxtrain.errors import UsageError, VxtrainError
 from vxtrain.model import Job, build
@@ -37,7 +42,7 @@ def make_job(workers: int = 0, ps: int = 0, evaluators: int = 0, **top: Any) -> 
 
 
 def env_of(job: Job, pool: int, index: int, **kw: Any) -> dict[str, Any]:
-    raw = cluster.replica_env(job, SPEC, pool, index, **kw)
+    raw = cluster_env.replica_env(job, SPEC, pool, index, **kw)
     return {k: json.loads(v) if k in ("CLUSTER_SPEC", "TF_CONFIG") else v for k, v in raw.items()}
 
 
@@ -72,7 +77,7 @@ def test_cluster_spec_job_is_the_compiled_custom_job_spec() -> None:
 
     job = make_job(workers=1)
     job_spec = compile_custom_job_spec(job)
-    spec = json.loads(cluster.replica_env(job, job_spec, 1, 0)["CLUSTER_SPEC"])
+    spec = json.loads(cluster_env.replica_env(job, job_spec, 1, 0)["CLUSTER_SPEC"])
     assert spec["job"] == job_spec
     assert spec["job"]["workerPoolSpecs"][1]["replicaCount"] == 1
 
@@ -111,7 +116,7 @@ def test_single_replica_job_has_no_tf_config() -> None:
     env = env_of(make_job(), 0, 0)
     assert "TF_CONFIG" not in env
     assert env["CLUSTER_SPEC"]["cluster"] == {"workerpool0": ["cmle-training-workerpool0-"
-                                                              f"{cluster.PREVIEW_JOB_ID}-0:2222"]}
+                                                              f"{cluster_env.PREVIEW_JOB_ID}-0:2222"]}
 
 
 def test_reduction_server_is_in_cluster_spec_but_not_a_tf_task() -> None:
@@ -121,6 +126,35 @@ def test_reduction_server_is_in_cluster_spec_but_not_a_tf_task() -> None:
     assert len(chief["CLUSTER_SPEC"]["cluster"]["workerpool2"]) == 3
     assert set(chief["TF_CONFIG"]["cluster"]) == {"chief", "worker"}
     assert "TF_CONFIG" not in env_of(job, 2, 1)
+
+
+MIRROR_RS = "us-docker.pkg.dev/me/mirror/reductionserver:1"
+
+
+def test_a_reduction_server_with_its_own_image_is_one_everywhere(tmp_path: Path) -> None:
+    """Regression: the gcloud format read a mirrored Reduction Server image as a parameter server."""
+    from vxtrain import formats
+    from vxtrain.compiler import compile_custom_job_spec
+    from vxtrain.loading.loader import load_text
+    from vxtrain.runtime import runner
+
+    run = {"command": ["python", "-c", "pass"]}
+    job = build({"display_name": "rs", "chief": {**POOL, **run}, "workers": {**POOL, **run, "replicas": 1},
+                 "reduction_server": {"replicas": 2, "machine_type": "n1-highcpu-16", "image": MIRROR_RS}})
+    job_spec = compile_custom_job_spec(job)
+    document, _ = load_text(yaml.safe_dump(job_spec, sort_keys=False), "rt.yaml", environ={})
+    assert document is not None
+    native, _ = formats.to_native(document, display_name="rt")
+    assert native is not None
+    back = build(native.data)  # the gcloud round trip
+    rs = back.pool("reduction_server")
+    assert rs is not None and rs.image == MIRROR_RS and back.pool("parameter_servers") is None
+    for each in (job, back):
+        env = cluster_env.replica_env(each, job_spec, 0, 0)
+        assert set(json.loads(env.pop("TF_CONFIG"))["cluster"]) == {"chief", "worker"}
+        assert set(cluster.current(env).cluster) == {"chief", "worker"}  # CLUSTER_SPEC alone: no ps
+        plans = runner.plan_replicas(each, job_spec, base_dir=tmp_path)
+        assert [p.replica.name for p in plans] == ["workerpool0-0", "workerpool1-0"]  # no RS started
 
 
 def test_hosts_given_by_the_caller_are_used_everywhere() -> None:
@@ -164,9 +198,9 @@ def test_job_id_tensorboard_and_pool_env() -> None:
 @pytest.mark.parametrize(("pool", "index"), [(1, 0), (0, 1), (1, 2), (4, 0), (-1, 0)])
 def test_missing_replica_is_an_error(pool: int, index: int) -> None:
     job = make_job(workers=2) if pool != 1 else make_job()
-    assert not cluster.has_replica(job, pool, index)
+    assert not cluster_env.has_replica(job, pool, index)
     with pytest.raises(KeyError):
-        cluster.replica_env(job, SPEC, pool, index)
+        cluster_env.replica_env(job, SPEC, pool, index)
 
 
 # --- the runtime helper --------------------------------------------------------
@@ -182,7 +216,7 @@ def test_runtime_reads_tf_config_and_normalizes_master() -> None:
 
 def test_runtime_reads_cluster_spec_alone() -> None:
     job = make_job(workers=2, ps=1, evaluators=1)
-    env = cluster.replica_env(job, SPEC, 3, 0, trial="2")
+    env = cluster_env.replica_env(job, SPEC, 3, 0, trial="2")
     del env["TF_CONFIG"]
     info = cluster.current(env)
     assert (info.role, info.index, info.trial, info.is_chief) == ("evaluator", 0, "2", False)
@@ -198,7 +232,7 @@ def test_runtime_outside_any_cluster_is_a_lone_chief() -> None:
 
 def test_runtime_module_functions_read_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     job = make_job(workers=3)
-    for name, value in cluster.replica_env(job, SPEC, 1, 2, trial="5").items():
+    for name, value in cluster_env.replica_env(job, SPEC, 1, 2, trial="5").items():
         monkeypatch.setenv(name, value)
     assert (cluster.role(), cluster.index(), cluster.is_chief(), cluster.trial(),
             cluster.num_workers()) == ("worker", 2, False, "5", 3)
@@ -210,15 +244,15 @@ def test_runtime_rejects_malformed_json() -> None:
 
 
 def test_torch_env_keeps_values_already_set() -> None:
-    env = cluster.replica_env(make_job(workers=1), SPEC, 1, 0)
+    env = cluster_env.replica_env(make_job(workers=1), SPEC, 1, 0)
     env.update({"MASTER_PORT": "1234", "RANK": "9"})
     derived = cluster.torch_env(env)
     assert derived["MASTER_PORT"] == "1234" and derived["RANK"] == "9"
-    assert derived["MASTER_ADDR"] == f"cmle-training-workerpool0-{cluster.PREVIEW_JOB_ID}-0"
+    assert derived["MASTER_ADDR"] == f"cmle-training-workerpool0-{cluster_env.PREVIEW_JOB_ID}-0"
 
 
 def test_torch_env_gives_no_rank_to_parameter_servers() -> None:
-    env = cluster.replica_env(make_job(workers=1, ps=1), SPEC, 2, 0)
+    env = cluster_env.replica_env(make_job(workers=1, ps=1), SPEC, 2, 0)
     assert "RANK" not in cluster.torch_env(env)
 
 
@@ -230,9 +264,9 @@ def test_every_replica_reads_back_its_own_place(workers: int, ps: int, evaluator
     job = make_job(workers=workers, ps=ps, evaluators=evaluators)
     roles = {0: "chief", 1: "worker", 2: "ps", 3: "evaluator"}
     ranks, masters = [], set()
-    for pool, count in cluster.pool_replicas(job).items():
+    for pool, count in cluster_env.pool_replicas(job).items():
         for i in range(count):
-            env = cluster.replica_env(job, SPEC, pool, i, trial=trial)
+            env = cluster_env.replica_env(job, SPEC, pool, i, trial=trial)
             info = cluster.current(env)
             assert (info.role, info.index, info.trial) == (roles[pool], i, trial)
             assert info.num_workers == workers
@@ -253,14 +287,21 @@ def test_runtime_helper_imports_only_the_standard_library() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_cluster_module_works_as_a_single_vendored_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = importlib.util.spec_from_file_location("vendored_cluster", ROOT / "vxtrain" / "cluster.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "vendored_cluster", module)
-    spec.loader.exec_module(module)
+def test_cluster_module_works_vendored_with_slots_alone(tmp_path: Path) -> None:
+    """cluster.py and slots.py copied into a bare ``vxtrain`` folder still work (same import path)."""
+    vendored = tmp_path / "vxtrain"
+    vendored.mkdir()
+    for name in ("cluster.py", "slots.py"):
+        shutil.copy(ROOT / "vxtrain" / name, vendored / name)
     tf = {"cluster": {"chief": ["c:1"], "worker": ["w:1"]}, "task": {"type": "worker", "index": 0}}
-    assert module.current({"TF_CONFIG": json.dumps(tf)}).rank == 1
+    code = ("import json, os; from vxtrain import cluster; "
+            f"assert os.path.dirname(cluster.__file__) == {str(vendored)!r}, cluster.__file__; "
+            f"print(cluster.current({{'TF_CONFIG': {json.dumps(tf)!r}}}).rank)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(tmp_path)},
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
 
 
 # --- vxtrain env -----------------------------------------------------------------

@@ -289,18 +289,6 @@ def test_check_extra_accepts_real_fields_and_opaque_types() -> None:
     assert compiler.check_extra(model.build(spec()), None) == []
 
 
-def test_proto_text_parse_finds_nested_and_imported_messages() -> None:
-    fields = compiler.message_fields("custom_job", "WorkerPoolSpec")
-    assert fields is not None
-    assert fields["machineSpec"].message == ("machine_resources", "MachineSpec")
-    assert fields["nfsMounts"].kind == "repeated"
-    study_fields = compiler.message_fields("study", "StudySpec.ParameterSpec")
-    assert study_fields is not None
-    assert study_fields["doubleValueSpec"].message == ("study", "StudySpec.ParameterSpec.DoubleValueSpec")
-    assert compiler.message_fields("custom_job", "NoSuchMessage") is None
-    assert compiler.snake_to_camel("base_output_directory") == "baseOutputDirectory"
-
-
 # --- HyperparameterTuningJob ------------------------------------------------------------
 
 STUDY = {"metric": {"id": "accuracy", "goal": "maximize"},

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from vxtrain import catalog
 from vxtrain import compiler
 from vxtrain.planning import bandwidth as planning
-from vxtrain import model
+from vxtrain import model, slots
 
 #: (machine type, accelerator) pairs the catalog accepts; GPU ones can feed a Reduction Server.
 MACHINES: list[tuple[str, dict[str, Any] | None]] = [
@@ -131,7 +131,7 @@ def test_every_valid_job_compiles_to_a_real_custom_job(data: dict[str, Any]) -> 
     job, out = compile_like_the_pipeline(data)
     json_format.ParseDict(out, CustomJob.pb(CustomJob()))
     pools = out["jobSpec"]["workerPoolSpecs"]
-    present = {model.POOL_INDEX[r] for r in model.ROLES if r in data}
+    present = {slots.POOL_INDEX[r] for r in slots.ROLES if r in data}
     assert len(pools) == max(present) + 1  # no trailing empties
     for index, spec in enumerate(pools):
         assert bool(spec) == (index in present)  # gaps are {}

@@ -301,7 +301,7 @@ _POOL_IN_MESSAGE = re.compile(r"(?:worker_pool_specs|workerPoolSpecs)\[(\d+)\]")
 
 def _spec_location(result: Result, message: str) -> str:
     """`` (at FILE:LINE:COL, key ROLE)`` for the pool a server message names, else ``""``."""
-    from vxtrain.model import POOL_INDEX
+    from vxtrain.slots import POOL_INDEX
 
     found = _POOL_IN_MESSAGE.search(message)
     native = result.native

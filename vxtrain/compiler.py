@@ -7,31 +7,21 @@ and ``gcloud ai custom-jobs create --config`` take); the proto message itself
 is built only by a backend, to keep google.cloud.aiplatform off this path.
 
 ``check_extra`` verifies the raw ``extra:`` fields against the *installed*
-aiplatform protos by reading their source text (``ast``), never importing them.
+aiplatform protos, read as source text by :mod:`vxtrain.protos` (never imported).
 """
 from __future__ import annotations
 
-import ast
 import copy
 import difflib
-import functools
-import importlib.util
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from vxtrain import catalog
+from vxtrain import catalog, protos, slots
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import Key, KeyPath, NativeSpec, format_path
 from vxtrain.model import Job, Pool, PythonPackage, Scheduling, Study, StudyParameter
-
-#: workerPoolSpecs slots. Vertex fixes the meaning of each position and lets a
-#: skipped pool be an empty value: "All worker pools except the first one are
-#: optional and can be skipped by providing an empty value."
-#: https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec
-POOL_SLOTS = 4
+from vxtrain.protos import MessageRef, ProtoField
 
 _ALGORITHMS = {
     None: "ALGORITHM_UNSPECIFIED",  # Vertex's default: Bayesian optimization
@@ -101,12 +91,15 @@ def _job_spec_scalars(job: Job) -> dict[str, Any]:
 def compile_pools(job: Job) -> list[dict[str, Any]]:
     """workerPoolSpecs: slot 0 chief, 1 workers, 2 parameter servers or Reduction
     Server, 3 evaluators; ``{}`` for a gap, trailing gaps dropped."""
-    slots: list[dict[str, Any]] = [{} for _ in range(POOL_SLOTS)]
+    # A skipped pool is an empty value: "All worker pools except the first one are
+    # optional and can be skipped by providing an empty value."
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec
+    specs: list[dict[str, Any]] = [{} for _ in slots.SLOTS]
     for pool in job.ordered_pools():
-        slots[pool.index] = compile_pool(pool, region=job.region)
-    while slots and not slots[-1]:
-        slots.pop()
-    return slots
+        specs[pool.index] = compile_pool(pool, region=job.region)
+    while specs and not specs[-1]:
+        specs.pop()
+    return specs
 
 
 def compile_pool(pool: Pool, *, region: str | None = None) -> dict[str, Any]:
@@ -273,28 +266,12 @@ def _category(value: Any) -> str:
 
 # --- extra: checked against the installed protos, read as text ---------------
 
-_TYPES_PACKAGE = "google.cloud.aiplatform_v1"
-_PROTO_PACKAGE = "google.cloud.aiplatform.v1"
-_FIELD_CALLS = {"Field": "single", "RepeatedField": "repeated", "MapField": "map"}
-
-MessageRef = tuple[str, str]  # (module file stem under types/, qualified class name)
-
-
-@dataclass(frozen=True)
-class ProtoField:
-    """One field of a proto message as declared in aiplatform_v1/types/*.py."""
-
-    name: str
-    kind: str  # "single" | "repeated" | "map"
-    message: MessageRef | None  # a message of aiplatform_v1 we can look into, else None
-
-
 def check_extra(job: Job, native: NativeSpec | None) -> list[Diagnostic]:
     """Errors for ``extra:`` keys that are not fields of the installed CustomJob
     proto (camelCase JSON names; nested messages checked too), with a did-you-mean."""
     if not job.extra:
         return []
-    if _types_dir() is None:
+    if not protos.installed():
         return [dx.warning("extra-unchecked", "`extra` was not checked: google-cloud-aiplatform "
                            "is not installed (pip install google-cloud-aiplatform)",
                            **_where(native, ()))]
@@ -303,7 +280,7 @@ def check_extra(job: Job, native: NativeSpec | None) -> list[Diagnostic]:
 
 def _check_message(value: Mapping[str, Any], ref: MessageRef, path: KeyPath,
                    native: NativeSpec | None) -> list[Diagnostic]:
-    fields = message_fields(*ref)
+    fields = protos.message_fields(*ref)
     if fields is None:
         return []
     out: list[Diagnostic] = []
@@ -343,12 +320,12 @@ def _unknown_field(key: str, ref: MessageRef, fields: Mapping[str, ProtoField], 
     guess = _guess(key, names)
     hint = f"did you mean `{guess}`?" if guess else "fields: " + ", ".join(names)
     return dx.error("extra-unknown-field",
-                    f"`{key}` is not a field of {_PROTO_PACKAGE}.{ref[1]} in the installed "
+                    f"`{key}` is not a field of {protos.PROTO_PACKAGE}.{ref[1]} in the installed "
                     f"google-cloud-aiplatform; {hint}", **_where(native, path))
 
 
 def _guess(key: str, names: Sequence[str]) -> str | None:
-    camel = snake_to_camel(key)
+    camel = protos.snake_to_camel(key)
     for name in names:
         if name.lower() == camel.lower():
             return name
@@ -359,117 +336,10 @@ def _guess(key: str, names: Sequence[str]) -> str | None:
 def _type_error(ref: MessageRef, value: Any, path: KeyPath, native: NativeSpec | None,
                 container: str) -> Diagnostic:
     return dx.error("extra-type", f"{format_path(('extra',) + path)} must be {container}"
-                    f"mapping(s) ({_PROTO_PACKAGE}.{ref[1]}), got {value!r}",
+                    f"mapping(s) ({protos.PROTO_PACKAGE}.{ref[1]}), got {value!r}",
                     **_where(native, path))
 
 
 def _where(native: NativeSpec | None, path: KeyPath) -> dict[str, Any]:
     full: tuple[Key, ...] = ("extra",) + path
     return native.where(full) if native is not None else {"path": format_path(full)}
-
-
-def snake_to_camel(name: str) -> str:
-    """``base_output_directory`` → ``baseOutputDirectory`` (the proto JSON name)."""
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-@functools.lru_cache(maxsize=1)
-def _types_dir() -> Path | None:
-    """aiplatform_v1/types of the installed package, found without importing it."""
-    try:
-        spec = importlib.util.find_spec(_TYPES_PACKAGE)
-    except (ImportError, ValueError):
-        return None
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for location in locations:
-        if (Path(location) / "types").is_dir():
-            return Path(location) / "types"
-    return None
-
-
-def message_fields(module: str, qualname: str) -> dict[str, ProtoField] | None:
-    """JSON name → field of message ``qualname`` in types/``module``.py (None if unknown)."""
-    return _parse_module(module).get(qualname)
-
-
-@functools.lru_cache(maxsize=None)
-def _parse_module(module: str) -> dict[str, dict[str, ProtoField]]:
-    """Every proto.Message class of types/``module``.py, read with ``ast``."""
-    types_dir = _types_dir()
-    source = types_dir / f"{module}.py" if types_dir else None
-    if source is None or not source.is_file():
-        return {}
-    tree = ast.parse(source.read_text(encoding="utf-8"))
-    imports = _type_imports(tree)
-    classes = dict(_classes(tree.body, ()))
-    return {name: _fields(node, name, module, imports, classes) for name, node in classes.items()}
-
-
-def _type_imports(tree: ast.Module) -> dict[str, str]:
-    """Local alias → module stem for ``from google.cloud.aiplatform_v1.types import x as y``."""
-    out: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == f"{_TYPES_PACKAGE}.types":
-            out.update({a.asname or a.name: a.name for a in node.names})
-    return out
-
-
-def _classes(body: Sequence[ast.stmt], scope: tuple[str, ...]) -> list[tuple[str, ast.ClassDef]]:
-    out: list[tuple[str, ast.ClassDef]] = []
-    for node in body:
-        if isinstance(node, ast.ClassDef) and _is_message(node):
-            qual = scope + (node.name,)
-            out.append((".".join(qual), node))
-            out += _classes(node.body, qual)
-    return out
-
-
-def _is_message(node: ast.ClassDef) -> bool:
-    return any(isinstance(b, ast.Attribute) and b.attr == "Message" for b in node.bases)
-
-
-def _fields(node: ast.ClassDef, qualname: str, module: str, imports: Mapping[str, str],
-            classes: Mapping[str, ast.ClassDef]) -> dict[str, ProtoField]:
-    """Fields declared as ``name: type = proto.Field(...)`` (or RepeatedField / MapField)."""
-    out: dict[str, ProtoField] = {}
-    for stmt in node.body:
-        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
-            continue
-        call = stmt.value
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and call.func.attr in _FIELD_CALLS):
-            continue
-        ref = next((kw.value for kw in call.keywords if kw.arg == "message"), None)
-        target = _resolve(ref, qualname, module, imports, classes) if ref is not None else None
-        name = stmt.target.id
-        out[snake_to_camel(name)] = ProtoField(name, _FIELD_CALLS[call.func.attr], target)
-    return out
-
-
-def _resolve(ref: ast.expr, scope: str, module: str, imports: Mapping[str, str],
-             classes: Mapping[str, ast.ClassDef]) -> MessageRef | None:
-    """A ``message=`` reference → (module, qualname), looked up like Python scoping."""
-    dotted = _dotted(ref)
-    if dotted is None:
-        return None
-    head, _, rest = dotted.partition(".")
-    if head in imports and rest:
-        return (imports[head], rest)
-    parts = scope.split(".")
-    for cut in range(len(parts), -1, -1):
-        candidate = ".".join(parts[:cut] + [dotted])
-        if candidate in classes:
-            return (module, candidate)
-    return None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None

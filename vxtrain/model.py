@@ -12,17 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Roles in pool order. Vertex AI fixes the meaning of each workerPoolSpecs slot:
-#: https://cloud.google.com/vertex-ai/docs/training/distributed-training#cluster-spec-format
-ROLES: tuple[str, ...] = ("chief", "workers", "parameter_servers", "reduction_server", "evaluators")
-POOL_INDEX: dict[str, int] = {
-    "chief": 0,
-    "workers": 1,
-    "parameter_servers": 2,
-    "reduction_server": 2,
-    "evaluators": 3,
-}
-TRAINING_ROLES: tuple[str, ...] = ("chief", "workers")
+# The roles and their pool slots are the one table in vxtrain.slots.
+from vxtrain.slots import POOL_INDEX, ROLES
 DEFAULT_RS_MACHINE = "n1-highcpu-16"
 DEFAULT_DISK_TYPE = "pd-ssd"
 DEFAULT_DISK_GB = 100

@@ -105,8 +105,9 @@ def test_gcloud_empty_pools_are_gaps() -> None:
     ("asia-docker.pkg.dev/vertex-ai-restricted/training/reductionserver@sha256:abc", "reduction_server"),
     ("us-docker.pkg.dev/my-project/train/ps:1", "parameter_servers"),
     ("us-docker.pkg.dev/my-project/reductionserver-fork:1", "parameter_servers"),
+    ("us-docker.pkg.dev/me/mirror/reductionserver:1", "reduction_server"),  # a mirror of Google's image
 ])
-def test_gcloud_pool_2_is_reduction_server_only_with_googles_image(image: str, role: str) -> None:
+def test_gcloud_pool_2_is_reduction_server_by_its_image(image: str, role: str) -> None:
     native, _ = convert(f"""
         workerPoolSpecs:
           - machineSpec: {{machineType: n1-standard-8}}
@@ -310,22 +311,11 @@ def test_gcloud_rs_pool_drops_container_settings_with_a_warning() -> None:
     assert codes(diags, "warning") == ["rs-container-ignored"]
 
 
-def test_proto_fields_are_parsed_from_text() -> None:
-    source = textwrap.dedent('''
-        class Outer(proto.Message):
-            class Inner(proto.Message):
-                hidden: int = proto.Field(proto.INT32, number=1)
-            first_field: str = proto.Field(proto.STRING, number=1)
-            many_things: MutableSequence[str] = proto.RepeatedField(
-                proto.STRING, number=2)
-            labels: MutableMapping[str, str] = proto.MapField(proto.STRING, proto.STRING, number=3)
-
-        __all__ = ()
-        ''')
-    assert gcloud.parse_proto_fields(source) == {"Outer": ("firstField", "manyThings", "labels")}
-    installed = gcloud.proto_fields()
-    assert "persistentResourceId" in installed["CustomJobSpec"]  # not in the fallback: read from the package
-    assert "nfsMounts" in installed["WorkerPoolSpec"]
+def test_gcloud_accepts_the_fields_of_the_installed_protos() -> None:
+    assert "persistentResourceId" in gcloud.fields_of("CustomJobSpec")  # not in the fallback
+    assert "nfsMounts" in gcloud.fields_of("WorkerPoolSpec")
+    for message, (_, fallback) in gcloud.MESSAGES.items():
+        assert set(fallback) <= set(gcloud.fields_of(message)), message
 
 
 def test_conversion_never_imports_aiplatform() -> None:

@@ -6,26 +6,28 @@ they were derived). This module only loads them, once and lazily, into dicts,
 so every lookup is a dict hit (``validate`` runs thousands of specs a second).
 
 Nothing here imports google.cloud.aiplatform: the accelerator enum is read
-from the installed package's source text (see ``accelerator_types``).
+from the installed package's source text (:mod:`vxtrain.protos`, see
+``accelerator_types``).
 """
 from __future__ import annotations
 
 import csv
 import functools
-import importlib.util
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from vxtrain import protos, slots
+
 _HERE = Path(__file__).resolve().parent
 _N1_PREFIX = "n1-"
 _UNKNOWN = "unknown"
 
-#: Reduction Server images live in one multi-region per continent:
-#: https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction_server
-_RS_IMAGE = "{}-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
-_RS_MULTIREGION = (
+#: Vertex AI's images (prebuilt training containers, the Reduction Server) live in
+#: one Artifact Registry multi-region per continent; regions elsewhere use ``us``:
+#: https://cloud.google.com/vertex-ai/docs/training/pre-built-containers
+_MULTI_REGIONS = (
     (("europe-", "me-", "africa-"), "europe"),
     (("asia-", "australia-"), "asia"),
 )
@@ -208,21 +210,10 @@ def near_miss(name: str) -> str | None:
 
 # --- accelerators -------------------------------------------------------------
 
-_ENUM_VALUE = re.compile(r"^\s+([A-Z][A-Z0-9_]*)\s*=\s*\d+\s*$", re.MULTILINE)
-
-
 def _read_installed_enum() -> list[str] | None:
     """AcceleratorType names from the installed aiplatform_v1 source, without importing it."""
-    try:
-        spec = importlib.util.find_spec("google.cloud.aiplatform_v1")
-    except (ImportError, ValueError):
-        return None
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(root) / "types" / "accelerator_type.py"
-        if path.is_file():
-            names = _ENUM_VALUE.findall(path.read_text(encoding="utf-8"))
-            return [n for n in names if not n.endswith("_UNSPECIFIED")] or None
-    return None
+    values = protos.enum_values("accelerator_type", "AcceleratorType") or {}
+    return [n for n in values if not n.endswith("_UNSPECIFIED")] or None
 
 
 @functools.cache
@@ -301,13 +292,21 @@ def node_egress(machine_type: str, accelerator_type: str | None = None,
     return Egress(m.egress_gbps, m.confidence, m.source)
 
 
-def reduction_server_image(region: str | None) -> str:
-    """The Reduction Server image of the multi-region nearest ``region`` (us when unknown)."""
+def multi_region(region: str | None) -> str:
+    """The Artifact Registry multi-region nearest a Vertex region: europe, asia or us (also when unknown)."""
     region = (region or "").lower()
-    for prefixes, multi in _RS_MULTIREGION:
+    for prefixes, multi in _MULTI_REGIONS:
         if region.startswith(prefixes):
-            return _RS_IMAGE.format(multi)
-    return _RS_IMAGE.format("us")
+            return multi
+    return "us"
+
+
+def reduction_server_image(region: str | None) -> str:
+    """Google's Reduction Server image in the multi-region nearest ``region`` (us when unknown).
+
+    https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction_server
+    """
+    return slots.RS_IMAGE_TEMPLATE.format(multi_region(region))
 
 
 __all__ = [
@@ -320,6 +319,7 @@ __all__ = [
     "deprecated_accelerator",
     "machine",
     "machine_types",
+    "multi_region",
     "n1_gpu_counts",
     "n1_gpu_limits",
     "near_miss",

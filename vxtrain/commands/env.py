@@ -14,7 +14,7 @@ import typer
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.errors import UsageError, VxtrainError
-from vxtrain.model import POOL_INDEX
+from vxtrain.slots import POOL_INDEX
 
 if TYPE_CHECKING:
     from vxtrain.model import Job
@@ -45,25 +45,26 @@ def parse_trial(text: str | None) -> str | None:
 
 def _existing(job: Job) -> str:
     """``workerpool0:0, workerpool1:0..3``: the replicas a message can offer."""
-    from vxtrain import cluster
+    from vxtrain.runtime import cluster_env
 
-    counts = cluster.pool_replicas(job)
+    counts = cluster_env.pool_replicas(job)
     return ", ".join(f"workerpool{k}:0..{n - 1}" if n > 1 else f"workerpool{k}:0"
                      for k, n in counts.items() if n) or "none"
 
 
 def compute_env(path: str, replica: str, options: Options, trial: str | None = None) -> dict[str, str]:
     """The variables of one replica of the spec at ``path`` (raises for a missing replica)."""
-    from vxtrain import api, cluster
+    from vxtrain import api
+    from vxtrain.runtime import cluster_env
 
     pool_index, replica_index = parse_replica(replica)
     trial = parse_trial(trial)
     result = api.load_job(path, options)
-    if not cluster.has_replica(result.job, pool_index, replica_index):
+    if not cluster_env.has_replica(result.job, pool_index, replica_index):
         raise VxtrainError(f"{path}: the job has no replica workerpool{pool_index}:{replica_index}; "
                          f"its replicas are {_existing(result.job)}")
     job_spec = (result.custom_job or {}).get("jobSpec", {})
-    return cluster.replica_env(result.job, job_spec, pool_index, replica_index, trial=trial)
+    return cluster_env.replica_env(result.job, job_spec, pool_index, replica_index, trial=trial)
 
 
 def env(path: str, replica: str, options: Options, trial: str | None = None,

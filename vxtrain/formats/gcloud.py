@@ -5,52 +5,47 @@ camelCase JSON form (https://cloud.google.com/sdk/gcloud/reference/ai/custom-job
 Slot meanings are fixed by Vertex AI
 (https://cloud.google.com/vertex-ai/docs/training/distributed-training):
 0 chief, 1 workers, 2 parameter servers *or* Reduction Server, 3 evaluators;
-``{}`` is an empty slot. Slot 2 is a Reduction Server when its image is one of
-Google's ``vertex-ai-restricted/training/reductionserver`` images
-(https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction-server).
+``{}`` is an empty slot. Slot 2 is a Reduction Server when its image is one
+(:func:`vxtrain.slots.is_reduction_server_image`: Google's
+``vertex-ai-restricted/training/reductionserver`` or a mirror of it).
 
 Accepted field names are read from the installed ``google.cloud.aiplatform_v1``
-type sources *as text* (never imported: validate must start fast), so a field
-added by a newer library is accepted without a vxtrain release. Fields the
-native format has no key for (``reservedIpRanges``, ``persistentResourceId``,
+type sources *as text* (:mod:`vxtrain.protos`; never imported: validate must
+start fast), so a field added by a newer library is accepted without a vxtrain
+release. Fields the native format has no key for (``reservedIpRanges``, ``persistentResourceId``,
 ``nfsMounts``, ...) are kept in native ``extra`` (CustomJob JSON form) so
 nothing the user wrote is lost.
 """
 from __future__ import annotations
 
-import functools
-import importlib.util
-import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from vxtrain import protos, slots
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.loading.document import Document, KeyPath, NativeSpec
 from vxtrain.formats.common import Conversion, describe, int_or_same, proto_duration
+from vxtrain.loading.document import Document, KeyPath, NativeSpec
+from vxtrain.protos import MessageRef
 
-#: Native role of each workerPoolSpecs slot; slot 2 is decided by its image.
-SLOT_ROLES: tuple[str | None, ...] = ("chief", "workers", None, "evaluators")
-
-#: Google's Reduction Server images ({us,europe,asia}-docker.pkg.dev/vertex-ai-restricted/training/reductionserver).
-RS_IMAGE = re.compile(r"(^|/)vertex-ai-restricted/training/reductionserver([:@]|$)")
-
-#: The proto sources (aiplatform_v1/types/*.py) that define the messages a config may use.
-PROTO_SOURCES: tuple[str, ...] = ("custom_job", "machine_resources", "io", "env_var")
-
-#: Used only when google-cloud-aiplatform is not installed: the fields vxtrain maps itself.
-FALLBACK_FIELDS: dict[str, tuple[str, ...]] = {
-    "CustomJob": ("displayName", "jobSpec", "labels", "encryptionSpec"),
-    "CustomJobSpec": ("workerPoolSpecs", "scheduling", "serviceAccount", "network",
-                      "baseOutputDirectory", "tensorboard", "enableWebAccess"),
-    "WorkerPoolSpec": ("containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec"),
-    "ContainerSpec": ("imageUri", "command", "args", "env"),
-    "PythonPackageSpec": ("executorImageUri", "packageUris", "pythonModule", "args", "env"),
-    "MachineSpec": ("machineType", "acceleratorType", "acceleratorCount"),
-    "DiskSpec": ("bootDiskType", "bootDiskSizeGb"),
-    "Scheduling": ("timeout", "restartJobOnWorkerRestart", "strategy", "disableRetries", "maxWaitDuration"),
-    "GcsDestination": ("outputUriPrefix",),
-    "EnvVar": ("name", "value"),
+#: Where each message a config may contain is declared: (module under aiplatform_v1/types/,
+#: class), and the fields vxtrain maps itself, used only when google-cloud-aiplatform
+#: is not installed.
+MESSAGES: dict[str, tuple[MessageRef, tuple[str, ...]]] = {
+    "CustomJob": (("custom_job", "CustomJob"), ("displayName", "jobSpec", "labels", "encryptionSpec")),
+    "CustomJobSpec": (("custom_job", "CustomJobSpec"), (
+        "workerPoolSpecs", "scheduling", "serviceAccount", "network", "baseOutputDirectory", "tensorboard",
+        "enableWebAccess")),
+    "WorkerPoolSpec": (("custom_job", "WorkerPoolSpec"), (
+        "containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec")),
+    "ContainerSpec": (("custom_job", "ContainerSpec"), ("imageUri", "command", "args", "env")),
+    "PythonPackageSpec": (("custom_job", "PythonPackageSpec"), (
+        "executorImageUri", "packageUris", "pythonModule", "args", "env")),
+    "MachineSpec": (("machine_resources", "MachineSpec"), ("machineType", "acceleratorType", "acceleratorCount")),
+    "DiskSpec": (("machine_resources", "DiskSpec"), ("bootDiskType", "bootDiskSizeGb")),
+    "Scheduling": (("custom_job", "Scheduling"), (
+        "timeout", "restartJobOnWorkerRestart", "strategy", "disableRetries", "maxWaitDuration")),
+    "GcsDestination": (("io", "GcsDestination"), ("outputUriPrefix",)),
+    "EnvVar": (("env_var", "EnvVar"), ("name", "value")),
 }
 
 #: CustomJob fields the server sets; a described job may carry them, they are ignored.
@@ -59,50 +54,13 @@ OUTPUT_ONLY: frozenset[str] = frozenset({
     "webAccessUris", "satisfiesPzs", "satisfiesPzi",
 })
 
-_CLASS = re.compile(r"^class (\w+)\(proto\.Message\):")
-_FIELD = re.compile(r"^    (\w+): .*=\s*proto\.(?:Field|RepeatedField|MapField)\(")
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def parse_proto_fields(text: str) -> dict[str, tuple[str, ...]]:
-    """Message name → camelCase field names of the top-level proto-plus classes in ``text``."""
-    out: dict[str, list[str]] = {}
-    current: str | None = None
-    for line in text.splitlines():
-        m = _CLASS.match(line)
-        if m:
-            current = m.group(1)
-            out[current] = []
-        elif line and not line[0].isspace():
-            current = None
-        elif current is not None:
-            f = _FIELD.match(line)
-            if f:
-                out[current].append(_camel(f.group(1)))
-    return {name: tuple(fields) for name, fields in out.items()}
-
-
-@functools.lru_cache(maxsize=1)
-def proto_fields() -> dict[str, tuple[str, ...]]:
-    """Fields of every message a gcloud config may contain, from the installed aiplatform_v1 sources."""
-    spec = importlib.util.find_spec("google.cloud.aiplatform_v1")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    found: dict[str, tuple[str, ...]] = {}
-    for location in locations:
-        for module in PROTO_SOURCES:
-            source = Path(location) / "types" / f"{module}.py"
-            if source.is_file():
-                found.update(parse_proto_fields(source.read_text(encoding="utf-8")))
-    return {name: found.get(name) or fields for name, fields in FALLBACK_FIELDS.items()}
-
 
 def fields_of(message: str) -> tuple[str, ...]:
-    """camelCase field names of one CustomJob-related message."""
-    return proto_fields()[message]
+    """camelCase field names of one CustomJob-related message, from the installed protos
+    (:mod:`vxtrain.protos`), else the fallback list of :data:`MESSAGES`."""
+    ref, fallback = MESSAGES[message]
+    fields = protos.message_fields(*ref)
+    return tuple(fields) if fields else fallback
 
 
 def convert(document: Document, *, display_name: str | None = None) -> tuple[NativeSpec, list[Diagnostic]]:
@@ -205,11 +163,12 @@ def _pools(conv: Conversion, value: Any, src: KeyPath) -> None:
         conv.error("wrong-type", f"workerPoolSpecs must be a list of worker pool specs, got {describe(value)}",
                    src)
         return
-    if len(value) > len(SLOT_ROLES):
-        conv.error("too-many-pools", f"Vertex AI takes at most {len(SLOT_ROLES)} worker pools "
+    most = len(slots.SLOTS)
+    if len(value) > most:
+        conv.error("too-many-pools", f"Vertex AI takes at most {most} worker pools "
                    f"(chief, workers, parameter servers or Reduction Server, evaluators), got {len(value)}",
-                   src + (len(SLOT_ROLES),))
-    for index, raw in enumerate(value[: len(SLOT_ROLES)]):
+                   src + (most,))
+    for index, raw in enumerate(value[:most]):
         if raw is None or raw == {}:
             continue  # an empty slot: "All worker pools except the first one are optional"
         pool = conv.mapping(raw, src + (index,), f"workerPoolSpecs[{index}]")
@@ -217,15 +176,9 @@ def _pools(conv: Conversion, value: Any, src: KeyPath) -> None:
             _pool(conv, pool, index, src + (index,))
 
 
-def is_reduction_server(pool: Mapping[str, Any]) -> bool:
-    """True when a pool runs one of Google's Reduction Server images."""
-    container = pool.get("containerSpec")
-    image = container.get("imageUri") if isinstance(container, Mapping) else None
-    return isinstance(image, str) and bool(RS_IMAGE.search(image))
-
-
 def _pool(conv: Conversion, pool: Mapping[str, Any], index: int, src: KeyPath) -> None:
-    role = SLOT_ROLES[index] or ("reduction_server" if is_reduction_server(pool) else "parameter_servers")
+    container = pool.get("containerSpec")
+    role = slots.role_of(index, container.get("imageUri") if isinstance(container, Mapping) else None)
     base = (role,)
     conv.link(base, src)
     conv.check_keys(pool, fields_of("WorkerPoolSpec"), src)

@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import Document, KeyPath, NativeSpec, format_path
 from vxtrain.formats.common import Conversion, as_int, describe, int_or_same, proto_duration
@@ -162,22 +163,12 @@ PREBUILT_IMAGE = "{multi_region}-docker.pkg.dev/vertex-ai/training/tf-{kind}.{ma
 _RUNTIME = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 
 
-def multi_region(region: str | None) -> str:
-    """The Artifact Registry multi-region of a Vertex region (DESIGN.md: europe / asia / us)."""
-    r = region or ""
-    if r.startswith(("europe-", "me-", "africa-")):
-        return "europe"
-    if r.startswith(("asia-", "australia-")):
-        return "asia"
-    return "us"
-
-
 def executor_image(runtime_version: Any, region: str | None, gpu: bool) -> str | None:
     """The prebuilt TensorFlow training image for an AI Platform runtime version (None if malformed)."""
     m = _RUNTIME.match(str(runtime_version)) if isinstance(runtime_version, (str, float)) else None
     if not m:
         return None
-    return PREBUILT_IMAGE.format(multi_region=multi_region(region), kind="gpu" if gpu else "cpu",
+    return PREBUILT_IMAGE.format(multi_region=catalog.multi_region(region), kind="gpu" if gpu else "cpu",
                                  major=m.group(1), minor=m.group(2))
 
 

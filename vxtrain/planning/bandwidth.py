@@ -19,7 +19,8 @@ from vxtrain import catalog
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import NativeSpec, format_path
-from vxtrain.model import TRAINING_ROLES, Job, Pool
+from vxtrain.model import Job, Pool
+from vxtrain.slots import TRAINING_ROLES
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod  # rich is imported only when a plan is rendered

@@ -1,10 +1,10 @@
 """The local backend: every replica of a job as a process on this host.
 
-Each replica gets the environment Vertex AI would give it (``vxtrain.cluster``)
+Each replica gets the environment Vertex AI would give it (:mod:`.cluster_env`)
 with hosts on 127.0.0.1 and free ports, plus the PyTorch variables for the
 chief and workers. Output is streamed line by line as ``[workerpoolK-I] line``.
 
-Semantics follow Vertex AI (DESIGN.md, local runner): the job ends when the
+Semantics follow Vertex AI: the job ends when the
 primary replica (pool 0) ends; a non-zero exit of the chief, a worker or a
 parameter server fails it and the rest are stopped; replicas still running
 when the chief succeeded (parameter servers block forever by design) are
@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO, Union
 
-from vxtrain import cluster
+from vxtrain import slots
 from vxtrain.errors import LocalRunError
+from vxtrain.runtime import cluster_env
 
 if TYPE_CHECKING:
     from vxtrain.model import Job, Pool
@@ -178,7 +179,7 @@ class Addresses:
 def draw_addresses(job: Job, *, reserve: bool = False) -> Addresses:
     """Distinct free ports for every replica and the PyTorch rendezvous, drawn at once;
     with ``reserve``, kept from other runs until ``release_ports(addresses.ports)``."""
-    counts = cluster.pool_replicas(job)
+    counts = cluster_env.pool_replicas(job)
     ports = iter(free_ports(sum(counts.values()) + 1, reserve=reserve))
     hosts = {k: [f"127.0.0.1:{next(ports)}" for _ in range(n)] for k, n in counts.items()}
     return Addresses(hosts, next(ports))
@@ -216,7 +217,7 @@ def replica_command(job: Job, pool: Pool, extra_args: Sequence[str] = ()) -> lis
     if pool.python_package is not None and pool.python_package.module:
         return [sys.executable, "-m", pool.python_package.module] + tail
     raise LocalRunError(
-        f"{pool.role} (workerpool{pool.index}) has no command to run here: its image's entrypoint "
+        f"{pool.role} ({slots.SLOTS[pool.index].cluster_key}) has no command to run here: its image's entrypoint "
         "is not known locally; set local.command (e.g. [python, train.py]) or the pool's command")
 
 
@@ -281,7 +282,7 @@ def _child_env(job: Job, pool: Pool, vertex_env: Mapping[str, str], torch: Mappi
 
 def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
                   extra_args: Sequence[str] = (), base_dir: Path, workdir: str | Path | None = None,
-                  job_id: str = cluster.PREVIEW_JOB_ID, addresses: Addresses | None = None) -> list[_Plan]:
+                  job_id: str = cluster_env.PREVIEW_JOB_ID, addresses: Addresses | None = None) -> list[_Plan]:
     """One planned process per replica of pools 0, 1, 2 (parameter servers) and 3.
 
     ``addresses`` (from :func:`draw_addresses`) are the run's ports; without
@@ -289,7 +290,7 @@ def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = 
     """
     addresses = draw_addresses(job) if addresses is None else addresses
     hosts, master_port = addresses.hosts, addresses.master_port
-    training = sum(p.replicas or 0 for p in job.ordered_pools() if p.role in ("chief", "workers"))
+    training = sum(p.replicas or 0 for p in job.ordered_pools() if p.role in slots.TRAINING_ROLES)
     cwd = _workdir(job, base_dir, workdir)
     plans = []
     for pool in job.ordered_pools():
@@ -297,17 +298,17 @@ def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = 
             continue
         command = replica_command(job, pool, extra_args)
         for i in range(pool.replicas or 0):
-            vertex_env = cluster.replica_env(job, job_spec, pool.index, i, hosts=hosts,
-                                             trial=trial, job_id=job_id)
+            vertex_env = cluster_env.replica_env(job, job_spec, pool.index, i, hosts=hosts,
+                                                 trial=trial, job_id=job_id)
             torch = _torch_vars(pool, i, training, master_port)
-            replica = ReplicaRun(f"workerpool{pool.index}-{i}", pool.role, pool.index, i, command)
+            replica = ReplicaRun(slots.replica_name(pool.index, i), pool.role, pool.index, i, command)
             plans.append(_Plan(replica, _child_env(job, pool, vertex_env, torch, base_dir), cwd))
     return plans
 
 
 def _torch_vars(pool: Pool, i: int, world_size: int, port: int) -> dict[str, str]:
     """PyTorch's env:// rendezvous for the chief (rank 0) and workers (ranks 1..N)."""
-    if pool.role not in ("chief", "workers"):
+    if pool.role not in slots.TRAINING_ROLES:
         return {}
     rank = 0 if pool.role == "chief" else i + 1
     return {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
@@ -444,7 +445,7 @@ def _judge(ended: Sequence[ReplicaRun], printer: _Printer) -> LocalRunResult | N
             printer.line(f"[vxtrain] {replica.name} ({replica.role}) exited with code "
                          f"{replica.exit_code}; the job goes on (evaluators do not decide it)")
     if any(r.role == "chief" for r in ended):
-        return LocalRunResult(True, None, 0, "the chief (workerpool0-0) finished")
+        return LocalRunResult(True, None, 0, f"the chief ({slots.replica_name(0, 0)}) finished")
     return None
 
 
@@ -464,8 +465,9 @@ def _announce(job: Job, plans: Sequence[_Plan], printer: _Printer) -> None:
     printer.line(f"[vxtrain] starting {len(plans)} replica(s): {names}")
     rs = job.pool("reduction_server")
     if rs is not None:
-        printer.line(f"[vxtrain] Reduction Server (workerpool2, {rs.replicas or 'auto'} replica(s)) "
-                     "is not started locally: it is transparent to training code")
+        printer.line(f"[vxtrain] Reduction Server ({slots.SLOTS[rs.index].cluster_key}, "
+                     f"{rs.replicas or 'auto'} replica(s)) is not started locally: it is transparent "
+                     "to training code")
 
 
 def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,

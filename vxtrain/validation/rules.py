@@ -22,7 +22,8 @@ from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.validation import study_rules
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import TRAINING_ROLES, Accelerator, Job, Pool
+from vxtrain.model import Accelerator, Job, Pool
+from vxtrain.slots import TRAINING_ROLES
 
 Rule = Callable[[Job, NativeSpec], Iterable[Diagnostic]]
 
