@@ -25,6 +25,7 @@ from vxtrain import protos, slots
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.formats.common import Conversion, describe, int_or_same, proto_duration
 from vxtrain.loading.document import Document, KeyPath, NativeSpec
+from vxtrain.model import Job, build
 from vxtrain.protos import MessageRef
 
 #: Where each message a config may contain is declared: (module under aiplatform_v1/types/,
@@ -303,3 +304,16 @@ def _disk(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
         conv.put(base + ("disk", "type"), raw["bootDiskType"], src + ("bootDiskType",))
     if "bootDiskSizeGb" in raw:
         conv.put(base + ("disk", "size_gb"), int_or_same(raw["bootDiskSizeGb"]), src + ("bootDiskSizeGb",))
+
+
+def job_from_custom_job(custom_job: Mapping[str, Any]) -> Job:
+    """The job model of a CustomJob in its REST JSON form (camelCase), as a client sent it.
+
+    The one converter from Vertex's shape to the model: :func:`convert`, then
+    :func:`vxtrain.model.build`. Lenient like ``build``: what does not convert
+    is left out, and the diagnostics are not returned (``vxtrain validate``
+    reports them for files; a request to the emulator was already checked
+    the way Vertex AI checks it).
+    """
+    native, _ = convert(Document(dict(custom_job), "<CustomJob>"))
+    return build(native.data)

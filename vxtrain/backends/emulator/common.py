@@ -1,0 +1,88 @@
+"""What every part of the emulator shares: the error its RPCs answer with, the
+two job kinds it stores, the job states it walks through, and message helpers."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import grpc
+from google.cloud.aiplatform_v1.types import custom_job as cj
+from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
+from google.cloud.aiplatform_v1.types.job_state import JobState
+
+# proto-plus publishes no type information, so mypy sees JobState's members as
+# plain ints (the class derives from an untyped base). JobState(member) is the
+# member itself at runtime and a JobState to mypy: the states used here, typed once.
+QUEUED = JobState(JobState.JOB_STATE_QUEUED)
+PENDING = JobState(JobState.JOB_STATE_PENDING)
+RUNNING = JobState(JobState.JOB_STATE_RUNNING)
+SUCCEEDED = JobState(JobState.JOB_STATE_SUCCEEDED)
+FAILED = JobState(JobState.JOB_STATE_FAILED)
+CANCELLING = JobState(JobState.JOB_STATE_CANCELLING)
+CANCELLED = JobState(JobState.JOB_STATE_CANCELLED)
+EXPIRED = JobState(JobState.JOB_STATE_EXPIRED)
+PARTIALLY_SUCCEEDED = JobState(JobState.JOB_STATE_PARTIALLY_SUCCEEDED)
+TERMINAL_STATES: frozenset[JobState] = frozenset({SUCCEEDED, FAILED, CANCELLED, EXPIRED, PARTIALLY_SUCCEEDED})
+
+
+class RpcError(Exception):
+    """A gRPC status the emulator answers with (code + Vertex-like message)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def unary_handler(call: Callable[[Any], Any], request: Any,
+                  serialize: Callable[[Any], bytes]) -> grpc.RpcMethodHandler:
+    """A unary-unary gRPC handler answering ``call(request)``; an RpcError becomes its status.
+
+    Every emulated service builds its handlers with this, so they all report
+    errors the same way.
+    """
+    def handle(message: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return call(message)
+        except RpcError as exc:
+            context.abort(exc.code, exc.message)
+    return grpc.unary_unary_rpc_method_handler(handle, request_deserializer=request.deserialize,
+                                               response_serializer=serialize)
+
+
+# --- resource kinds ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Kind:
+    """One job resource type served by the emulator."""
+
+    key: str                # "custom" | "hpt"
+    collection: str         # the resource-name segment, e.g. "customJobs"
+    label: str              # the type name Vertex uses in messages
+    message: Any            # the proto-plus class
+    spec_field: str         # where the CustomJobSpec lives
+    spec_path: str          # the same, as Vertex names it in messages
+
+
+CUSTOM = Kind("custom", "customJobs", "CustomJob", cj.CustomJob, "job_spec", "job_spec")
+HPT = Kind("hpt", "hyperparameterTuningJobs", "HyperparameterTuningJob",
+           hpt.HyperparameterTuningJob, "trial_job_spec", "trial_job_spec")
+KINDS: dict[str, Kind] = {"custom": CUSTOM, "hpt": HPT}
+
+
+def spec_of(job: Any) -> Any:
+    """The CustomJobSpec of a CustomJob or HyperparameterTuningJob."""
+    return job.trial_job_spec if isinstance(job, hpt.HyperparameterTuningJob) else job.job_spec
+
+
+def now() -> datetime:
+    """The current time, as the emulator stamps jobs (UTC)."""
+    return datetime.now(timezone.utc)
+
+
+def copy(message: Any) -> Any:
+    """A deep copy of a proto-plus message (stored jobs are never handed out)."""
+    cls = type(message)
+    return cls.deserialize(cls.serialize(message))

@@ -1,0 +1,131 @@
+"""Fault injection: ``--fault METHOD:KIND:COUNT`` (and ``VXTRAIN_EMULATOR_FAULTS``).
+
+A fault makes the next COUNT calls of a JobService method fail the way Vertex
+AI can fail, so the client's retry and exactly-once logic can be tested
+against each of them. Every kind but ``deadline-after-commit`` fires before
+the method acts; that one lets the call commit, then answers DEADLINE_EXCEEDED.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from vxtrain.backends.emulator.common import RpcError, spec_of
+from vxtrain.errors import UsageError
+
+FAULT_ENV = "VXTRAIN_EMULATOR_FAULTS"
+FAULT_METHODS: tuple[str, ...] = ("create", "get", "list", "cancel", "delete")
+FAULT_KINDS: tuple[str, ...] = ("unavailable-before-commit", "unavailable", "deadline-after-commit",
+                                "quota", "permission", "internal")
+
+
+@dataclass
+class Fault:
+    """Make ``method`` fail with ``kind`` for its next ``count`` calls."""
+
+    method: str
+    kind: str
+    count: int = 1
+
+    @property
+    def before_commit(self) -> bool:
+        """Faults other than deadline-after-commit fire before the method acts."""
+        return self.kind != "deadline-after-commit"
+
+
+def parse_fault(text: str) -> Fault:
+    """``create:quota:2`` → Fault; a malformed spec is a UsageError naming what is accepted."""
+    parts = text.strip().split(":")
+    if len(parts) == 2:
+        parts.append("1")
+    if len(parts) != 3:
+        raise UsageError(f"--fault takes METHOD:KIND:COUNT, got {text!r} (e.g. create:unavailable-before-commit:1)")
+    method, kind, count = (p.strip().lower() for p in parts)
+    if method not in FAULT_METHODS:
+        raise UsageError(f"fault method {method!r} in {text!r} is not one of {', '.join(FAULT_METHODS)}")
+    if kind not in FAULT_KINDS:
+        raise UsageError(f"fault kind {kind!r} in {text!r} is not one of {', '.join(FAULT_KINDS)}")
+    if not count.isdigit() or int(count) < 1:
+        raise UsageError(f"fault count {count!r} in {text!r} must be a whole number ≥ 1")
+    return Fault(method, kind, int(count))
+
+
+def faults_from_env(environ: Mapping[str, str]) -> list[Fault]:
+    """Faults listed comma-separated in ``VXTRAIN_EMULATOR_FAULTS``."""
+    raw = environ.get(FAULT_ENV, "")
+    return [parse_fault(item) for item in raw.split(",") if item.strip()]
+
+
+class FaultPlan:
+    """Pending faults; each call of a method consumes at most one (thread-safe)."""
+
+    def __init__(self, faults: Iterable[Fault] = ()) -> None:
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+        for fault in faults:
+            self.add(fault)
+
+    def add(self, fault: Fault | str) -> None:
+        """Queue a fault (a Fault or its ``METHOD:KIND:COUNT`` text)."""
+        parsed = parse_fault(fault) if isinstance(fault, str) else Fault(fault.method, fault.kind, fault.count)
+        with self._lock:
+            self._faults.append(parsed)
+
+    def take(self, method: str) -> Fault | None:
+        """The fault that fires on this call of ``method`` (one count used), or None."""
+        with self._lock:
+            for fault in self._faults:
+                if fault.method == method and fault.count > 0:
+                    fault.count -= 1
+                    return Fault(fault.method, fault.kind, 1)
+        return None
+
+    def pending(self) -> list[Fault]:
+        """Faults that have not fired yet (copies)."""
+        with self._lock:
+            return [Fault(f.method, f.kind, f.count) for f in self._faults if f.count > 0]
+
+    def clear(self) -> None:
+        """Drop every pending fault."""
+        with self._lock:
+            self._faults.clear()
+
+
+def quota_metric(job: Any) -> str:
+    """The quota metric Vertex would name for ``job``'s primary pool.
+
+    Vertex words it "The following quota metrics exceed quota limits:
+    aiplatform.googleapis.com/custom_model_training_nvidia_v100_gpus" (seen in
+    GoogleCloudPlatform/vertex-ai-samples#700 and stable-diffusion-on-gcp#12).
+    """
+    pools = spec_of(job).worker_pool_specs if job is not None else []
+    accel = pools[0].machine_spec.accelerator_type.name if pools else "ACCELERATOR_TYPE_UNSPECIFIED"
+    if accel.startswith("TPU"):
+        return f"aiplatform.googleapis.com/custom_model_training_{accel.lower()}"
+    if accel.startswith("NVIDIA"):
+        gpu = accel.lower().replace("nvidia_tesla_", "nvidia_")
+        return f"aiplatform.googleapis.com/custom_model_training_{gpu}_gpus"
+    return "aiplatform.googleapis.com/custom_model_training_cpus"
+
+
+def fault_error(fault: Fault, job: Any = None) -> RpcError:
+    """The gRPC error a fault produces, worded like Vertex's own."""
+    if fault.kind == "quota":
+        return RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"The following quota metrics exceed quota limits: {quota_metric(job)}")
+    if fault.kind == "permission":
+        account = spec_of(job).service_account if job is not None else ""
+        who = account or "the Vertex AI Custom Code Service Agent"
+        return RpcError(grpc.StatusCode.PERMISSION_DENIED,
+                        f"Permission 'iam.serviceAccounts.actAs' denied on service account {who} "
+                        "(or it may not exist).")
+    if fault.kind == "internal":
+        return RpcError(grpc.StatusCode.INTERNAL, "Internal error encountered.")
+    if fault.kind == "deadline-after-commit":
+        return RpcError(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+    return RpcError(grpc.StatusCode.UNAVAILABLE, "The service is currently unavailable.")
+

@@ -1,0 +1,100 @@
+"""The gRPC face of ``google.cloud.aiplatform.v1.JobService``.
+
+Create/Get/List/Cancel/Delete of CustomJob and HyperparameterTuningJob are
+served over the :class:`~vxtrain.backends.emulator.store.Emulator`; every other
+JobService method answers UNIMPLEMENTED.
+
+There is no generated ``*_pb2_grpc`` module for JobService in
+google-cloud-aiplatform (its GAPIC transport builds the stubs itself with
+``channel.unary_unary("/google.cloud.aiplatform.v1.JobService/...")``), so the
+handlers are registered with ``grpc.method_handlers_generic_handler`` using the
+proto-plus classes' ``serialize`` / ``deserialize``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.cloud.aiplatform_v1.types import custom_job as cj
+from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
+from google.cloud.aiplatform_v1.types import job_service as js
+from google.protobuf import empty_pb2
+
+from vxtrain.backends.emulator.common import CUSTOM, HPT, Kind, unary_handler
+from vxtrain.backends.emulator.store import Emulator
+
+SERVICE = "google.cloud.aiplatform.v1.JobService"
+
+
+def _pb_serialize(message: Any) -> bytes:
+    return message.SerializeToString()
+
+
+@dataclass(frozen=True)
+class Method:
+    """One served RPC: its fault key, request class, response serializer and action."""
+
+    fault: str
+    request: Any
+    serialize: Callable[[Any], bytes]
+    action: Callable[[Emulator, Any], Any]
+    job: Callable[[Any], Any] = lambda request: None
+
+
+def _list_custom(emu: Emulator, req: Any) -> js.ListCustomJobsResponse:
+    jobs, token = emu.list(CUSTOM, req.parent, req.filter, req.page_size, req.page_token)
+    return js.ListCustomJobsResponse(custom_jobs=jobs, next_page_token=token)
+
+
+def _list_hpt(emu: Emulator, req: Any) -> js.ListHyperparameterTuningJobsResponse:
+    jobs, token = emu.list(HPT, req.parent, req.filter, req.page_size, req.page_token)
+    return js.ListHyperparameterTuningJobsResponse(hyperparameter_tuning_jobs=jobs, next_page_token=token)
+
+
+def _cancel(kind: Kind) -> Callable[[Emulator, Any], empty_pb2.Empty]:
+    """The Cancel RPC of ``kind``: it answers google.protobuf.Empty."""
+    def action(emu: Emulator, req: Any) -> empty_pb2.Empty:
+        emu.cancel(kind, req.name)
+        return empty_pb2.Empty()
+    return action
+
+
+METHODS: dict[str, Method] = {
+    "CreateCustomJob": Method("create", js.CreateCustomJobRequest, cj.CustomJob.serialize,
+                              lambda e, r: e.create(CUSTOM, r.parent, r.custom_job), lambda r: r.custom_job),
+    "GetCustomJob": Method("get", js.GetCustomJobRequest, cj.CustomJob.serialize,
+                           lambda e, r: e.get(CUSTOM, r.name)),
+    "ListCustomJobs": Method("list", js.ListCustomJobsRequest, js.ListCustomJobsResponse.serialize, _list_custom),
+    "CancelCustomJob": Method("cancel", js.CancelCustomJobRequest, _pb_serialize,
+                              _cancel(CUSTOM)),
+    "DeleteCustomJob": Method("delete", js.DeleteCustomJobRequest, _pb_serialize,
+                              lambda e, r: e.delete(CUSTOM, r.name)),
+    "CreateHyperparameterTuningJob": Method(
+        "create", js.CreateHyperparameterTuningJobRequest, hpt.HyperparameterTuningJob.serialize,
+        lambda e, r: e.create(HPT, r.parent, r.hyperparameter_tuning_job), lambda r: r.hyperparameter_tuning_job),
+    "GetHyperparameterTuningJob": Method("get", js.GetHyperparameterTuningJobRequest,
+                                         hpt.HyperparameterTuningJob.serialize, lambda e, r: e.get(HPT, r.name)),
+    "ListHyperparameterTuningJobs": Method("list", js.ListHyperparameterTuningJobsRequest,
+                                           js.ListHyperparameterTuningJobsResponse.serialize, _list_hpt),
+    "CancelHyperparameterTuningJob": Method("cancel", js.CancelHyperparameterTuningJobRequest, _pb_serialize,
+                                            _cancel(HPT)),
+    "DeleteHyperparameterTuningJob": Method("delete", js.DeleteHyperparameterTuningJobRequest, _pb_serialize,
+                                            lambda e, r: e.delete(HPT, r.name)),
+}
+
+
+def generic_handler(emulator: Emulator) -> grpc.GenericRpcHandler:
+    """The JobService handlers; methods not in METHODS answer UNIMPLEMENTED."""
+    handlers = {
+        name: unary_handler(_call(emulator, m), m.request, m.serialize) for name, m in METHODS.items()
+    }
+    return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+
+def _call(emulator: Emulator, method: Method) -> Callable[[Any], Any]:
+    """One RPC of ``method``, under the fault plan."""
+    def call(request: Any) -> Any:
+        return emulator.call(method.fault, lambda: method.action(emulator, request), method.job(request))
+    return call

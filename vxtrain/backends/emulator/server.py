@@ -1,0 +1,145 @@
+"""The emulator's server: every emulated service on one exclusively bound port.
+
+``start_emulator`` builds the shared :class:`~vxtrain.backends.emulator.store.Emulator`,
+registers the gRPC handler of each service in :data:`SERVICES` over it (each
+handler answers its own service name; anything else is UNIMPLEMENTED), binds
+``host:port`` and returns an :class:`EmulatorHandle` that stops it all.
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Callable, Iterable, Mapping
+from concurrent import futures
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+
+from vxtrain.backends.emulator import jobservice
+from vxtrain.backends.emulator.faults import Fault, faults_from_env
+from vxtrain.backends.emulator.store import Emulator
+from vxtrain.errors import VxtrainError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8470
+
+#: Builds one service's gRPC handler over the shared emulator.
+ServiceBuilder = Callable[[Emulator], grpc.GenericRpcHandler]
+#: The services served on the emulator's port; a new one (another Google API
+#: beside JobService) adds its builder here.
+SERVICES: tuple[ServiceBuilder, ...] = (jobservice.generic_handler,)
+
+
+class EmulatorHandle:
+    """A running emulator: its address, its jobs, and how to stop it."""
+
+    def __init__(self, server: grpc.Server, emulator: Emulator, host: str, port: int,
+                 executor: futures.ThreadPoolExecutor | None = None) -> None:
+        self.server = server
+        self.emulator = emulator
+        self.host = host
+        self.port = port
+        self._executor = executor
+
+    @property
+    def address(self) -> str:
+        """``HOST:PORT`` as the client's ``api_endpoint`` takes it."""
+        return f"{_host_part(self.host)}:{self.port}"
+
+    def jobs(self, kind: str = "custom") -> list[Any]:
+        """Copies of the stored jobs (``"custom"`` or ``"hpt"``)."""
+        return self.emulator.jobs(kind)
+
+    def add_fault(self, fault: Fault | str) -> None:
+        """Inject a fault at runtime."""
+        self.emulator.add_fault(fault)
+
+    def stop(self, grace: float | None = 0.5) -> None:
+        """Stop serving, cancel the jobs still running, and wait until no thread
+        or process of the emulator is left (idempotent)."""
+        self.server.stop(grace).wait()
+        if self._executor is not None:
+            # grpc never shuts down the executor it was given: its handler
+            # threads would outlive the server. Waiting also lets a create still
+            # in a handler finish before close() collects the job threads.
+            self._executor.shutdown(wait=True)
+        self.emulator.close()
+
+    def wait_for_termination(self, timeout: float | None = None) -> bool:
+        """Block while the server serves (True when it stopped)."""
+        return self.server.wait_for_termination(timeout)
+
+    def __enter__(self) -> EmulatorHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _host_part(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[Fault | str] = (),
+                   simulate_seconds: float | None = None, workdir: str | Path | None = None,
+                   environ: Mapping[str, str] | None = None, out: TextIO | None = None,
+                   max_workers: int = 16, seed: int | None = None) -> EmulatorHandle:
+    """Serve the emulated services (:data:`SERVICES`) on ``host:port`` (0: any free port).
+
+    Faults come from ``faults`` plus ``VXTRAIN_EMULATOR_FAULTS`` in ``environ``
+    (default ``os.environ``). The port is bound exclusively: a taken port
+    raises VxtrainError instead of silently sharing it (gRPC enables
+    SO_REUSEPORT by default on Linux).
+    """
+    env = os.environ if environ is None else environ
+    emulator = Emulator(faults=[*faults, *faults_from_env(env)], simulate_seconds=simulate_seconds,
+                        workdir=workdir, out=out, seed=seed)
+    executor = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator")
+    server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
+    server.add_generic_rpc_handlers(tuple(build(emulator) for build in SERVICES))
+    try:
+        bound = _bind(server, host, port)
+    except VxtrainError:
+        server.stop(None)
+        executor.shutdown(wait=True)
+        raise
+    server.start()
+    return EmulatorHandle(server, emulator, host, bound, executor)
+
+
+def _bind(server: grpc.Server, host: str, port: int) -> int:
+    """Bind every address of ``host`` on one port, or raise VxtrainError.
+
+    A name is resolved here, each address bound on its own: given a name,
+    grpc binds what it can and only warns, so ``localhost`` with 127.0.0.1's
+    port taken would listen on ::1 alone while clients reach the other process.
+    """
+    bound = port
+    for address in _addresses(host):
+        try:
+            got = server.add_insecure_port(f"{_host_part(address)}:{bound}")
+        except RuntimeError:  # grpc returns 0, or raises, when a bind fails
+            got = 0
+        if not got:
+            where = host if address == host else f"{host} ({address})"
+            raise VxtrainError(f"port {bound} on {where} is in use (or {host} is not an address of "
+                               "this machine); pick another with --port, or --port 0 for any free port")
+        bound = got
+    return bound
+
+
+def _addresses(host: str) -> list[str]:
+    """The IP addresses of ``host`` (an address is its own), IPv4 first."""
+    try:
+        return [str(ipaddress.ip_address(host.strip("[]")))]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise VxtrainError(f"cannot bind {host}: the name does not resolve ({exc}); give an address "
+                           "such as 127.0.0.1") from exc
+    found = {str(info[4][0]) for info in infos}
+    return sorted(found, key=lambda a: (":" in a, a))

@@ -1,0 +1,272 @@
+"""The job store: what JobService does, over plain proto-plus messages (no gRPC here).
+
+Jobs get decimal ids and ``projects/P/locations/L/customJobs/ID`` names like
+Vertex's; each walks QUEUED → PENDING → RUNNING → SUCCEEDED / FAILED /
+CANCELLED on its own thread, which hands the running part to
+:class:`~vxtrain.backends.emulator.runs.JobRunner`. Every RPC goes through the
+fault plan first (:mod:`vxtrain.backends.emulator.faults`).
+"""
+from __future__ import annotations
+
+import itertools
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import grpc
+from google.cloud.aiplatform_v1.types import operation as op_types
+from google.cloud.aiplatform_v1.types.job_state import JobState
+from google.longrunning import operations_pb2
+from google.protobuf import any_pb2, empty_pb2
+from google.rpc import status_pb2
+
+from vxtrain.backends.emulator import filters
+from vxtrain.backends.emulator.checks import check_name, invalid_argument, job_problems, parse_parent
+from vxtrain.backends.emulator.common import (
+    CANCELLING, FAILED, PENDING, QUEUED, RUNNING, SUCCEEDED, TERMINAL_STATES, Kind, RpcError, copy, now,
+)
+from vxtrain.backends.emulator.faults import Fault, FaultPlan, fault_error
+from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
+from vxtrain.model import LocalSpec
+
+#: Pause between the states of a job that really runs, so a poller can see them.
+STEP_SECONDS = 0.05
+
+
+@dataclass
+class Record:
+    """One stored job, its cancel switch and its lifecycle thread."""
+
+    kind: Kind
+    job: Any
+    seq: int = 0            # creation order: lists are newest first, page tokens name a seq
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+    history: list[JobState] = field(default_factory=list)
+
+
+class Emulator:
+    """The JobService's behaviour over plain proto-plus messages (no gRPC here).
+
+    ``simulate_seconds``: instead of running jobs, walk every job through the
+    states on a timer (spread over that many seconds) and succeed.
+    ``workdir``: where relative commands of jobs run (default: the current
+    directory at start). ``seed``: seeds the random search of studies.
+    """
+
+    def __init__(self, *, faults: Iterable[Fault | str] = (), simulate_seconds: float | None = None,
+                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None) -> None:
+        self.faults = FaultPlan()
+        for fault in faults:
+            self.faults.add(fault)
+        self._lock = threading.RLock()
+        self.runner = JobRunner(self._lock, simulate_seconds=simulate_seconds, workdir=workdir, out=out,
+                                seed=seed)
+        self._records: dict[str, Record] = {}
+        self._threads: list[threading.Thread] = []  # every lifecycle thread, deleted jobs' too
+        self._seq = itertools.count(1)
+        self._closed = False
+
+    # -- public helpers for tests and --target local --
+
+    def add_fault(self, fault: Fault | str) -> None:
+        """Inject a fault at runtime (``"create:quota:1"`` or a Fault)."""
+        self.faults.add(fault)
+
+    def register_local(self, labels: Mapping[str, str], local: LocalSpec) -> None:
+        """Run jobs whose labels include ``labels`` with ``local`` (``local.command`` etc.).
+
+        ``--target local`` uses this: the compiled CustomJob has no ``local:``
+        block, so the submitter tells the in-process emulator out of band.
+        """
+        self.runner.register_local(labels, local)
+
+    def jobs(self, kind: str = "custom") -> list[Any]:
+        """Copies of the stored jobs of ``kind`` ("custom" or "hpt"), oldest first."""
+        with self._lock:
+            return [copy(r.job) for r in self._records.values() if r.kind.key == kind]
+
+    def job(self, name: str) -> Any:
+        """A copy of the stored job called ``name`` (KeyError when absent)."""
+        with self._lock:
+            return copy(self._records[name].job)
+
+    def history(self, name: str) -> list[JobState]:
+        """Every state job ``name`` has been in, in order."""
+        with self._lock:
+            return list(self._records[name].history)
+
+    def wait(self, name: str, timeout: float = 30.0) -> Any:
+        """Block until job ``name`` is in a terminal state; return a copy of it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            job = self.job(name)
+            if job.state in TERMINAL_STATES:
+                return job
+            time.sleep(0.01)
+        raise TimeoutError(f"{name} did not finish within {timeout} s")
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Cancel every unfinished job and wait for their threads (and so their
+        processes: the local runner stops them before it returns). Creates
+        after this are refused, so no thread can start behind it."""
+        with self._lock:
+            self._closed = True
+            records, threads = list(self._records.values()), list(self._threads)
+        for record in records:
+            record.stop.set()
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    # -- the RPCs --
+
+    def call(self, method: str, action: Callable[[], Any], job: Any = None) -> Any:
+        """Run one RPC's ``action`` under the fault plan of ``method``."""
+        fault = self.faults.take(method)
+        if fault is not None and fault.before_commit:
+            raise fault_error(fault, job)
+        result = action()
+        if fault is not None:
+            raise fault_error(fault, job)
+        return result
+
+    def create(self, kind: Kind, parent: str, job: Any) -> Any:
+        """Validate and store ``job``, start its lifecycle; return the stored copy."""
+        project, location = parse_parent(parent)
+        problems = job_problems(kind, job)
+        if problems:
+            raise invalid_argument(problems)
+        job = copy(job)
+        with self._lock:
+            if self._closed:
+                raise RpcError(grpc.StatusCode.UNAVAILABLE, "The service is shutting down.")
+            job.name = f"projects/{project}/locations/{location}/{kind.collection}/{self._new_id()}"
+            record = Record(kind, job, seq=next(self._seq))
+            self._records[job.name] = record
+            self._set_state(record, QUEUED, created=True)
+            answer = copy(job)
+            self._start(record)  # under the lock: close() sees every thread it must join
+        return answer
+
+    def get(self, kind: Kind, name: str) -> Any:
+        """A copy of the stored job ``name``."""
+        with self._lock:
+            return copy(self._record(kind, name).job)
+
+    def list(self, kind: Kind, parent: str, filter_: str, page_size: int, page_token: str) -> tuple[list[Any], str]:
+        """One page of the jobs under ``parent`` matching ``filter_``, newest first."""
+        parse_parent(parent)
+        preds = filters.parse_filter(filter_)
+        before = filters.page_cursor(page_token)
+        size = page_size if page_size > 0 else filters.DEFAULT_PAGE_SIZE
+        prefix = f"{parent}/{kind.collection}/"
+        with self._lock:
+            records = sorted(self._records.values(), key=lambda r: r.seq, reverse=True)
+            matched = [r for r in records if r.kind is kind and r.job.name.startswith(prefix)
+                       and (before is None or r.seq < before) and all(p(r.job) for p in preds)]
+            page = [copy(r.job) for r in matched[:size]]
+        more = len(matched) > size
+        return page, filters.page_token(matched[size - 1].seq) if more else ""
+
+    def cancel(self, kind: Kind, name: str) -> None:
+        """Ask a job to stop: CANCELLING now, CANCELLED once its processes ended."""
+        with self._lock:
+            record = self._record(kind, name)
+            if record.job.state in TERMINAL_STATES:
+                raise RpcError(grpc.StatusCode.FAILED_PRECONDITION,
+                               f"Cannot cancel {kind.label} {name}: it is already in state "
+                               f"{record.job.state.name}.")
+            if record.job.state != CANCELLING:  # a repeated cancel changes nothing
+                self._set_state(record, CANCELLING)
+            record.stop.set()
+
+    def delete(self, kind: Kind, name: str) -> operations_pb2.Operation:
+        """Remove a finished job; the answer is an already-done long-running operation."""
+        with self._lock:
+            record = self._record(kind, name)
+            if record.job.state not in TERMINAL_STATES:
+                raise RpcError(grpc.StatusCode.FAILED_PRECONDITION,
+                               f"{kind.label} {name} is in state {record.job.state.name}; "
+                               "cancel it and wait for it to end before deleting it.")
+            del self._records[name]
+        return _done_operation(f"{name}/operations/{10**18 + secrets.randbelow(9 * 10**18)}")
+
+    # -- internals --
+
+    def _new_id(self) -> int:
+        """A unique decimal id shaped like Vertex's (19 digits)."""
+        while True:
+            candidate = 10**18 + secrets.randbelow(9 * 10**18)
+            if not any(n.endswith(f"/{candidate}") for n in self._records):
+                return candidate
+
+    def _record(self, kind: Kind, name: str) -> Record:
+        check_name(kind, name)
+        record = self._records.get(name)
+        if record is None or record.kind is not kind:
+            raise RpcError(grpc.StatusCode.NOT_FOUND, f"The {kind.label} {name} does not exist.")
+        return record
+
+    def _set_state(self, record: Record, state: JobState, *, created: bool = False) -> None:
+        stamp = now()
+        job = record.job
+        job.state = state
+        job.update_time = stamp
+        record.history.append(state)
+        if created:
+            job.create_time = stamp
+        if state == RUNNING:
+            job.start_time = stamp
+
+    def _advance(self, record: Record, state: JobState) -> bool:
+        """Move to ``state`` unless a cancel came first; False when cancelled."""
+        with self._lock:
+            if record.stop.is_set():
+                return False
+            self._set_state(record, state)
+            return True
+
+    def _finish(self, record: Record, outcome: Outcome) -> None:
+        with self._lock:
+            self._set_state(record, outcome.state)
+            record.job.end_time = record.job.update_time
+            if outcome.state != SUCCEEDED:
+                record.job.error = status_pb2.Status(code=outcome.code, message=outcome.message)
+
+    def _start(self, record: Record) -> None:
+        thread = threading.Thread(target=self._lifecycle, args=(record,), daemon=True,
+                                  name=f"vxtrain-emulator-{record.job.name.rsplit('/', 1)[-1]}")
+        record.thread = thread
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def _lifecycle(self, record: Record) -> None:
+        """QUEUED → PENDING → RUNNING → (run or simulate) → terminal state."""
+        simulate = self.runner.simulate_seconds
+        step = (simulate or 0) / 4 if simulate else STEP_SECONDS
+        for state in (PENDING, RUNNING):
+            if record.stop.wait(step) or not self._advance(record, state):
+                self._finish(record, cancelled(record.kind))
+                return
+        try:
+            outcome = self.runner.execute(record, step)
+        except Exception as exc:  # noqa: BLE001 - a job thread must always end its job
+            outcome = Outcome(FAILED, 13, f"The emulator could not run the job: {exc}")
+        self._finish(record, outcome)
+
+
+def _done_operation(name: str) -> operations_pb2.Operation:
+    """A finished google.longrunning Operation whose response is Empty (what delete returns)."""
+    metadata = any_pb2.Any()
+    stamp = now()
+    meta = op_types.DeleteOperationMetadata(generic_metadata={"create_time": stamp, "update_time": stamp})
+    metadata.Pack(op_types.DeleteOperationMetadata.pb(meta))
+    response = any_pb2.Any()
+    response.Pack(empty_pb2.Empty())
+    return operations_pb2.Operation(name=name, done=True, metadata=metadata, response=response)
+
