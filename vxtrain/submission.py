@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
 from vxtrain import errors
+from vxtrain.backends import open_backend
 from vxtrain.backends.base import JobBackend, JobDict
 
 T = TypeVar("T")
@@ -201,13 +202,8 @@ def _using(backend: JobBackend | None, region: str | None, endpoint: str | None)
     if backend is not None:
         yield backend
         return
-    from vxtrain.backends.vertex import connect
-
-    own = connect(region, endpoint)
-    try:
+    with open_backend(region=region, endpoint=endpoint) as own:
         yield own
-    finally:
-        own.close()
 
 
 # --- exactly-once create ----------------------------------------------------------
