@@ -20,6 +20,7 @@ import typer
 from vxtrain.api import Options
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import UsageError
+from vxtrain.render import diagnostics_text
 
 
 class OutputFormat(str, Enum):
@@ -87,8 +88,6 @@ def emit_json(document: Any) -> None:
 
 def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
     """Compiler-style lines on stderr, colour on a terminal."""
-    from vxtrain.render import diagnostics_text
-
     if diagnostics:
         diagnostics_text(diagnostics)
 
@@ -99,7 +98,7 @@ def progress(enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield None
         return
-    from vxtrain.submission import stderr_progress  # lazy: only job commands need submission
+    from vxtrain.submission import stderr_progress
 
     with stderr_progress() as reporter:
         yield reporter
@@ -121,7 +120,7 @@ def print_view(view: dict[str, Any], output: OutputFormat) -> None:
     if view.get("error"):
         lines.append(f"error: {view['error'].get('message', view['error'])}")
     if "trials" in view:  # a tuning job: the table of trials and the best one
-        from vxtrain.runtime.study import metric_ids_of, summary_lines  # lazy: keeps validate fast
+        from vxtrain.runtime.study import metric_ids_of, summary_lines
 
         lines += summary_lines(view, metric_ids_of(view["trials"]))
     typer.echo("\n".join(lines))
