@@ -16,7 +16,7 @@ from typing import Any
 
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.errors import SpecError
+from vxtrain.errors import InvalidArgumentError, SpecError, UsageError
 from vxtrain.loading.document import Document, NativeSpec, Position
 
 
@@ -96,6 +96,8 @@ def check_file(path: str | Path, options: Options | None = None, *, compile_job:
 def check_document(document: Document, options: Options | None = None, result: Result | None = None,
                    *, compile_job: bool = True) -> Result:
     """The pipeline from a loaded document on (normalize, validate, plan, compile)."""
+    # Lazy, like _load's and _compile's: every CLI command imports this module at
+    # start-up, and the pipeline (~60 ms of imports) is for the commands that read a spec.
     from vxtrain.planning import bandwidth as planning
     from vxtrain import formats
     from vxtrain import model
@@ -262,8 +264,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     followed to the end). Raises SpecError, UsageError, ApiError, and
     JobFailedError when a followed job fails.
     """
-    from vxtrain import submission
-    from vxtrain.errors import InvalidArgumentError, UsageError
+    from vxtrain import submission  # lazy: validate and plan never load submission or a backend
 
     if target == "local" and endpoint:
         raise UsageError("--target local starts its own emulator; drop --endpoint (or --target local)")
@@ -282,8 +283,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
 
 def _project_region(result: Result, *, local: bool) -> tuple[str, str]:
     """Project and region (flag > spec > env, applied by the pipeline); defaults locally."""
-    from vxtrain.errors import UsageError
-    from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
+    from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION  # lazy: as in submit()
 
     project, region = result.job.project, result.job.region
     if local:
@@ -320,15 +320,14 @@ def _submit_local(result: Result, job: dict[str, Any], project: str, region: str
     """An in-process emulator running the job with the local runner, followed to the end."""
     import uuid
 
-    from vxtrain import submission
-    from vxtrain.backends.emulator import start_emulator
-    from vxtrain.backends.vertex import connect
+    from vxtrain import submission  # lazy: as in submit()
+    from vxtrain.backends import open_backend
 
     key = key or uuid.uuid4().hex
-    with start_emulator(workdir=Path(result.file).resolve().parent) as handle:
-        if result.job.local is not None:  # the CustomJob has no local: block; tell the emulator
-            handle.emulator.register_local({submission.LABEL_KEY: submission.label_value(key)},
-                                           result.job.local)
-        with connect(endpoint=handle.address) as backend:
-            return submission.submit(job, project=project, region=region, backend=backend,
-                                     idempotency_key=key, wait=True, progress=progress)
+    # The CustomJob has no local: block; tell the emulator which job runs with it.
+    local_jobs = [] if result.job.local is None else [
+        ({submission.LABEL_KEY: submission.label_value(key)}, result.job.local)]
+    with open_backend("local", workdir=Path(result.file).resolve().parent,
+                      local_jobs=local_jobs) as backend:
+        return submission.submit(job, project=project, region=region, backend=backend,
+                                 idempotency_key=key, wait=True, progress=progress)

@@ -18,7 +18,10 @@ from typing import Optional
 import typer
 from typing_extensions import Annotated
 
+from vxtrain import __version__
 from vxtrain.commands import COMMANDS
+from vxtrain.commands._common import print_diagnostics
+from vxtrain.errors import SpecError, VxtrainError
 
 app = typer.Typer(
     name="vxtrain",
@@ -32,8 +35,6 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from vxtrain import __version__
-
         typer.echo(f"vxtrain {__version__}")
         raise typer.Exit(0)
 
@@ -61,16 +62,12 @@ def _log_unexpected() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns (and exits with) the exit code."""
-    from vxtrain.errors import SpecError, VxtrainError
-
     try:
         app(args=list(argv) if argv is not None else None, prog_name="vxtrain")
         code = 0
     except SystemExit as exc:  # typer/click exit with the command's code (2 for usage)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except SpecError as exc:
-        from vxtrain.commands._common import print_diagnostics
-
         print_diagnostics(exc.diagnostics)
         code = exc.exit_code
     except VxtrainError as exc:

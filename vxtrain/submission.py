@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
 from vxtrain import errors
+from vxtrain.backends import open_backend
 from vxtrain.backends.base import JobBackend, JobDict
 
 T = TypeVar("T")
@@ -162,7 +163,7 @@ def job_view(job: JobDict, *, emulated: bool = False, adopted: bool = False) -> 
     if key:
         view["idempotency_key"] = key
     if "trialJobSpec" in job or "studySpec" in job:  # a HyperparameterTuningJob: its trials, the best one
-        from vxtrain.runtime.study import study_fields
+        from vxtrain.runtime.study import study_fields  # lazy: only tuning jobs need it (~15 ms)
 
         view.update(study_fields(job))
     return view
@@ -176,6 +177,7 @@ def _is_transient(exc: Exception) -> bool:
 
 def retrying(call: Callable[[], T], backoff: Backoff) -> T:
     """Run ``call`` under google.api_core.retry.Retry, retrying transient ApiErrors only."""
+    # Lazy: google.api_core costs start-up time, and only a call to an API retries.
     from google.api_core import exceptions as gexc
     from google.api_core.retry import Retry
 
@@ -201,13 +203,8 @@ def _using(backend: JobBackend | None, region: str | None, endpoint: str | None)
     if backend is not None:
         yield backend
         return
-    from vxtrain.backends.vertex import connect
-
-    own = connect(region, endpoint)
-    try:
+    with open_backend(region=region, endpoint=endpoint) as own:
         yield own
-    finally:
-        own.close()
 
 
 # --- exactly-once create ----------------------------------------------------------

@@ -1,0 +1,54 @@
+"""Job APIs behind one seam (``base.JobBackend``), and the one place that builds them.
+
+- ``vertex``: Vertex AI's regional endpoint, or an emulator at ``HOST:PORT``,
+  through google-cloud-aiplatform's JobServiceClient;
+- ``emulator``: the in-process fake of the JobService, which runs jobs here
+  with the local runner.
+
+Callers (vxtrain.api, vxtrain.submission) get a backend from ``open_backend``
+and import no backend module themselves.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vxtrain.backends.base import JobBackend
+    from vxtrain.model import LocalSpec
+
+#: ``open_backend`` targets.
+TARGETS = ("vertex", "local")
+
+
+@contextmanager
+def open_backend(target: str = "vertex", *, region: str | None = None, endpoint: str | None = None,
+                 workdir: str | Path | None = None,
+                 local_jobs: Sequence[tuple[Mapping[str, str], LocalSpec]] = ()) -> Iterator[JobBackend]:
+    """A JobBackend for ``target``, closed when the block ends.
+
+    - ``"vertex"``: Vertex AI in ``region``, or the emulator at ``endpoint`` (``HOST:PORT``);
+    - ``"local"``: a new in-process emulator on loopback that runs jobs here (relative
+      commands from ``workdir``), stopped with every process of its jobs when the
+      block ends. ``local_jobs`` are ``(labels, local)`` pairs: a job carrying
+      ``labels`` runs with that ``local:`` block, which the compiled job cannot carry.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"unknown backend target {target!r}; expected one of {', '.join(TARGETS)}")
+    # Lazy: the backends import grpc and google.cloud.aiplatform, and importing
+    # this package (for base.JobBackend) must stay cheap for `validate`.
+    from vxtrain.backends.vertex import connect
+
+    if target == "vertex":
+        with connect(region, endpoint) as backend:
+            yield backend
+        return
+    from vxtrain.backends.emulator import start_emulator
+
+    with start_emulator(workdir=workdir) as handle:
+        for labels, local in local_jobs:
+            handle.emulator.register_local(labels, local)
+        with connect(endpoint=handle.address) as backend:
+            yield backend

@@ -8,8 +8,10 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from enum import Enum
 from typing import Annotated, Any, Optional, get_type_hints
 
@@ -18,6 +20,7 @@ import typer
 from vxtrain.api import Options
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import UsageError
+from vxtrain.render import diagnostics_text
 
 
 class OutputFormat(str, Enum):
@@ -68,6 +71,16 @@ def make_options(*, overlay: Sequence[str] | None = None, set_: Sequence[str] | 
                    gradient_size=gradient_size)
 
 
+def parse_trial(text: str | None) -> str | None:
+    """``--trial``: a trial id is a whole number from 1 (Vertex AI passes it as a string)."""
+    if text is None:
+        return None
+    # ASCII digits only: str.isdigit() accepts "²", which int() then refuses.
+    if re.fullmatch(r"\s*[0-9]+\s*", text) is None or int(text) < 1:
+        raise UsageError(f"--trial takes a trial number from 1; got {text!r}")
+    return str(int(text))
+
+
 def emit_json(document: Any) -> None:
     """Write one JSON document to stdout."""
     sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
@@ -75,10 +88,42 @@ def emit_json(document: Any) -> None:
 
 def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
     """Compiler-style lines on stderr, colour on a terminal."""
-    from vxtrain.render import diagnostics_text
-
     if diagnostics:
         diagnostics_text(diagnostics)
+
+
+@contextmanager
+def progress(enabled: bool) -> Iterator[Any]:
+    """A progress callback for a followed job on stderr, or None when not following."""
+    if not enabled:
+        yield None
+        return
+    from vxtrain.submission import stderr_progress
+
+    with stderr_progress() as reporter:
+        yield reporter
+
+
+def print_view(view: dict[str, Any], output: OutputFormat) -> None:
+    """One job: the JSON document, or a few readable lines (with trials, for a study)."""
+    if output is OutputFormat.json:
+        emit_json(view)
+        return
+    verb = "adopted" if view.get("adopted") else "job"
+    lines = [f"{verb}: {view['name']}", f"state: {view['state']}"]
+    if view.get("display_name"):
+        lines.append(f"display name: {view['display_name']}")
+    if view.get("create_time"):
+        lines.append(f"created: {view['create_time']}")
+    suffix = "  (emulated: this job is not on Vertex AI)" if view.get("emulated") else ""
+    lines.append(f"console: {view['console_url']}{suffix}")
+    if view.get("error"):
+        lines.append(f"error: {view['error'].get('message', view['error'])}")
+    if "trials" in view:  # a tuning job: the table of trials and the best one
+        from vxtrain.runtime.study import metric_ids_of, summary_lines
+
+        lines += summary_lines(view, metric_ids_of(view["trials"]))
+    typer.echo("\n".join(lines))
 
 
 #: The options every spec-reading command shares: (parameter name, annotation).

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 
@@ -36,7 +37,6 @@ def _yaml(data: Any) -> str:
 
 def convert(path: str, to: ConvertTarget, options: Options) -> int:
     """Print ``path`` in the target form; exit 1 (with diagnostics) when it is invalid."""
-    from vxtrain import api
     from vxtrain.formats import native_document
 
     result = api.load_job(path, options)

@@ -24,8 +24,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from vxtrain import api
 from vxtrain.api import Options, Result
 from vxtrain.commands import _common as c
+from vxtrain.render import console
 
 Change = dict[str, Any]
 _IDENTITY_KEYS = ("name", "index")
@@ -34,7 +36,6 @@ _IDENTITY_KEYS = ("name", "index")
 def diff(before: str, after: str | None, options: Options, after_options: Options | None = None,
          output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Compare two specs (``after`` None: ``before`` again, under ``after_options``)."""
-    from vxtrain import api
 
     old = api.check_file(before, options)
     new = api.check_file(after or before, after_options or options)
@@ -165,8 +166,6 @@ def _value(value: Any) -> str:
 
 def _print_text(doc: Mapping[str, Any], old: Result, new: Result) -> None:
     from rich.markup import escape
-
-    from vxtrain.render import console
 
     c.print_diagnostics([*old.diagnostics, *new.diagnostics])
     if doc["same"] is None:

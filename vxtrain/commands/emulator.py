@@ -5,56 +5,25 @@ CLI imports every command module at startup and must stay fast.
 """
 from __future__ import annotations
 
-import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Annotated, Optional
 
 import typer
+
+from vxtrain.runtime.signals import interrupt_on_signals
 
 #: The port ``vxtrain emulator`` listens on when none is given (``--endpoint 127.0.0.1:8470``);
 #: the same as vxtrain.backends.emulator.DEFAULT_PORT, repeated to keep this import light.
 DEFAULT_PORT = 8470
 
 
-@contextmanager
-def interrupt_on_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM raise KeyboardInterrupt once, then are ignored until the block ends.
-
-    SIGTERM is how service managers, CI runners and ``kill`` stop a process;
-    by default it ends Python without unwinding, and the replicas of running
-    jobs (each in its own session: vxtrain.runtime.runner) would be orphaned.
-    Ignoring the signals after the first keeps a second one from breaking off
-    the cleanup that stops those replicas. Main thread only (signal handlers
-    can be set nowhere else).
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    sigs = (signal.SIGINT, signal.SIGTERM)
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        for sig in sigs:
-            signal.signal(sig, signal.SIG_IGN)
-        raise KeyboardInterrupt
-
-    previous = {sig: signal.signal(sig, interrupt) for sig in sigs}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
              simulate: float | None = None, workdir: str | Path | None = None,
              seed: int | None = None) -> int:
-    """Serve on ``host:port`` until Ctrl-C or SIGTERM (the normal ways to stop it: exit 0),
-    then cancel the running jobs and stop their processes."""
+    """Serve on ``host:port`` until Ctrl-C, SIGTERM or SIGHUP (the normal ways to stop it:
+    exit 0), then cancel the running jobs and stop their processes (vxtrain.runtime.signals)."""
     from vxtrain.backends.emulator import parse_fault, start_emulator
 
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding

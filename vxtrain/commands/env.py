@@ -13,6 +13,7 @@ import typer
 
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
+from vxtrain.commands._common import parse_trial
 from vxtrain.errors import UsageError, VxtrainError
 from vxtrain.slots import POOL_INDEX
 
@@ -31,16 +32,6 @@ def parse_replica(text: str) -> tuple[int, int]:
                          f"{', '.join(POOL_INDEX)}; got {text!r}")
     pool = int(m.group("pool")) if role is None else POOL_INDEX[role]
     return pool, int(m.group("index"))
-
-
-def parse_trial(text: str | None) -> str | None:
-    """A trial id is a whole number from 1 (Vertex AI passes it as a string)."""
-    if text is None:
-        return None
-    # ASCII digits only: str.isdigit() accepts "²", which int() then refuses.
-    if re.fullmatch(r"\s*[0-9]+\s*", text) is None or int(text) < 1:
-        raise UsageError(f"--trial takes a trial number from 1; got {text!r}")
-    return str(int(text))
 
 
 def _existing(job: Job) -> str:

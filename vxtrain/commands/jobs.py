@@ -13,7 +13,6 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from vxtrain.commands import _common as c
-from vxtrain.commands.submit import _progress, print_view
 from vxtrain.errors import JobFailedError, NotFoundError, UsageError
 
 T = TypeVar("T")
@@ -56,7 +55,7 @@ def status(name: str, *, project: str | None = None, region: str | None = None,
     """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
     from vxtrain.submission import get
 
-    print_view(_on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint)), output)
+    c.print_view(_on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint)), output)
     return 0
 
 
@@ -66,14 +65,14 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
     """Follow the job to its end: 0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
     from vxtrain.submission import wait_job
 
-    with _progress(True) as progress:
+    with c.progress(True) as progress:
         try:
             view = _on_job(name, project, region, endpoint, lambda full: wait_job(
                 full, endpoint=endpoint, progress=progress, timeout=timeout))
         except JobFailedError as exc:
-            print_view(exc.job, output)
+            c.print_view(exc.job, output)
             raise
-    print_view(view, output)
+    c.print_view(view, output)
     return 0
 
 
@@ -82,7 +81,7 @@ def cancel(name: str, *, project: str | None = None, region: str | None = None,
     """Ask for the job to be cancelled and print its state (CANCELLING, later CANCELLED)."""
     from vxtrain.submission import cancel as cancel_job
 
-    print_view(_on_job(name, project, region, endpoint, lambda full: cancel_job(full, endpoint=endpoint)),
+    c.print_view(_on_job(name, project, region, endpoint, lambda full: cancel_job(full, endpoint=endpoint)),
                output)
     return 0
 

@@ -5,48 +5,21 @@ Exit codes (DESIGN.md): 0 when the chief succeeded, 3 when a replica failed,
 """
 from __future__ import annotations
 
-import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
+from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
-from vxtrain.commands.env import parse_trial
 from vxtrain.errors import LocalRunError, UsageError
+from vxtrain.runtime.signals import stop_on_signals
 
 #: Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
-#: Signals that stop a run cleanly (every replica stopped) instead of killing vxtrain.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Turn SIGINT/SIGTERM/SIGHUP into ``stop.set()`` while the run lasts (main thread only).
-
-    The runner then stops every replica's process group itself; letting
-    KeyboardInterrupt fly through a half-started run could leave orphans.
-    SIGHUP (the terminal closed) matters as much: the replicas run in their own
-    sessions, so the hangup reaches only vxtrain, and dying of it would leave
-    every replica running. Under ``nohup`` (SIGHUP ignored) a hangup stays ignored.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    handler: Callable[[int, Any], None] = lambda signum, frame: stop.set()  # noqa: E731
-    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS
-                if not (sig == signal.SIGHUP and signal.getsignal(sig) is signal.SIG_IGN)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 def local_run(path: str, options: Options, trial: str | None = None,
@@ -56,10 +29,9 @@ def local_run(path: str, options: Options, trial: str | None = None,
     A spec with ``study:`` (and no ``trial``) runs the whole study: 0 when it
     succeeded, 3 when it failed (see :func:`run_study_command`).
     """
-    from vxtrain import api
     from vxtrain.runtime import runner as local
 
-    trial = parse_trial(trial)
+    trial = c.parse_trial(trial)
     result = api.load_job(path, options)
     job_spec = (result.custom_job or {}).get("jobSpec", {})
     stop = threading.Event()

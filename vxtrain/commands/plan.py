@@ -9,15 +9,16 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from vxtrain import api
 from vxtrain.api import Options, Result
 from vxtrain.commands import _common as c
 from vxtrain.errors import UsageError
 from vxtrain.model import parse_size
+from vxtrain.render import console, diagnostics_text
 
 
 def plan(path: str, options: Options, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Print the compiled job and bandwidth plan; exit 1 when the spec is invalid."""
-    from vxtrain import api
 
     result = api.check_file(path, options)
     if output is c.OutputFormat.json:
@@ -42,7 +43,6 @@ def plan_json(result: Result) -> dict[str, Any]:
 
 def _print_text(result: Result) -> None:
     from vxtrain.planning.bandwidth import render
-    from vxtrain.render import console, diagnostics_text
 
     diagnostics_text(result.diagnostics)
     if not result.valid:

@@ -6,14 +6,15 @@ from typing import Annotated
 
 import typer
 
+from vxtrain import api
 from vxtrain.api import Options, Result
 from vxtrain.commands import _common as c
 from vxtrain.errors import UsageError
+from vxtrain.render import console, diagnostics_text, summary_line
 
 
 def validate(paths: Sequence[str], options: Options, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Validate files and folders (recursively *.yaml, *.yml); exit 1 when any is invalid."""
-    from vxtrain import api
 
     if not api.spec_files(paths):
         raise UsageError(f"no *.yaml or *.yml files under {', '.join(paths)}")
@@ -31,8 +32,6 @@ def _file_json(result: Result) -> dict[str, object]:
 
 
 def _print_text(results: Sequence[Result]) -> None:
-    from vxtrain.render import console, diagnostics_text, summary_line
-
     diags = [d for r in results for d in r.diagnostics]
     diagnostics_text(diags, stderr=False)
     errors = sum(d.severity == "error" for d in diags)

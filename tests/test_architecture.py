@@ -1,0 +1,45 @@
+"""Dependencies point one way: the import-linter contracts in pyproject.toml hold.
+
+``[tool.importlinter]`` lists the layers, top (cli) to bottom (diagnostics):
+a module imports only from its own layer or below, imports inside functions
+included. The second test shows the check is not vacuous: an upward import
+slipped into a copy of the package breaks it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``lint-imports`` on the package under ``root`` with ``root``'s pyproject.toml."""
+    pytest.importorskip("importlinter", reason="pip install import-linter (the test extra)")
+    code = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+    return subprocess.run([sys.executable, "-c", code, "--no-cache", "--no-logo"], cwd=root,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+
+
+def test_every_import_contract_is_kept() -> None:
+    res = lint_imports(ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
+    """A lazy import counts: model (near the bottom) reaching up to api breaks the contract."""
+    shutil.copytree(ROOT / "vxtrain", tmp_path / "vxtrain",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    model = tmp_path / "vxtrain" / "model.py"
+    model.write_text(model.read_text() + "\n\ndef _upward() -> None:\n    from vxtrain import api  # noqa\n")
+    res = lint_imports(tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "vxtrain.model is not allowed to import vxtrain.api" in res.stdout
