@@ -146,9 +146,9 @@ def submit(runs: int) -> dict[str, float]:
 _HOSTILE = """
 import sys, time
 sys.path.insert(0, sys.argv[2])
-from vxtrain.loading import loader
+from vxtrain.loading import load
 start = time.perf_counter()
-doc, diags = loader.load(sys.argv[1])
+doc, diags = load(sys.argv[1])
 elapsed = time.perf_counter() - start
 hwm_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(f"{elapsed:.4f} {hwm_kb / 1024:.1f} {doc is None and bool(diags)}")

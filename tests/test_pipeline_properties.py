@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vxtrain import api
-from vxtrain.loading import loader
+from vxtrain.loading import load_text
 
 # Keys of all three formats, so random documents reach deep into each converter.
 _KEYS = ["display_name", "chief", "workers", "parameter_servers", "reduction_server", "evaluators",
@@ -32,7 +32,7 @@ _TREES = st.recursive(_SCALARS, lambda kids: st.one_of(
 
 def _check(data: Any) -> api.Result:
     text = yaml.safe_dump(data, sort_keys=False)
-    document, diags = loader.load_text(text, "random.yaml", environ={})
+    document, diags = load_text(text, "random.yaml", environ={})
     if document is None:
         result = api.Result(file="random.yaml", diagnostics=diags)
         assert not result.valid

@@ -76,11 +76,11 @@ def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str,
 
 
 def _load(path: str | Path, options: Options) -> tuple[Document | None, list[Diagnostic]]:
-    from vxtrain.loading import loader
+    from vxtrain.loading import load as load_document
 
     environ = os.environ if options.environ is None else options.environ
-    return loader.load(path, overlays=options.overlays, sets=options.sets,
-                       variables=options.variables, environ=environ)
+    return load_document(path, overlays=options.overlays, sets=options.sets,
+                         variables=options.variables, environ=environ)
 
 
 def check_file(path: str | Path, options: Options | None = None, *, compile_job: bool = True) -> Result:

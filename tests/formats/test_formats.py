@@ -19,7 +19,7 @@ from vxtrain.formats import gcloud
 from vxtrain.formats import legacy
 from vxtrain import model
 from vxtrain.loading.document import Document, NativeSpec
-from vxtrain.loading.loader import load_text
+from vxtrain.loading import load_text
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "configs" / "examples"
@@ -319,7 +319,7 @@ def test_gcloud_accepts_the_fields_of_the_installed_protos() -> None:
 
 
 def test_conversion_never_imports_aiplatform() -> None:
-    code = ("import sys; from vxtrain import formats; from vxtrain.formats import gcloud, legacy; from vxtrain.loading.loader import load_text\n"
+    code = ("import sys; from vxtrain import formats; from vxtrain.formats import gcloud, legacy; from vxtrain.loading import load_text\n"
             f"doc, _ = load_text(open({str(EXAMPLES / 'gcloud-config.yaml')!r}).read(), 'g.yaml')\n"
             "formats.to_native(doc)\n"
             "bad = [m for m in sys.modules if m.startswith('google.cloud.aiplatform')]\n"

@@ -1,4 +1,4 @@
-"""Hostile files are refused fast and small: < 1 s and < 200 MB peak (DESIGN.md, Budgets).
+"""The limits (vxtrain/loading/limits.py): hostile files are refused fast and small, < 1 s and < 200 MB peak.
 
 Each case is generated in tmp_path. Time is measured with time.perf_counter
 and Python-level memory with tracemalloc in this process; one test reruns
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from vxtrain.loading import loader
-from vxtrain.loading.loader import load, load_text
+from vxtrain.loading import limits, load, load_text
+from vxtrain.loading.variables import substitute
 
 SECONDS = 1.0
 PEAK_BYTES = 200 * 1024 * 1024
@@ -111,7 +111,7 @@ def test_limits_name_the_size_and_limit(tmp_path: Path) -> None:
     fifty_mb(path)
     _, diags = load(path, environ={})
     assert f"{50 * 1024 * 1024:,} bytes" in diags[0].message
-    assert f"{loader.MAX_FILE_BYTES:,} bytes" in diags[0].message
+    assert f"{limits.MAX_FILE_BYTES:,} bytes" in diags[0].message
 
 
 def test_hostile_text_is_refused_too() -> None:
@@ -131,7 +131,7 @@ def test_endless_device_is_read_only_up_to_the_limit() -> None:
 
 
 def test_just_within_limits_still_loads(tmp_path: Path) -> None:
-    nest = "{a: " * (loader.MAX_DEPTH - 1) + "1" + "}" * (loader.MAX_DEPTH - 1)
+    nest = "{a: " * (limits.MAX_DEPTH - 1) + "1" + "}" * (limits.MAX_DEPTH - 1)
     doc, diags = load_text(f"a: {nest}\n", environ={})
     assert doc is not None and diags == []
     doc, diags = load_text(f"a: {nest[:-1]}{{b: 1}}" + "}" * 0 + "\n", environ={})
@@ -143,7 +143,7 @@ def test_just_within_limits_still_loads(tmp_path: Path) -> None:
 
 CHILD = """
 import json, resource, sys, time
-from vxtrain.loading.loader import load
+from vxtrain.loading import load
 out = {}
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 for path in sys.argv[1:]:
@@ -193,7 +193,7 @@ def test_costly_but_small_files_stay_bounded(tmp_path: Path, make: Callable[[Pat
     if code is None:
         assert doc is not None and diags == []
     else:
-        assert doc is None and code in {d.code for d in diags} and len(diags) <= loader.MAX_ERRORS + 1
+        assert doc is None and code in {d.code for d in diags} and len(diags) <= limits.MAX_ERRORS + 1
 
 
 # --- a big string repeated: bounded in characters, not only in nodes ------------------------
@@ -205,7 +205,7 @@ def test_variable_references_cannot_expand_a_small_file_into_gigabytes() -> None
     (doc, diags), seconds, peak = measure(lambda: load_text(text, "v.yaml", environ={"P": "x" * 2000}))  # type: ignore[misc]
     assert doc is None and [d.code for d in diags] == ["variable-limit"], diags
     assert (diags[0].path, diags[0].line, diags[0].column) == ("a", 1, 4)
-    assert f"{loader.MAX_CHARS:,}" in diags[0].message
+    assert f"{limits.MAX_CHARS:,}" in diags[0].message
     assert seconds < SECONDS and peak < PEAK_BYTES, (seconds, peak)
 
 
@@ -223,5 +223,5 @@ def test_a_long_string_repeated_through_aliases_is_refused() -> None:
 def test_substitution_within_the_character_budget_still_works() -> None:
     doc, diags = load_text("a: ${P}${P}\nb: [\"${P}\"]\n", environ={"P": "x" * 1000})
     assert doc is not None and diags == [] and doc.data == {"a": "x" * 2000, "b": ["x" * 1000]}
-    assert loader.substitute("${P}${P}", {}, {"P": "xy"}, limit=3)[1][0][0] == "variable-limit"
-    assert loader.substitute("${P}${P}", {}, {"P": "xy"}, limit=4) == ("xyxy", [], False)
+    assert substitute("${P}${P}", {}, {"P": "xy"}, limit=3)[1][0][0] == "variable-limit"
+    assert substitute("${P}${P}", {}, {"P": "xy"}, limit=4) == ("xyxy", [], False)

@@ -1,0 +1,61 @@
+"""Reading spec files: missing, unreadable, not UTF-8 (vxtrain/loading/read.py)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.loading.helpers import NO_ENV, ok, write
+from vxtrain.loading import load, load_text
+from vxtrain.loading.document import Position
+
+
+def test_load_file_positions_name_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "job.yaml", "a: 1\n")
+    doc, diags = load(path, environ=NO_ENV)
+    assert doc is not None and diags == []
+    assert doc.file == str(path)
+    assert doc.positions[("a",)] == Position(str(path), 1, 1)
+
+
+@pytest.mark.parametrize(("make", "code", "fragment"), [
+    (lambda p: p / "missing.yaml", "file-not-found", "no such file"),
+    (lambda p: p, "file-unreadable", "is a directory"),
+    (lambda p: _bytes(p, b"a: 1\n") / "x.yaml", "file-unreadable", "cannot read"),
+    (lambda p: _bytes(p, b"a: \xff\xfe\n"), "encoding", "not UTF-8"),
+    (lambda p: _bytes(p, b"\x00\x00\xfe\xff"), "encoding", "not UTF-8"),
+    (lambda p: _bytes(p, b""), "empty-spec", "empty spec"),
+])
+def test_file_problems(tmp_path: Path, make: Any, code: str, fragment: str) -> None:
+    path = make(tmp_path)
+    doc, diags = load(path, environ=NO_ENV)
+    assert doc is None
+    assert [d.code for d in diags] == [code]
+    assert fragment in diags[0].message and diags[0].file == str(path)
+
+
+def _bytes(tmp_path: Path, raw: bytes) -> Path:
+    path = tmp_path / "raw.yaml"
+    path.write_bytes(raw)
+    return path
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                    reason="root reads files whatever their mode")
+def test_unreadable_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "secret.yaml", "a: 1\n")
+    path.chmod(0)
+    doc, diags = load(path, environ=NO_ENV)
+    assert doc is None and [d.code for d in diags] == ["file-unreadable"]
+
+
+def test_utf8_bom_and_bytes_are_accepted() -> None:
+    assert ok("\ufeffa: 1\n".encode()).data == {"a": 1}
+    assert ok("name: caf\u00e9\n".encode()).data == {"name": "caf\u00e9"}
+
+
+def test_encoding_errors_have_a_line_and_column() -> None:
+    _, diags = load_text(b"a: 1\nb: x\xff\n", "e.yaml", environ={})
+    assert [(d.code, d.line, d.column) for d in diags] == [("encoding", 2, 5)]

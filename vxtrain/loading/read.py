@@ -1,0 +1,58 @@
+"""Reading a spec file: bounded by ``MAX_FILE_BYTES``, decoded as UTF-8.
+
+The file is ``stat``-ed before it is read and the read itself is bounded, so
+a 50 MB file (or ``/dev/zero``) costs nothing; each problem (missing, a
+folder, unreadable, too large, not UTF-8) is one located diagnostic.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from vxtrain.diagnostics import Diagnostic, error
+from vxtrain.loading.limits import MAX_FILE_BYTES
+
+
+def read(path: str | Path) -> tuple[str | None, list[Diagnostic]]:
+    """The text of a spec file, or diagnostics (missing, a folder, too large, not UTF-8)."""
+    file = str(path)
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            return None, [error("file-unreadable", f"{file} is a directory, not a spec file",
+                                file=file)]
+        if st.st_size > MAX_FILE_BYTES:
+            return None, [too_large(st.st_size, file)]
+        with open(path, "rb") as handle:
+            # bounded: the file may have grown since stat, and st_size is 0 for pipes
+            first = st.st_size + 1 if stat.S_ISREG(st.st_mode) else MAX_FILE_BYTES + 1
+            raw = handle.read(first)
+            if len(raw) == first and first <= MAX_FILE_BYTES:
+                raw += handle.read(MAX_FILE_BYTES + 1 - first)
+    except FileNotFoundError:
+        return None, [error("file-not-found", f"no such file: {file}", file=file)]
+    except OSError as exc:
+        return None, [error("file-unreadable", f"cannot read {file}: {exc.strerror or exc}",
+                            file=file)]
+    if len(raw) > MAX_FILE_BYTES:
+        return None, [too_large(None, file)]
+    return decode(raw, file)
+
+
+def decode(raw: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
+    """``raw`` as UTF-8 text (a BOM is dropped), or an ``encoding`` diagnostic at the bad byte."""
+    try:
+        return raw.decode("utf-8-sig"), []
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1  # in bytes: the text is not decodable
+        return None, [error("encoding", f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                            f"at offset {exc.start}): save it as UTF-8", file=file, line=line, column=column)]
+
+
+def too_large(size: int | None, file: str) -> Diagnostic:
+    """The ``too-large`` diagnostic; ``size`` in bytes when known."""
+    said = f"{size:,} bytes" if size is not None else f"more than {MAX_FILE_BYTES:,} bytes"
+    return error("too-large", f"the file is too large ({said}; the limit is {MAX_FILE_BYTES:,} "
+                 "bytes): a spec needs far less", file=file)
