@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from tests.loading.helpers import errors, ok
 from vxtrain.loading import limits, load_text
@@ -103,3 +104,12 @@ def test_a_lone_surrogate_is_located() -> None:
     _, diags = load_text("a: 1\nb: \ud800x\n", "s.yaml", environ={})
     assert [(d.code, d.line, d.column) for d in diags] == [("encoding", 2, 4)]
     assert "'\\ud800'" in diags[0].message
+
+
+@pytest.mark.parametrize("key", ["'<<'", '"<<"', "!!str <<"])
+def test_a_quoted_or_tagged_merge_key_is_a_plain_string_key(key: str) -> None:
+    # YAML 1.1 resolves only a plain `<<` to the merge tag (PyYAML agrees).
+    text = f"a:\n  {key}: 1\n"
+    document, diags = load_text(text, "q.yaml", environ={})
+    assert diags == [] and document is not None
+    assert document.data == yaml.safe_load(text) == {"a": {"<<": 1}}

@@ -216,7 +216,7 @@ class _Builder:
     def _wants_key(self) -> bool:
         return bool(self.stack) and self.stack[-1].is_map and self.stack[-1].key is None
 
-    def _on_key(self, text: str, mark: Any) -> None:
+    def _on_key(self, text: str, mark: Any, plain_key: bool = False) -> None:
         top = self.stack[-1]
         path = top.path + (text,)
         self.count += 1
@@ -228,7 +228,8 @@ class _Builder:
         if text in top.value:
             self._duplicate(text, mark, path)
         else:
-            if text == "<<":
+            # Only a plain, untagged `<<` is a merge key in YAML 1.1; `'<<'` is a string.
+            if plain_key and text == "<<":
                 self._report(self._diag(
                     "yaml-merge-key", "YAML merge keys ('<<') are not supported: write the keys "
                     "out, or put shared pool settings under `defaults:`", mark, path))
@@ -250,7 +251,7 @@ class _Builder:
         if top is not None and top.is_map and top.key is None:
             if event.tag is not None:
                 self._check_tag(event.tag, _SCALAR_TAGS, event.start_mark, top.path)
-            self._on_key(event.value, event.start_mark)
+            self._on_key(event.value, event.start_mark, event.tag is None and event.implicit[0])
             if event.anchor is not None:
                 self.anchors[event.anchor] = _Anchor(event.value, 1, 0, (), event.value, len(event.value))
             return
