@@ -43,3 +43,22 @@ def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
     res = lint_imports(tmp_path)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "vxtrain.model is not allowed to import vxtrain.api" in res.stdout
+
+
+#: What a user of this repository never has: planning notes kept beside it, and
+#: paths of the machine it was written on.
+_OUTSIDE = ("DESIGN" + ".md", "../" + "shared/", "shared/" + "reference", "/" + "work/")
+
+
+def test_nothing_in_the_repository_points_outside_it() -> None:
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    offenders = []
+    for name in listed.stdout.splitlines():
+        path = ROOT / name
+        if not path.is_file() or path.suffix in (".png", ".gz"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        offenders += [f"{name}: {needle}" for needle in _OUTSIDE if needle in text]
+    assert offenders == []

@@ -1,7 +1,7 @@
 """Submitting and following jobs: the Python API behind ``vxtrain submit``,
 ``status``, ``wait``, ``cancel`` and ``list``.
 
-Exactly-once (DESIGN.md "Submission reliability"): CreateCustomJob has no
+Exactly-once (README, "Submitting exactly once"): CreateCustomJob has no
 request id (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/create),
 so a blind retry can create two jobs. Every job is labelled
 ``vxtrain_idempotency_key=<key>``; before any retry of a create whose outcome is

@@ -14,7 +14,7 @@ Jobs go in and come out as REST-JSON dicts (``json_format.ParseDict`` /
 here and nowhere else (``ERROR_MAP``; a test fails when one is missing).
 
 google.cloud.aiplatform is imported inside functions only, so importing this
-module costs nothing (validate/plan must stay fast: DESIGN.md "Budgets").
+module costs nothing (validate/plan must stay fast: README "Performance").
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class GoogleEndpointBlocked(errors.UsageError):
 
 #: google.api_core.exceptions class name → (vxtrain error class, transient).
 #: Transient ones (the outcome of a create is unknown) are retried by callers;
-#: DESIGN.md "Submission reliability" names UNAVAILABLE, DEADLINE_EXCEEDED and
+#: The README's "Submitting exactly once" names UNAVAILABLE, DEADLINE_EXCEEDED and
 #: INTERNAL. Keyed by name so this module imports nothing at load time.
 ERROR_MAP: dict[str, tuple[type[errors.ApiError], bool]] = {
     # transient: retried with backoff, then UnavailableError

@@ -18,7 +18,7 @@ How each key maps:
   training no longer offers in that form. A missing ``scaleTier`` is BASIC,
   AI Platform's default.
 - Counts or machine types without ``scaleTier: CUSTOM`` are errors
-  (DESIGN.md, Validation rules).
+  (README, "Validation rules").
 - ``*Config.imageUri`` → image; worker, parameter server and evaluator configs
   inherit ``masterConfig.imageUri`` as AI Platform did. ``containerCommand`` →
   command, ``containerArgs`` → args (else the job's ``args``).

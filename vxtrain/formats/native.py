@@ -8,7 +8,7 @@ from typing import Any
 from vxtrain.loading.document import NativeSpec
 from vxtrain.model import merge_defaults
 
-#: Pools that take ``defaults`` (the Reduction Server pool never does: DESIGN.md, Compile rules).
+#: Pools that take ``defaults`` (the Reduction Server pool never does: a known bug class in peer tools).
 TRAINING_POOLS: tuple[str, ...] = ("chief", "workers", "parameter_servers", "evaluators")
 
 #: Pool fields ``native_document`` moves into ``defaults`` when every training pool agrees.
