@@ -141,6 +141,14 @@ def _pyproject_name(pyproject: Path) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def import_root(root: Path, module: str | None) -> Path:
+    """The folder to put on ``PYTHONPATH`` so ``module`` imports from ``root``: it, or its ``src/``."""
+    found = module_file(root, module) if module else None
+    if found is not None and (root / "src") in found.parents:
+        return root / "src"
+    return root
+
+
 def module_file(root: Path, module: str) -> Path | None:
     """The file ``python -m module`` would run from ``root``, or None.
 

@@ -61,6 +61,18 @@ def storage_client(project: str | None = None) -> Client:
             "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS") from exc
 
 
+def existing_generation(uri: str, client: Client) -> int | None:
+    """The generation of the object at ``uri``, or None when there is none (exit 4 on storage errors)."""
+    from google.api_core import exceptions as gexc
+
+    bucket_name, name = split_gs_uri(uri)
+    try:
+        blob = client.bucket(bucket_name).get_blob(name)
+    except gexc.GoogleAPICallError as exc:
+        raise mapped_error(exc, bucket_name, uri, "looking up") from exc
+    return None if blob is None else int(blob.generation or 0)
+
+
 def upload_if_missing(path: str | Path, uri: str, client: Client | None = None) -> Uploaded:
     """Put the file ``path`` at ``uri`` unless an object is already there."""
     import requests
@@ -86,7 +98,7 @@ def upload_if_missing(path: str | Path, uri: str, client: Client | None = None) 
             return Uploaded(uri, int(winner.generation or 0) if winner else 0, uploaded=False)
         return Uploaded(uri, int(blob.generation or 0), uploaded=True)
     except gexc.GoogleAPICallError as exc:
-        raise _mapped(exc, bucket_name, uri) from exc
+        raise mapped_error(exc, bucket_name, uri, "uploading") from exc
     except requests.exceptions.ConnectionError as exc:
         err = UnavailableError(f"cannot reach Cloud Storage to upload {uri}: {exc}")
         err.transient = True
@@ -110,21 +122,21 @@ def _upload(blob: Any, path: Path) -> None:
                                       if_generation_match=0)
 
 
-def _mapped(exc: Exception, bucket: str, uri: str) -> ApiError:
-    """The storage error as vxtrain's API error (exit 4), saying what to do."""
+def mapped_error(exc: Exception, bucket: str, uri: str, doing: str) -> ApiError:
+    """A storage error while ``doing`` (uploading, downloading) ``uri`` as vxtrain's API error (exit 4)."""
     from google.api_core import exceptions as gexc
 
     if isinstance(exc, gexc.NotFound):
         return NotFoundError(
-            f"staging bucket gs://{bucket} does not exist (uploading {uri}); create it "
+            f"staging bucket gs://{bucket} does not exist ({doing} {uri}); create it "
             f"(`gcloud storage buckets create gs://{bucket} --location=REGION`, in the job's region) "
             "or give another --staging-bucket")
     if isinstance(exc, (gexc.Forbidden, gexc.Unauthorized)):
         return PermissionError_(
-            f"not allowed to upload {uri}: the caller needs storage.objects.get and storage.objects.create "
+            f"not allowed: {doing} {uri} needs storage.objects.get and storage.objects.create "
             f"on gs://{bucket} (e.g. roles/storage.objectAdmin): {getattr(exc, 'message', exc)}")
     if isinstance(exc, (gexc.ServiceUnavailable, gexc.InternalServerError, gexc.TooManyRequests)):
-        mapped = UnavailableError(f"uploading {uri} failed after retries: {exc}")
+        mapped = UnavailableError(f"{doing} {uri} failed after retries: {exc}")
         mapped.transient = True
         return mapped
-    return ApiError(f"uploading {uri} failed: {exc}")
+    return ApiError(f"{doing} {uri} failed: {exc}")
