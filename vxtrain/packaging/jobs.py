@@ -32,6 +32,7 @@ class Package:
     uri: str
     roles: list[str] = field(default_factory=list)
     spec_source: str = ""  # the folder as the spec wrote it
+    module: str | None = None
 
     @property
     def build(self) -> str:
@@ -64,7 +65,8 @@ def resolve(job: Job, base: Path, staging_bucket: str | None) -> list[Package]:
         package = by_folder.get(folder)
         if package is None:
             src = describe(folder)
-            package = Package(src, src.uri(staging_bucket or UNSET_BUCKET), spec_source=pkg.source)
+            package = Package(src, src.uri(staging_bucket or UNSET_BUCKET), spec_source=pkg.source,
+                              module=pkg.module)
             by_folder[folder] = package
         package.roles.append(pool.role)
         pkg.package_uris = [package.uri]
@@ -94,7 +96,7 @@ class Published:
 
 
 def publish(packages: list[Package], project: str | None = None,
-            say: Callable[[str], None] | None = None) -> list[Published]:
+            say: Callable[[str], object] | None = None) -> list[Published]:
     """Build and upload each package whose URI is missing; nothing for those already there."""
     from vxtrain.packaging.build import build_sdist
     from vxtrain.packaging.upload import existing_generation, storage_client, upload_if_missing
