@@ -34,6 +34,9 @@ class Options:
     strict: bool = False
     gradient_size: float | None = None
     staging_bucket: str | None = None
+    #: gcloud's --package-path/--module-name for legacy configs (convert): python_package.source
+    package_path: str | None = None
+    module_name: str | None = None
 
 
 @dataclass
@@ -110,7 +113,17 @@ def check_document(document: Document, options: Options | None = None, result: R
     environ = os.environ if options.environ is None else options.environ
     result = result or Result(file=document.file, document=document, strict=options.strict)
     stem = Path(document.file).stem
+    if options.package_path or options.module_name:
+        from vxtrain.formats import package_flags
+
+        if not (options.package_path and options.module_name):
+            from vxtrain.errors import UsageError
+
+            raise UsageError("--package-path and --module-name go together (as in gcloud)")
+        package_flags.inject(document, options.package_path, options.module_name)
     native, diags = formats.to_native(document, display_name=options.display_name or stem)
+    if native is not None and options.package_path:
+        package_flags.apply(native)
     result.diagnostics += diags
     result.native = native
     if native is None:
