@@ -24,10 +24,11 @@ disk = {"type": "object", "description": "Boot disk of every node.", "additional
         "properties": {"type": {"type": "string", "enum": ["pd-ssd", "pd-standard", "hyperdisk-balanced"], "default": "pd-ssd", "description": "Boot disk type."},
                        "size_gb": {"type": "integer", "minimum": 10, "maximum": 65536, "default": 100, "description": "Boot disk size in GB."}}}
 pkg = {"type": "object", "description": "Run a Python package in a prebuilt executor image instead of a custom image.",
-       "additionalProperties": False, "required": ["executor_image", "package_uris", "module"],
+       "additionalProperties": False, "required": ["executor_image", "module"],
        "properties": {"executor_image": {"type": "string", "description": "Prebuilt training container, e.g. us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest."},
                       "package_uris": {"type": "array", "minItems": 1, "items": {"type": "string"}, "description": "gs:// URIs (or local paths for local runs) of the package archives."},
-                      "module": {"type": "string", "description": "Python module to run, e.g. trainer.task."}}}
+                      "module": {"type": "string", "description": "Python module to run, e.g. trainer.task."},
+                      "source": {"type": "string", "minLength": 1, "description": "Local folder holding the package (relative to the spec; e.g. DIR with DIR/trainer/task.py): built and uploaded to staging_bucket at submit, instead of package_uris."}}}
 container_props = {
     "image": {"type": "string", "description": "Container image URI."},
     "command": strlist("Container entrypoint (overrides the image's)."),
@@ -103,6 +104,7 @@ schema = {
                                  "parallel_trials": {"type": "integer", "minimum": 1, "description": "Trials run at the same time."},
                                  "max_failed_trials": {"type": "integer", "minimum": 0, "description": "Failed trials after which the study fails."},
                                  "algorithm": {"type": "string", "enum": ["default", "random", "grid"], "default": "default", "description": "default (Vertex AI's Bayesian optimization), random or grid search."}}},
+        "staging_bucket": {"type": "string", "description": "gs://BUCKET[/PREFIX] where python_package.source packages are uploaded (--staging-bucket overrides)."},
         "extra": {"type": "object", "description": "Raw CustomJob fields (camelCase REST form), deep-merged last; checked against the installed aiplatform protos."},
     },
     "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg},

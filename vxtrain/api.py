@@ -33,6 +33,10 @@ class Options:
     display_name: str | None = None
     strict: bool = False
     gradient_size: float | None = None
+    staging_bucket: str | None = None
+    #: gcloud's --package-path/--module-name for legacy configs (convert): python_package.source
+    package_path: str | None = None
+    module_name: str | None = None
 
 
 @dataclass
@@ -48,6 +52,8 @@ class Result:
     custom_job: dict[str, Any] | None = None
     hyperparameter_tuning_job: dict[str, Any] | None = None
     strict: bool = False
+    #: python_package.source folders and their URIs (vxtrain.packaging.jobs.Package)
+    packages: list[Any] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -66,7 +72,8 @@ def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str,
     at ``--region`` (say), not at a line of the file that it replaced."""
     for key, flag, env in (("display_name", "--display-name", None),
                            ("project", "--project", "GOOGLE_CLOUD_PROJECT"),
-                           ("region", "--region", "CLOUD_ML_REGION")):
+                           ("region", "--region", "CLOUD_ML_REGION"),
+                           ("staging_bucket", "--staging-bucket", None)):
         value, origin = getattr(options, key), flag
         if not value and env and not native.data.get(key) and environ.get(env):
             value, origin = environ[env], f"${env}"
@@ -108,7 +115,17 @@ def check_document(document: Document, options: Options | None = None, result: R
     environ = os.environ if options.environ is None else options.environ
     result = result or Result(file=document.file, document=document, strict=options.strict)
     stem = Path(document.file).stem
+    if options.package_path or options.module_name:
+        from vxtrain.formats import package_flags
+
+        if not (options.package_path and options.module_name):
+            from vxtrain.errors import UsageError
+
+            raise UsageError("--package-path and --module-name go together (as in gcloud)")
+        package_flags.inject(document, options.package_path, options.module_name)
     native, diags = formats.to_native(document, display_name=options.display_name or stem)
+    if native is not None and options.package_path:
+        package_flags.apply(native)
     result.diagnostics += diags
     result.native = native
     if native is None:
@@ -132,6 +149,14 @@ def _compile(result: Result) -> None:
 
     job = resolve(result.job, result.plan)
     result.job = job
+    if any(p.python_package is not None and p.python_package.source for p in job.pools.values()):
+        from vxtrain.packaging import jobs
+        from vxtrain.validation.package_rules import spec_folder
+
+        assert result.native is not None
+        # Hashing reads files, so it happens here and the compiler stays pure: it
+        # only sees the content-addressed URI in package_uris.
+        result.packages = jobs.resolve(job, spec_folder(result.native), job.staging_bucket)
     result.custom_job = compiler.compile_custom_job(job)
     if job.study is not None:
         result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
@@ -274,11 +299,51 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     project, region = _project_region(result, local=target == "local" or endpoint is not None)
     try:
         if target == "local":
-            return _submit_local(result, job, project, region, idempotency_key, progress)
+            return _submit_local(result, _local_packages(job, result.packages), project, region,
+                                 idempotency_key, progress)
+        _publish(result, project)
         return submission.submit(job, project=project, region=region, endpoint=endpoint,
                                  idempotency_key=idempotency_key, wait=wait, progress=progress)
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
+
+
+def _publish(result: Result, project: str) -> None:
+    """Build and upload the job's source packages that are not in the staging bucket yet."""
+    if not result.packages:
+        return
+    import sys
+
+    from vxtrain.packaging import jobs
+
+    if any(p.uri.startswith(jobs.UNSET_BUCKET) for p in result.packages):
+        assert result.native is not None
+        roles = result.packages[0].roles
+        raise SpecError([dx.error(
+            "no-staging-bucket", "python_package.source must be uploaded before the job is created, and no "
+            "staging bucket is set: pass --staging-bucket gs://BUCKET[/PREFIX] or set staging_bucket: in the spec",
+            **result.native.where(_source_key(result.native, roles[0])))])
+    jobs.publish(result.packages, project, say=lambda m: sys.stderr.write(f"vxtrain: {m}\n"))
+
+
+def _source_key(native: NativeSpec, role: str) -> tuple[str, ...]:
+    raw = native.data.get(role)
+    where = role if isinstance(raw, dict) and "python_package" in raw else "defaults"
+    return (where, "python_package", "source")
+
+
+def _local_packages(job: dict[str, Any], packages: list[Any]) -> dict[str, Any]:
+    """The job with each source package's URI replaced by its folder: local runs use DIR as it is."""
+    if not packages:
+        return job
+    import json
+
+    from vxtrain.packaging.source import import_root
+
+    text = json.dumps(job)
+    for p in packages:
+        text = text.replace(json.dumps(p.uri), json.dumps(str(import_root(p.source.path, p.module))))
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 def _project_region(result: Result, *, local: bool) -> tuple[str, str]:

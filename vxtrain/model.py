@@ -80,6 +80,8 @@ class PythonPackage:
     executor_image: str | None
     package_uris: list[str]
     module: str | None
+    #: A local folder built and uploaded at submit (vxtrain.packaging), instead of package_uris.
+    source: str | None = None
 
 
 @dataclass
@@ -179,6 +181,7 @@ class Job:
     local: LocalSpec | None = None
     study: Study | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    staging_bucket: str | None = None
 
     def pool(self, role: str) -> Pool | None:
         """The pool with ``role``, or None."""
@@ -274,8 +277,8 @@ def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
     pkg_raw = raw.get("python_package")
     pkg = None
     if isinstance(pkg_raw, dict):
-        pkg = PythonPackage(_str(pkg_raw.get("executor_image")),
-                            _strlist(pkg_raw.get("package_uris")), _str(pkg_raw.get("module")))
+        pkg = PythonPackage(_str(pkg_raw.get("executor_image")), _strlist(pkg_raw.get("package_uris")),
+                            _str(pkg_raw.get("module")), _str(pkg_raw.get("source")))
     machine = _str(raw.get("machine_type"))
     if role == "reduction_server" and "machine_type" not in raw:
         machine = DEFAULT_RS_MACHINE
@@ -336,5 +339,5 @@ def build(data: Mapping[str, Any]) -> Job:
         tensorboard=_str(data.get("tensorboard")),
         enable_web_access=_bool(data.get("enable_web_access")), scheduling=scheduling,
         local=local, study=_build_study(study_raw) if isinstance(study_raw, dict) else None,
-        extra=_dict(data.get("extra")),
+        extra=_dict(data.get("extra")), staging_bucket=_str(data.get("staging_bucket")),
     )

@@ -16,6 +16,7 @@ from vxtrain.validation import schema
 from vxtrain.loading.document import Document, NativeSpec, Position
 
 IMAGE = "us-docker.pkg.dev/p/train/bert:1"
+EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest"
 V100 = "NVIDIA_TESLA_V100"
 BASE: dict[str, Any] = {"display_name": "t", "chief": {"machine_type": "n1-standard-8", "image": IMAGE}}
 GPU_POOL = {"machine_type": "n1-highmem-96", "accelerator": {"type": V100, "count": 8}}
@@ -131,9 +132,9 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
      | {"chief": {"machine_type": "n1-standard-8"}}, []),
     ("package-over-default-image", spec(defaults={"image": IMAGE}) | {"chief": {
         "machine_type": "n1-standard-8", "python_package": {
-            "executor_image": IMAGE, "package_uris": ["gs://b/p.tar.gz"], "module": "trainer.task"}}}, []),
+            "executor_image": EXECUTOR, "package_uris": ["gs://b/p.tar.gz"], "module": "trainer.task"}}}, []),
     ("image-and-package", spec(chief={"python_package": {
-        "executor_image": IMAGE, "package_uris": ["gs://b/p.tar.gz"], "module": "trainer.task"}}),
+        "executor_image": EXECUTOR, "package_uris": ["gs://b/p.tar.gz"], "module": "trainer.task"}}),
      [E("image-and-package", "chief.python_package")]),
     # env
     ("env-digit", spec(chief={"env": {"1BAD": "x"}}), [E("bad-env-name", "chief.env.1BAD")]),
@@ -258,7 +259,7 @@ SCHEMA_CASES = [
     ("accelerator-without-type", spec(chief={"accelerator": {"count": 1}})),
     ("package-without-module", spec(chief={"image": None}) | {"chief": {
         "machine_type": "n1-standard-8",
-        "python_package": {"executor_image": IMAGE, "package_uris": ["gs://b/p.tar.gz"]}}}),
+        "python_package": {"executor_image": EXECUTOR, "package_uris": ["gs://b/p.tar.gz"]}}}),
 ]
 
 

@@ -43,6 +43,7 @@ SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="dotted.key=v
 VarOpt = Annotated[Optional[list[str]], typer.Option("--var", help="NAME=VALUE for ${NAME} in the spec (wins over the environment).")]
 ProjectOpt = Annotated[Optional[str], typer.Option("--project", help="Google Cloud project (else spec, else GOOGLE_CLOUD_PROJECT).")]
 RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI region (else spec, else CLOUD_ML_REGION).")]
+StagingBucketOpt = Annotated[Optional[str], typer.Option("--staging-bucket", help="gs://BUCKET[/PREFIX] for python_package.source packages (else the spec's staging_bucket).")]
 DisplayNameOpt = Annotated[Optional[str], typer.Option("--display-name", help="Overrides display_name (gcloud configs: default is the file stem).")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
 EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="HOST:PORT of a vxtrain emulator instead of Vertex AI.")]
@@ -64,11 +65,12 @@ def parse_pairs(pairs: Sequence[str] | None, flag: str = "--var", form: str = "N
 def make_options(*, overlay: Sequence[str] | None = None, set_: Sequence[str] | None = None,
                  var: Sequence[str] | None = None, project: str | None = None,
                  region: str | None = None, display_name: str | None = None,
-                 strict: bool = False, gradient_size: float | None = None) -> Options:
+                 strict: bool = False, gradient_size: float | None = None,
+                 staging_bucket: str | None = None) -> Options:
     """Options for the pipeline from the shared flags."""
     return Options(overlays=list(overlay or ()), sets=list(set_ or ()), variables=parse_pairs(var),
                    project=project, region=region, display_name=display_name, strict=strict,
-                   gradient_size=gradient_size)
+                   gradient_size=gradient_size, staging_bucket=staging_bucket)
 
 
 def parse_trial(text: str | None) -> str | None:
@@ -129,7 +131,7 @@ def print_view(view: dict[str, Any], output: OutputFormat) -> None:
 #: The options every spec-reading command shares: (parameter name, annotation).
 _SPEC_PARAMS: tuple[tuple[str, Any], ...] = (
     ("overlay", OverlayOpt), ("set_", SetOpt), ("var", VarOpt), ("project", ProjectOpt),
-    ("region", RegionOpt), ("display_name", DisplayNameOpt),
+    ("region", RegionOpt), ("display_name", DisplayNameOpt), ("staging_bucket", StagingBucketOpt),
 )
 
 
@@ -152,7 +154,7 @@ def spec_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         picked = {name: kwargs.pop(name, None) for name, _ in _SPEC_PARAMS}
         options = make_options(overlay=picked["overlay"], set_=picked["set_"], var=picked["var"],
                                project=picked["project"], region=picked["region"],
-                               display_name=picked["display_name"],
+                               display_name=picked["display_name"], staging_bucket=picked["staging_bucket"],
                                strict=bool(kwargs.get("strict", False)))
         return fn(*args, options=options, **kwargs)
 

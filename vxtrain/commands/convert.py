@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -79,8 +79,14 @@ def register(app: typer.Typer) -> None:
     def _cmd(
         path: Annotated[str, typer.Argument(help="Spec file in any format.")],
         to: Annotated[ConvertTarget, typer.Option("--to", help="native, gcloud or gcloud-command.")],
+        package_path: Annotated[Optional[str], typer.Option(
+            "--package-path", help="Legacy configs: the package folder gcloud's --package-path gave "
+            "(written as python_package.source, relative to the spec).")] = None,
+        module_name: Annotated[Optional[str], typer.Option(
+            "--module-name", help="Legacy configs: the module gcloud's --module-name gave.")] = None,
         *,
         options: Options,
     ) -> None:
         """Convert between formats: legacy/gcloud → native, native → gcloud config or command."""
+        options.package_path, options.module_name = package_path, module_name
         raise typer.Exit(convert(path, to, options))

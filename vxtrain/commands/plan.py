@@ -38,6 +38,8 @@ def plan_json(result: Result) -> dict[str, Any]:
     }
     if result.job is not None and result.job.study is not None:
         doc["hyperparameter_tuning_job"] = result.hyperparameter_tuning_job if valid else None
+    if valid and result.packages:  # python_package.source: what submit would build and upload
+        doc["packages"] = [p.to_json() for p in result.packages]
     return doc
 
 
@@ -56,6 +58,12 @@ def _print_text(result: Result) -> None:
         study = {k: v for k, v in result.hyperparameter_tuning_job.items() if k != "trialJobSpec"}
         out.print(json.dumps(study, indent=2))
         for line in _study_lines(result):
+            out.print(line, markup=False, highlight=False)
+    if result.packages:
+        from vxtrain.packaging.jobs import text_lines
+
+        out.rule("Packages (built and uploaded by submit; plan uploads nothing)")
+        for line in text_lines(result.packages):
             out.print(line, markup=False, highlight=False)
     out.rule("Bandwidth plan")
     for item in render(result.plan):

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -221,25 +223,32 @@ def replica_command(job: Job, pool: Pool, extra_args: Sequence[str] = ()) -> lis
         "is not known locally; set local.command (e.g. [python, train.py]) or the pool's command")
 
 
-def package_paths(pool: Pool, base_dir: Path) -> list[str]:
-    """Local package_uris of a python_package pool, as PYTHONPATH entries.
+def package_paths(pool: Pool, base_dir: Path, work_dir: Path | None = None, *, install: bool = True) -> list[str]:
+    """PYTHONPATH entries that make a python_package pool's module importable here.
 
-    Folders and zip-importable archives (.whl, .zip, .egg) work; a source
-    tarball cannot be imported in place, so it is an error that says what to do.
+    ``source``: the folder itself (its ``src/`` for a src layout), no build.
+    ``package_uris``: folders as they are; archives (local or gs://) installed with
+    ``pip install --no-deps --target`` under ``work_dir``, as Vertex AI's executor
+    images install them (vxtrain.packaging.install). With ``install`` False (the
+    replica runs ``local.command`` or a command of its own, not the package)
+    only folders are used: nothing is downloaded for a command that may not need it.
     """
-    if pool.python_package is None:
+    pkg = pool.python_package
+    if pkg is None:
         return []
-    paths = []
-    for uri in pool.python_package.package_uris:
-        if "://" in uri:
-            continue  # gs:// packages are fetched by Vertex AI, not here
-        path = (base_dir / uri).resolve()
-        if path.is_file() and path.suffix not in (".whl", ".zip", ".egg"):
-            raise LocalRunError(
-                f"package_uris entry {uri!r} is an archive Python cannot import in place; "
-                "for local runs give the package's source folder (or a .whl)")
-        paths.append(str(path))
-    return paths
+    if pkg.source is not None:
+        from vxtrain.packaging.source import import_root
+        from vxtrain.packaging.source import source_folder
+
+        return [str(import_root(source_folder(base_dir, pkg.source), pkg.module))]
+    if not pkg.package_uris:
+        return []
+    from vxtrain.packaging.install import package_path_entries
+
+    if not install:
+        folders = [str((base_dir / u).resolve()) for u in pkg.package_uris if "://" not in u]
+        return [f for f in folders if Path(f).is_dir()]
+    return package_path_entries(pkg.package_uris, base_dir, work_dir)
 
 
 @dataclass
@@ -267,26 +276,28 @@ def _is_cluster_var(name: str) -> bool:
     return name in _CLUSTER_VARS or name.startswith("AIP_")
 
 
-def _child_env(job: Job, pool: Pool, vertex_env: Mapping[str, str], torch: Mapping[str, str],
-               base_dir: Path) -> dict[str, str]:
+def _child_env(job: Job, vertex_env: Mapping[str, str], torch: Mapping[str, str],
+               packages: Sequence[str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not _is_cluster_var(k)}
     env.update(vertex_env)
     if job.local is not None:
         env.update(job.local.env)
     env.update(torch)
     inherited = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
-    env["PYTHONPATH"] = os.pathsep.join(package_paths(pool, base_dir) + inherited + [_VXTRAIN_ROOT])
+    env["PYTHONPATH"] = os.pathsep.join(list(packages) + inherited + [_VXTRAIN_ROOT])
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the prefixing reader as they are printed
     return env
 
 
 def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
                   extra_args: Sequence[str] = (), base_dir: Path, workdir: str | Path | None = None,
-                  job_id: str = cluster_env.PREVIEW_JOB_ID, addresses: Addresses | None = None) -> list[_Plan]:
+                  job_id: str = cluster_env.PREVIEW_JOB_ID, addresses: Addresses | None = None,
+                  work_dir: Path | None = None) -> list[_Plan]:
     """One planned process per replica of pools 0, 1, 2 (parameter servers) and 3.
 
     ``addresses`` (from :func:`draw_addresses`) are the run's ports; without
-    them, ports are drawn here, distinct but not reserved.
+    them, ports are drawn here, distinct but not reserved. ``work_dir`` is where
+    package archives are installed (one folder per pool under it).
     """
     addresses = draw_addresses(job) if addresses is None else addresses
     hosts, master_port = addresses.hosts, addresses.master_port
@@ -297,12 +308,15 @@ def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = 
         if pool.role == "reduction_server":
             continue
         command = replica_command(job, pool, extra_args)
+        runs_package = not (job.local is not None and job.local.command) and not pool.command
+        packages = package_paths(pool, base_dir, work_dir / slots.SLOTS[pool.index].cluster_key if work_dir else None,
+                                 install=runs_package)
         for i in range(pool.replicas or 0):
             vertex_env = cluster_env.replica_env(job, job_spec, pool.index, i, hosts=hosts,
                                                  trial=trial, job_id=job_id)
             torch = _torch_vars(pool, i, training, master_port)
             replica = ReplicaRun(slots.replica_name(pool.index, i), pool.role, pool.index, i, command)
-            plans.append(_Plan(replica, _child_env(job, pool, vertex_env, torch, base_dir), cwd))
+            plans.append(_Plan(replica, _child_env(job, vertex_env, torch, packages), cwd))
     return plans
 
 
@@ -488,13 +502,15 @@ def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
     printer = _Printer(out)
     base = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
     addresses = draw_addresses(job, reserve=True)
+    packages = Path(tempfile.mkdtemp(prefix="vxtrain-job-"))  # this run's installed package_uris
     try:
         plans = plan_replicas(job, job_spec, trial=trial, extra_args=extra_args, base_dir=base,
                               workdir=workdir, job_id=job_id or str(time.time_ns() // 1000),
-                              addresses=addresses)
+                              addresses=addresses, work_dir=packages)
         result = _run_plans(job, plans, printer, stop, grace, settle)
     finally:
         release_ports(addresses.ports)  # every replica is gone by now
+        shutil.rmtree(packages, ignore_errors=True)
     _report(result, printer)
     return result
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
-from vxtrain.validation import study_rules
+from vxtrain.validation import package_rules, study_rules
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Accelerator, Job, Pool
 from vxtrain.slots import TRAINING_ROLES
@@ -122,7 +122,7 @@ _CHIEF_HINTS: dict[str, str] = {
 }
 #: How to give a pool something to run, in the words of each input format.
 _CODE_HINTS: dict[str, str] = {
-    "native": "give 'image' (a container URI) or 'python_package' {executor_image, package_uris, module}, "
+    "native": "give 'image' (a container URI) or 'python_package' {executor_image, module, source or package_uris}, "
               "in the pool or in 'defaults'",
     "gcloud": "give workerPoolSpecs[INDEX] a containerSpec {imageUri} or a pythonPackageSpec "
               "{executorImageUri, packageUris, pythonModule}",
@@ -442,4 +442,5 @@ RULES: tuple[Rule, ...] = (
     tensorboard_rules,
     evaluator_rules,
     study_rules.check,  # the study: block (vxtrain/validation/study_rules.py)
+    package_rules.check,  # python_package source/package_uris, staging_bucket
 )

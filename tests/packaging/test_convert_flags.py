@@ -1,0 +1,51 @@
+"""``convert --package-path DIR --module-name M``: gcloud's code pointer for legacy configs."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.packaging.conftest import write_bare
+
+LEGACY = """\
+trainingInput:
+  scaleTier: CUSTOM
+  masterType: n1-standard-8
+  runtimeVersion: "2.11"
+  pythonVersion: "3.7"
+  region: us-central1
+"""
+
+
+def _convert(spec: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "vxtrain", "convert", str(spec), "--to", "native", *flags],
+                          capture_output=True, text=True, cwd=spec.parent.parent)
+
+
+def test_legacy_config_without_code_pointer_gets_source_and_module(tmp_path: Path) -> None:
+    write_bare(tmp_path / "code")
+    (tmp_path / "cfg").mkdir()
+    spec = tmp_path / "cfg" / "config.yaml"
+    spec.write_text(LEGACY)
+    assert _convert(spec).returncode == 1  # no code pointer: what the flags are for
+    res = _convert(spec, "--package-path", "code", "--module-name", "trainer.task")  # DIR relative to the cwd
+    assert res.returncode == 0, res.stderr
+    native = yaml.safe_load(res.stdout)
+    assert native["chief"]["python_package"] == {
+        "executor_image": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11:latest",
+        "module": "trainer.task", "source": "../code"}  # relative to the spec, as source is read
+    converted = tmp_path / "cfg" / "native.yaml"
+    converted.write_text(res.stdout)
+    check = subprocess.run([sys.executable, "-m", "vxtrain", "validate", str(converted)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+
+
+def test_the_flags_are_for_legacy_configs_only(tmp_path: Path) -> None:
+    spec = tmp_path / "cfg" / "job.yaml"
+    spec.parent.mkdir()
+    spec.write_text("display_name: x\nchief: {machine_type: n1-standard-4, image: gcr.io/p/i:1}\n")
+    res = _convert(spec, "--package-path", "code", "--module-name", "trainer.task")
+    assert res.returncode == 2 and "legacy" in res.stderr

@@ -1,0 +1,124 @@
+"""A job's ``python_package.source`` folders: their URIs before compile, their uploads at submit.
+
+``resolve`` runs before the (pure) compiler: it hashes each source folder and
+writes the content-addressed URI into the pool's ``package_uris``, so the
+compiled CustomJob carries ``packageUris: [URI]``. Without a staging bucket the
+URI starts with ``UNSET_BUCKET``: ``plan`` still shows what would be built, and
+``submit`` refuses before any upload (``require_bucket``).
+
+``publish`` (submit only) builds each distinct source once and uploads it only
+when its URI is not in the bucket yet.
+"""
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vxtrain.model import Job
+from vxtrain.packaging.source import Source, describe
+
+#: Stands for the bucket in URIs planned without one (never a valid gs:// URI).
+UNSET_BUCKET = "<staging_bucket>"
+
+
+@dataclass
+class Package:
+    """One source folder of a job and where its sdist goes."""
+
+    source: Source
+    uri: str
+    roles: list[str] = field(default_factory=list)
+    spec_source: str = ""  # the folder as the spec wrote it
+    module: str | None = None
+
+    @property
+    def build(self) -> str:
+        """How the sdist is made, in words."""
+        if self.source.kind == "project":
+            return "pypa build of the project"
+        return "pypa build of a generated setup.py (a bare package folder)"
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``packages`` entry of ``plan --output json``."""
+        return {"source": self.spec_source, "path": str(self.source.path), "pools": self.roles,
+                "name": self.source.name, "hash": self.source.digest, "files": self.source.files,
+                "build": self.source.kind, "uri": self.uri,
+                "bucket_set": not self.uri.startswith(UNSET_BUCKET)}
+
+
+def resolve(job: Job, base: Path, staging_bucket: str | None) -> list[Package]:
+    """Hash every pool's ``source`` folder (relative to ``base``) and set its ``package_uris``.
+
+    A folder used by several pools is hashed once and gets one URI.
+    """
+    from vxtrain.packaging.source import source_folder
+
+    by_folder: dict[Path, Package] = {}
+    for pool in job.ordered_pools():
+        pkg = pool.python_package
+        if pkg is None or pkg.source is None or pkg.package_uris:
+            continue
+        folder = source_folder(base, pkg.source)
+        package = by_folder.get(folder)
+        if package is None:
+            src = describe(folder)
+            package = Package(src, src.uri(staging_bucket or UNSET_BUCKET), spec_source=pkg.source,
+                              module=pkg.module)
+            by_folder[folder] = package
+        package.roles.append(pool.role)
+        pkg.package_uris = [package.uri]
+    return list(by_folder.values())
+
+
+def text_lines(packages: list[Package]) -> list[str]:
+    """What ``plan`` prints about the packages a submit would build and upload."""
+    lines = []
+    for p in packages:
+        lines.append(f"{p.spec_source} ({p.source.files} files, {p.build}) for {', '.join(p.roles)}")
+        lines.append(f"  → {p.uri}")
+        if p.uri.startswith(UNSET_BUCKET):
+            lines.append("  (no staging_bucket: submit needs --staging-bucket gs://BUCKET[/PREFIX])")
+    if packages:
+        lines.append("submit builds each package and uploads it only if that URI is not there yet")
+    return lines
+
+
+@dataclass(frozen=True)
+class Published:
+    """A package after ``publish``: its URI, generation, and whether this submit uploaded it."""
+
+    uri: str
+    generation: int
+    uploaded: bool
+
+
+def publish(packages: list[Package], project: str | None = None,
+            say: Callable[[str], object] | None = None) -> list[Published]:
+    """Build and upload each package whose URI is missing; nothing for those already there."""
+    from vxtrain.packaging.build import build_sdist
+    from vxtrain.packaging.upload import existing_generation, storage_client, upload_if_missing
+
+    if not packages:
+        return []
+    say = say or (lambda message: None)
+    client = storage_client(project)
+    out = []
+    try:
+        for p in packages:
+            generation = existing_generation(p.uri, client)
+            if generation is not None:  # this very content is there: no build, no upload
+                say(f"package {p.uri} is already uploaded")
+                out.append(Published(p.uri, generation, uploaded=False))
+                continue
+            say(f"building {p.spec_source} ({p.build})")
+            with tempfile.TemporaryDirectory(prefix="vxtrain-sdist-") as tmp:
+                sdist = build_sdist(p.source, tmp)
+                result = upload_if_missing(sdist, p.uri, client)
+            say(f"{'uploaded' if result.uploaded else 'already uploaded'}: {p.uri}")
+            out.append(Published(result.uri, result.generation, result.uploaded))
+    finally:
+        client.close()
+    return out

@@ -1,0 +1,170 @@
+"""A local source folder as a package: which files count, its content hash, its name, its URI.
+
+Everything here is pure file reading (no build, no network), so ``plan`` can show
+the URI a ``submit`` would upload to.
+
+Which files count: every regular file under the folder except the fixed
+exclusions below. A ``.gitignore`` is *not* honoured: git's ignore rules
+(negations, anchoring, nested files, global excludes) are not cheap to mirror
+exactly without a new dependency, and a half-right matcher would give two
+machines different hashes for the same tree, or drop a file the job needs.
+Keep only the package in the folder (gcloud's ``--local-package-path`` has the
+same rule).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+#: Directory names never packaged, at any depth: VCS data, caches, virtual envs.
+EXCLUDED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox",
+                           ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints"})
+#: Directory names excluded only at the top of the folder: where build tools write their
+#: output. Deeper down, ``build`` may well be a subpackage of the user's code.
+EXCLUDED_TOP_DIRS = frozenset({"build", "dist"})
+#: File suffixes never packaged (compiled bytecode outside ``__pycache__``).
+EXCLUDED_SUFFIXES = (".pyc", ".pyo")
+#: A directory holding this file is a virtual environment (PEP 405), whatever its name.
+VENV_MARKER = "pyvenv.cfg"
+#: Files that make the folder a project pypa ``build`` can build as it is.
+PROJECT_FILES = ("pyproject.toml", "setup.py")
+#: Where packages go under the staging bucket.
+PACKAGES_PREFIX = "vxtrain-packages"
+#: Hex digits of SHA-256 kept in the URI: 64 bits, ample for one bucket's packages.
+HASH_LENGTH = 16
+#: Mixed into the hash: bump it when the recipe that turns a folder into an sdist
+#: changes (e.g. the generated setup.py), so old URIs are not reused for new output.
+RECIPE_VERSION = "vxtrain-sdist-1"
+
+
+@dataclass(frozen=True)
+class Source:
+    """What ``plan`` can say about a source folder before anything is built."""
+
+    path: Path
+    name: str  # the sdist name as it appears in the URI (normalized)
+    digest: str  # HASH_LENGTH hex digits over file names and bytes
+    kind: str  # "project" (pyproject.toml/setup.py, built as it is) or "generated"
+    files: int
+
+    def uri(self, staging_bucket: str) -> str:
+        """The content-addressed URI of this source's sdist under ``staging_bucket``."""
+        return package_uri(staging_bucket, self.name, self.digest)
+
+
+def describe(path: str | Path) -> Source:
+    """Name, kind and content hash of the source folder ``path`` (which must exist)."""
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise FileNotFoundError(f"source folder {path} does not exist")
+    files = list(iter_files(root))
+    kind = "project" if is_project(root) else "generated"
+    return Source(root, package_name(root), _digest(root, files, kind), kind, len(files))
+
+
+def package_uri(staging_bucket: str, name: str, digest: str) -> str:
+    """``<staging_bucket>/vxtrain-packages/<name>-<digest>.tar.gz``."""
+    return f"{staging_bucket.rstrip('/')}/{PACKAGES_PREFIX}/{name}-{digest}.tar.gz"
+
+
+def is_project(root: Path) -> bool:
+    """True when ``root`` carries its own build recipe (pyproject.toml or setup.py)."""
+    return any((root / name).is_file() for name in PROJECT_FILES)
+
+
+def iter_files(root: Path) -> Iterator[PurePosixPath]:
+    """Every packaged file under ``root``, as a relative POSIX path, in sorted order."""
+    found: list[PurePosixPath] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        top = here == root
+        dirnames[:] = [d for d in dirnames if not _excluded_dir(here / d, top)]
+        rel = PurePosixPath(here.relative_to(root).as_posix())
+        for name in filenames:
+            if name.endswith(EXCLUDED_SUFFIXES) or not (here / name).is_file():
+                continue  # bytecode; broken links, sockets and other non-files
+            found.append(rel / name)
+    yield from sorted(found, key=lambda p: p.as_posix().encode("utf-8", "surrogateescape"))
+
+
+def _excluded_dir(path: Path, top: bool) -> bool:
+    name = path.name
+    return (name in EXCLUDED_DIRS or name.endswith(".egg-info") or (top and name in EXCLUDED_TOP_DIRS)
+            or (path / VENV_MARKER).is_file())
+
+
+def _digest(root: Path, files: list[PurePosixPath], kind: str) -> str:
+    """SHA-256 over (recipe, kind, then for each file in sorted order: name, size, bytes).
+
+    Names are POSIX relative paths and the order is a byte sort, so the hash is the
+    same on every machine and whatever order the filesystem lists files in. Sizes
+    frame the bytes, so moving content from one file to the next changes the hash.
+    File modes and times are left out: they differ between checkouts of one tree.
+    """
+    h = hashlib.sha256(f"{RECIPE_VERSION}\0{kind}\0".encode())
+    for rel in files:
+        data = (root / rel).read_bytes()
+        h.update(rel.as_posix().encode("utf-8", "surrogateescape") + b"\0")
+        h.update(str(len(data)).encode() + b"\0")
+        h.update(data)
+    return h.hexdigest()[:HASH_LENGTH]
+
+
+def package_name(root: Path) -> str:
+    """The sdist name: ``[project].name`` of a pyproject.toml, else the folder's name.
+
+    Normalized as sdist file names are (lowercase, runs of ``-_.`` as ``_``), so the
+    ``-`` before the hash in the URI is unambiguous.
+    """
+    name = _pyproject_name(root / "pyproject.toml") or root.name or "package"
+    normal = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    return normal or "package"
+
+
+def _pyproject_name(pyproject: Path) -> str | None:
+    if not pyproject.is_file():
+        return None
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 (tomli comes with pypa build)
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None  # the build reports a broken pyproject.toml with its own words
+    name = data.get("project", {}).get("name")
+    return name if isinstance(name, str) else None
+
+
+def import_root(root: Path, module: str | None) -> Path:
+    """The folder to put on ``PYTHONPATH`` so ``module`` imports from ``root``: it, or its ``src/``."""
+    found = module_file(root, module) if module else None
+    if found is not None and (root / "src") in found.parents:
+        return root / "src"
+    return root
+
+
+def module_file(root: Path, module: str) -> Path | None:
+    """The file ``python -m module`` would run from ``root``, or None.
+
+    ``a.b`` is ``a/b.py`` or ``a/b/__main__.py``, directly under ``root`` or under
+    ``root/src`` (the src layout of a project).
+    """
+    parts = module.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return None
+    for base in (root, root / "src"):
+        for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__main__.py")):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def source_folder(base: Path, source: str) -> Path:
+    """``source`` as a folder (``~`` expanded, relative to ``base``, the spec's folder)."""
+    return (base / Path(source).expanduser()).resolve()

@@ -1,0 +1,142 @@
+"""Upload a built package to its content-addressed gs:// URI, once.
+
+The URI names the content (``source.package_uri``), so an object already there
+is this package: nothing is uploaded. The upload itself is conditional on the
+object not existing (``if_generation_match=0``,
+https://cloud.google.com/storage/docs/request-preconditions), so two submits
+racing on the same source store it once; the loser's PreconditionFailed means
+"already there", not an error.
+
+google-cloud-storage is imported lazily (only a submit that uploads needs it);
+it honours ``STORAGE_EMULATOR_HOST``, which is how the tests run against a real
+GCS emulator.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vxtrain.errors import ApiError, NotFoundError, PermissionError_, UnavailableError
+
+if TYPE_CHECKING:
+    from google.cloud.storage import Client
+
+#: Packages at least this big show a progress bar when stderr is a terminal.
+PROGRESS_THRESHOLD = 8 * 1024 * 1024
+#: Resumable-upload chunk for large packages (a multiple of 256 KiB, as GCS requires).
+CHUNK_SIZE = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Uploaded:
+    """Where a package is and whether this call put it there."""
+
+    uri: str
+    generation: int
+    uploaded: bool  # False: the object was already there (or another submit won the race)
+
+
+def split_gs_uri(uri: str) -> tuple[str, str]:
+    """``gs://bucket/a/b`` → ``("bucket", "a/b")``; ValueError for anything else."""
+    if not uri.startswith("gs://"):
+        raise ValueError(f"not a gs:// URI: {uri!r}")
+    bucket, _, name = uri[len("gs://"):].partition("/")
+    if not bucket:
+        raise ValueError(f"gs:// URI without a bucket: {uri!r}")
+    return bucket, name
+
+
+def storage_client(project: str | None = None) -> Client:
+    """A storage client: anonymous against ``STORAGE_EMULATOR_HOST``, else default credentials."""
+    from google.auth.exceptions import GoogleAuthError
+    from google.cloud import storage
+
+    try:
+        return storage.Client(project=project)
+    except GoogleAuthError as exc:
+        raise PermissionError_(
+            f"no Google Cloud credentials to upload the package with ({exc}); "
+            "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS") from exc
+
+
+def existing_generation(uri: str, client: Client) -> int | None:
+    """The generation of the object at ``uri``, or None when there is none (exit 4 on storage errors)."""
+    from google.api_core import exceptions as gexc
+
+    bucket_name, name = split_gs_uri(uri)
+    try:
+        blob = client.bucket(bucket_name).get_blob(name)
+    except gexc.GoogleAPICallError as exc:
+        raise mapped_error(exc, bucket_name, uri, "looking up") from exc
+    return None if blob is None else int(blob.generation or 0)
+
+
+def upload_if_missing(path: str | Path, uri: str, client: Client | None = None) -> Uploaded:
+    """Put the file ``path`` at ``uri`` unless an object is already there."""
+    import requests
+    from google.api_core import exceptions as gexc
+
+    bucket_name, name = split_gs_uri(uri)
+    if client is None:
+        own = storage_client()
+        try:
+            return upload_if_missing(path, uri, own)
+        finally:
+            own.close()  # its HTTP session: no sockets left behind
+    try:
+        bucket = client.bucket(bucket_name)
+        existing = bucket.get_blob(name)
+        if existing is not None:
+            return Uploaded(uri, int(existing.generation or 0), uploaded=False)
+        blob = bucket.blob(name)
+        try:
+            _upload(blob, Path(path))
+        except gexc.PreconditionFailed:  # another submit stored the same content first
+            winner = bucket.get_blob(name)
+            return Uploaded(uri, int(winner.generation or 0) if winner else 0, uploaded=False)
+        return Uploaded(uri, int(blob.generation or 0), uploaded=True)
+    except gexc.GoogleAPICallError as exc:
+        raise mapped_error(exc, bucket_name, uri, "uploading") from exc
+    except requests.exceptions.ConnectionError as exc:
+        err = UnavailableError(f"cannot reach Cloud Storage to upload {uri}: {exc}")
+        err.transient = True
+        raise err from exc
+
+
+def _upload(blob: Any, path: Path) -> None:
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        if size < PROGRESS_THRESHOLD or not sys.stderr.isatty():
+            blob.upload_from_file(f, size=size, content_type="application/gzip", if_generation_match=0)
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+        blob.chunk_size = CHUNK_SIZE  # resumable, in chunks: the bar moves as they go
+        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                      TransferSpeedColumn(), console=Console(stderr=True), transient=True) as progress:
+            with progress.wrap_file(f, total=size, description=f"uploading {path.name}") as reader:
+                blob.upload_from_file(reader, size=size, content_type="application/gzip",
+                                      if_generation_match=0)
+
+
+def mapped_error(exc: Exception, bucket: str, uri: str, doing: str) -> ApiError:
+    """A storage error while ``doing`` (uploading, downloading) ``uri`` as vxtrain's API error (exit 4)."""
+    from google.api_core import exceptions as gexc
+
+    if isinstance(exc, gexc.NotFound):
+        return NotFoundError(
+            f"staging bucket gs://{bucket} does not exist ({doing} {uri}); create it "
+            f"(`gcloud storage buckets create gs://{bucket} --location=REGION`, in the job's region) "
+            "or give another --staging-bucket")
+    if isinstance(exc, (gexc.Forbidden, gexc.Unauthorized)):
+        return PermissionError_(
+            f"not allowed: {doing} {uri} needs storage.objects.get and storage.objects.create "
+            f"on gs://{bucket} (e.g. roles/storage.objectAdmin): {getattr(exc, 'message', exc)}")
+    if isinstance(exc, (gexc.ServiceUnavailable, gexc.InternalServerError, gexc.TooManyRequests)):
+        mapped = UnavailableError(f"{doing} {uri} failed after retries: {exc}")
+        mapped.transient = True
+        return mapped
+    return ApiError(f"{doing} {uri} failed: {exc}")

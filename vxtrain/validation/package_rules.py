@@ -1,0 +1,100 @@
+"""Rules for ``python_package`` pools and ``staging_bucket``.
+
+A Python package pool runs ``module`` from either ``package_uris`` (archives
+already built) or ``source`` (a local folder vxtrain builds and uploads at
+submit), never both, in a prebuilt executor image:
+https://cloud.google.com/vertex-ai/docs/training/create-python-pre-built-container.
+That ``source`` needs a ``staging_bucket`` is checked where an upload is
+needed (``submit`` to Vertex AI or an emulator endpoint), not here: ``plan``
+and local runs do without one.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from vxtrain.diagnostics import Diagnostic, error, warning
+from vxtrain.loading.document import KeyPath, NativeSpec
+from vxtrain.model import Job, Pool
+from vxtrain.packaging.source import module_file, source_folder
+
+PREBUILT_DOC = "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers"
+#: Google's prebuilt training images: ``{us,europe,asia}-docker.pkg.dev/vertex-ai/training/``
+#: FRAMEWORK-ACCELERATOR.MAJOR-MINOR[.pyXYZ]``:latest`` (tf-cpu.2-14.py310, pytorch-gpu.2-1.py310,
+#: sklearn-cpu.1-0, xgboost-cpu.1-1, …), and the older gcr.io/cloud-aiplatform/training mirror
+#: (PREBUILT_DOC). A pattern rather than a list: new framework versions keep the shape.
+PREBUILT_IMAGE = re.compile(
+    r"^(?:(?:us|europe|asia)-docker\.pkg\.dev/vertex-ai/training|gcr\.io/cloud-aiplatform/training)"
+    r"/[a-z0-9]+(?:-[a-z0-9]+)*\.\d+-\d+(?:\.py\d+)?:latest$")
+#: ``gs://BUCKET`` or ``gs://BUCKET/PREFIX``; bucket names per
+#: https://cloud.google.com/storage/docs/buckets#naming (3-63 characters here; dotted names up to 222).
+STAGING_BUCKET = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](?:/[^\s]*)?$")
+
+
+def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
+    """Every python_package and staging_bucket diagnostic of ``job``."""
+    yield from _staging_bucket(job, native)
+    base = spec_folder(native)
+    for pool in job.ordered_pools():
+        if pool.python_package is not None and pool.role != "reduction_server":
+            yield from _package(pool, native, base)
+
+
+def spec_folder(native: NativeSpec) -> Path:
+    """The folder ``source`` paths are relative to: the spec file's."""
+    file = native.source.file
+    return Path(file).resolve().parent if file and file != "-" else Path.cwd()
+
+
+def _staging_bucket(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
+    bucket = job.staging_bucket
+    if bucket is not None and not STAGING_BUCKET.match(bucket):
+        yield error("staging-bucket", f"staging_bucket {bucket!r} is not a Cloud Storage location: give "
+                    "gs://BUCKET or gs://BUCKET/PREFIX (bucket names: lowercase letters, digits, '-', '_', '.')",
+                    **native.where(("staging_bucket",)))
+
+
+def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
+    """Where the pool's python_package (or a key in it) was written: the pool, else ``defaults``."""
+    raw = native.data.get(role)
+    if isinstance(raw, dict) and "python_package" in raw:
+        return (role, "python_package", *keys)
+    return ("defaults", "python_package", *keys)
+
+
+def _package(pool: Pool, native: NativeSpec, base: Path) -> Iterator[Diagnostic]:
+    pkg = pool.python_package
+    assert pkg is not None
+    if pkg.source is not None and pkg.package_uris:
+        yield error("package-source-and-uris", f"{pool.role}.python_package gives both source ({pkg.source}) "
+                    "and package_uris: give source (a local folder vxtrain builds and uploads) or "
+                    "package_uris (archives already in Cloud Storage), not both",
+                    **native.where(_path(native, pool.role, "source")))
+    elif pkg.source is None and not pkg.package_uris:
+        yield error("package-no-code", f"{pool.role}.python_package has no code: give source (a local folder "
+                    "with the package, e.g. source: .) or package_uris (gs:// archives)",
+                    **native.where(_path(native, pool.role)))
+    if pkg.source is not None:
+        yield from _source(pkg.source, pkg.module, pool.role, native, base)
+    if pkg.executor_image and not PREBUILT_IMAGE.match(pkg.executor_image):
+        yield warning("package-executor-image", f"executor_image {pkg.executor_image} is not one of Google's "
+                      "prebuilt training images ({us,europe,asia}-docker.pkg.dev/vertex-ai/training/"
+                      f"NAME:latest, listed at {PREBUILT_DOC}); Vertex AI runs python packages only in those",
+                      **native.where(_path(native, pool.role, "executor_image")))
+
+
+def _source(source: str, module: str | None, role: str, native: NativeSpec, base: Path) -> Iterator[Diagnostic]:
+    folder = source_folder(base, source)
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        yield error("package-source-missing", f"python_package.source {source!r} {what} (looked for {folder}); "
+                    "give the folder that holds the package (relative to the spec)",
+                    **native.where(_path(native, role, "source")))
+        return
+    if module and module_file(folder, module) is None:
+        rel = module.replace(".", "/")
+        yield error("package-module-missing", f"module {module} is not in source {source!r}: looked for "
+                    f"{rel}.py and {rel}/__main__.py under {folder} (and its src/); source is the folder "
+                    "that holds the package, e.g. DIR with DIR/trainer/task.py for trainer.task",
+                    **native.where(_path(native, role, "module")))
