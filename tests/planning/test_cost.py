@@ -3,14 +3,19 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import io
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from vxtrain import model
+from vxtrain import api, model
+from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.cli import main
 from vxtrain.catalog import prices
 from vxtrain.loading.document import Document, NativeSpec, Position
 from vxtrain.planning import bandwidth, cost
@@ -239,3 +244,114 @@ def test_text_shows_pools_totals_and_the_reduction_server_trade_off() -> None:
     assert "n1-highcpu-16" in text and "unverified" in text
     assert "Job: cost unknown (no price for NVIDIA_TESLA_V100 in us-central1)" in text
     assert f"Reduction Server: {cost.usd(16 * HIGHCPU16)}/h" in text and "saved per step" in text
+
+
+# --- the command line ------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+RS = ROOT / "configs" / "examples" / "reduction-server.yaml"
+
+
+def spec_file(tmp_path: Path, **over: Any) -> Path:
+    """A spec of :func:`job` whose chief exits at once (the emulator runs nothing but it)."""
+    data = job(**over)
+    data["defaults"]["command"] = ["python", "-c", "pass"]
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    code = main([*argv, "--output", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_plan_json_has_the_cost_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, doc = run_json(capsys, "plan", str(spec_file(tmp_path)))
+    assert code == 0 and doc["diagnostics"] == []
+    out = doc["cost"]
+    assert {"currency", "region", "per_hour", "max_total", "pools", "unknown"} <= set(out)
+    assert (out["currency"], out["region"], out["unknown"]) == ("USD", "us-central1", [])
+    assert out["per_hour"] == pytest.approx(3 * N1S4) and out["max_total"] == pytest.approx(6 * N1S4)
+    assert {"pool", "role", "replicas", "machine_type", "per_node_hour", "per_hour", "confidence",
+            "source"} <= set(out["pools"][1])
+    assert (out["pools"][1]["pool"], out["pools"][1]["role"], out["pools"][1]["confidence"]) == (
+        1, "workers", "copied")
+
+
+def test_plan_warns_about_an_unknown_price_and_validate_does_not(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "plan", str(RS))
+    assert code == 0 and doc["cost"]["per_hour"] is None and doc["cost"]["max_total"] is None
+    warned = [(d["code"], d["path"]) for d in doc["diagnostics"]]
+    assert warned == [("price-unknown", "chief.accelerator.type"), ("price-unknown", "workers.accelerator.type")]
+    assert all(d["line"] for d in doc["diagnostics"])
+    code, doc = run_json(capsys, "validate", str(RS))
+    assert code == 0 and doc["files"][0]["diagnostics"] == []
+
+
+def test_plan_text_has_the_cost_table_under_the_bandwidth_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(RS), "--gradient-size", "1.3GB"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Bandwidth plan") < out.index("Cost plan")
+    assert "Reduction Server: $10.43/h for all-reduce" in out and "saved per step" in out
+
+
+def test_max_hourly_cost_on_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = str(spec_file(tmp_path))
+    assert run_json(capsys, "plan", spec, "--max-hourly-cost", "1")[0] == 0
+    code, doc = run_json(capsys, "plan", spec, "--max-hourly-cost", "0.5")
+    assert code == 1 and doc["custom_job"] is None
+    assert doc["cost"]["per_hour"] == pytest.approx(3 * N1S4)  # the reason is still shown
+    assert [d["code"] for d in doc["diagnostics"]] == ["max-hourly-cost"]
+    assert main(["plan", spec, "--max-hourly-cost", "-1"]) == 2
+
+
+def test_diff_shows_cost_changes(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["diff", str(RS), "--after-set", "workers.replicas=9", "--output", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    changed = {c["path"]: (c["before"], c["after"]) for c in doc["cost"]}
+    assert changed["pools[1].replicas"] == (4, 9)
+    assert changed["pools[2].per_hour"] == (pytest.approx(16 * HIGHCPU16), pytest.approx(32 * HIGHCPU16))
+
+
+def test_the_python_api_plan_has_the_cost(tmp_path: Path) -> None:
+    result = api.plan(spec_file(tmp_path))
+    assert result.cost.per_hour == pytest.approx(3 * N1S4)
+
+
+# --- the guardrail sends nothing -------------------------------------------------------
+
+@pytest.fixture
+def emulator() -> Iterator[EmulatorHandle]:
+    handle = start_emulator(out=io.StringIO())
+    try:
+        yield handle
+    finally:
+        handle.stop(grace=None)
+
+
+def listed(capsys: pytest.CaptureFixture[str], emulator: EmulatorHandle) -> list[Any]:
+    code, doc = run_json(capsys, "list", "--endpoint", emulator.address, "--project", "p",
+                         "--region", "us-central1")
+    assert code == 0
+    return list(doc["jobs"])
+
+
+@pytest.mark.parametrize("scheduling", [{"timeout": "2h"}, {"strategy": "SPOT"}], ids=["over", "unknown"])
+def test_submit_over_the_limit_sends_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                             emulator: EmulatorHandle, scheduling: dict[str, Any]) -> None:
+    spec = str(spec_file(tmp_path, scheduling=scheduling))
+    code = main(["submit", spec, "--endpoint", emulator.address, "--project", "p", "--max-hourly-cost", "0.5"])
+    err = capsys.readouterr().err
+    assert code == 1 and "[max-hourly-cost]" in err
+    assert emulator.jobs() == [] and listed(capsys, emulator) == []
+
+
+def test_submit_under_the_limit_is_sent(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                        emulator: EmulatorHandle) -> None:
+    """The control: the same path does reach the emulator when the job is within the limit."""
+    spec = str(spec_file(tmp_path))
+    assert main(["submit", spec, "--endpoint", emulator.address, "--project", "p", "--max-hourly-cost", "1"]) == 0
+    capsys.readouterr()
+    assert len(emulator.jobs()) == 1 and len(listed(capsys, emulator)) == 1
