@@ -3,8 +3,9 @@
 No network: the inputs are hand-transcribed cells, each with its source.
     python scripts/gen_prices.py
 
-- ``prices/vertex_copied.csv``: the Vertex AI figures read from a copy of
-  https://cloud.google.com/vertex-ai/pricing (confidence ``copied``).
+- ``prices/vertex_prices.csv``: Vertex AI figures read from
+  https://cloud.google.com/vertex-ai/pricing (``documented``) or from a copy of
+  it (``copied``); they win over the rule below.
 - ``prices/compute_engine_n1.csv``: Compute Engine N1 list prices per region.
 
 The N1 rows are built from two parts, both recorded in the output: Compute
@@ -95,7 +96,7 @@ def build() -> str:
              for r in _rows("compute_engine_n1.csv")}
     rates = _unit_rates(cells)
     _check(cells, rates)
-    copied = {(r["region"], r["name"]): r for r in _rows("vertex_copied.csv")}
+    read = {(r["region"], r["name"]): r for r in _rows("vertex_prices.csv")}
     out = io.StringIO()
     out.write(COMMENT)
     w = csv.writer(out, lineterminator="\n")
@@ -103,18 +104,19 @@ def build() -> str:
     for region in REGIONS:
         for name, cpu, mem in _n1_shapes():
             ce = cpu * rates[region][0] + mem * rates[region][1]
-            vertex = copied.pop((region, name), None)
+            vertex = read.pop((region, name), None)
             if vertex is None:
                 w.writerow([region, "machine", name, _q(ce * (1 + PREMIUM)), "", _q(ce), PREMIUM,
                             "unverified", CE_SOURCE, CE_AS_OF])
                 continue
-            if _q(ce * (1 + PREMIUM)) != vertex["usd_per_hour"]:
-                raise SystemExit(f"the premium rule no longer matches the copied {name} {region}")
-            w.writerow([region, "machine", name, vertex["usd_per_hour"], "", _q(ce), PREMIUM,
-                        "copied", vertex["source"], vertex["as_of"]])
-    for (region, name), vertex in copied.items():  # no Compute Engine part or rule known
-        w.writerow([region, vertex["kind"], name, vertex["usd_per_hour"], "", "", "",
-                    "copied", vertex["source"], vertex["as_of"]])
+            parts = ["", ""]  # the parts are kept only where the rule gives this very figure
+            if _q(ce * (1 + PREMIUM)) == vertex["usd_per_hour"]:
+                parts = [_q(ce), str(PREMIUM)]
+            w.writerow([region, "machine", name, vertex["usd_per_hour"], vertex["spot_usd_per_hour"],
+                        *parts, vertex["confidence"], vertex["source"], vertex["as_of"]])
+    for (region, name), vertex in read.items():  # no Compute Engine part or rule known
+        w.writerow([region, vertex["kind"], name, vertex["usd_per_hour"], vertex["spot_usd_per_hour"],
+                    "", "", vertex["confidence"], vertex["source"], vertex["as_of"]])
     return out.getvalue()
 
 
