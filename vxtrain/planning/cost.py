@@ -361,7 +361,7 @@ def _node_text(p: PoolCost) -> str:
 def total_lines(cost: Cost) -> list[str]:
     """The job's per-hour and maximum cost, what the timeout was, and what is unknown."""
     hours = cost.timeout_seconds / SECONDS_PER_HOUR
-    timeout = f"{hours:g} h" + (" (Vertex AI's default timeout, none set)" if cost.timeout_default else " timeout")
+    timeout = f"{hours:g} h" + (", Vertex AI's default timeout" if cost.timeout_default else " timeout")
     if cost.per_hour is None:
         head = "Job: cost unknown (" + "; ".join(sorted({_short(u) for u in cost.unknown})) + ")"
         return [head] if cost.unknown else ["Job: cost unknown"]
