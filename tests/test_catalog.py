@@ -13,7 +13,7 @@ from vxtrain.catalog import Egress
 
 CATALOG_DIR = Path(catalog.__file__).parent
 CSV_FILES = sorted(CATALOG_DIR.glob("*.csv"))
-CONFIDENCE = {"documented", "derived", "unverified"}
+CONFIDENCE = {"documented", "copied", "derived", "unverified"}  # copied: prices.csv only
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -35,7 +35,8 @@ def test_every_row_has_a_source_and_confidence(path: Path) -> None:
 
 def test_csv_files_are_the_package_data() -> None:
     assert {p.name for p in CSV_FILES} == {
-        "accelerators.csv", "gpu_machines.csv", "machines.csv", "n1_gpu_egress.csv", "n1_gpu_limits.csv"}
+        "accelerators.csv", "gpu_machines.csv", "machines.csv", "n1_gpu_egress.csv", "n1_gpu_limits.csv",
+        "prices.csv"}
 
 
 def test_every_gpu_machine_is_a_catalog_machine() -> None:

@@ -77,7 +77,7 @@ def test_warnings_fail_only_with_strict(capsys: pytest.CaptureFixture[str], tmp_
 def test_plan_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = run_json(capsys, "plan", str(RS))
     assert code == 0
-    assert set(doc) == {"custom_job", "bandwidth", "diagnostics"}
+    assert set(doc) == {"custom_job", "bandwidth", "cost", "diagnostics"}
     pools = doc["custom_job"]["jobSpec"]["workerPoolSpecs"]
     assert [p["replicaCount"] for p in pools] == [1, 4, 16]
     bw = doc["bandwidth"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ class Options:
     #: gcloud's --package-path/--module-name for legacy configs (convert): python_package.source
     package_path: str | None = None
     module_name: str | None = None
+    cost: bool = False  # price the job, warning about prices the catalog lacks (plan)
+    max_hourly_cost: float | None = None  # USD: refuse a job whose cost per hour is above (or unknown)
 
 
 @dataclass
@@ -49,6 +51,7 @@ class Result:
     native: NativeSpec | None = None
     job: Any = None  # vxtrain.model.Job
     plan: Any = None  # vxtrain.planning.bandwidth.Plan
+    cost: Any = None  # vxtrain.planning.cost.Cost, when Options.cost or max_hourly_cost asked for it
     custom_job: dict[str, Any] | None = None
     hyperparameter_tuning_job: dict[str, Any] | None = None
     strict: bool = False
@@ -140,6 +143,7 @@ def check_document(document: Document, options: Options | None = None, result: R
     result.diagnostics += bandwidth.diagnostics
     if compile_job and not dx.has_errors(result.diagnostics):
         _compile(result)
+        _price(result, options)
     return _finish(result)
 
 
@@ -161,6 +165,20 @@ def _compile(result: Result) -> None:
     if job.study is not None:
         result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
     result.diagnostics += compiler.check_extra(job, result.native)
+
+
+def _price(result: Result, options: Options) -> None:
+    """The cost plan of the compiled job, its warnings, and the --max-hourly-cost guardrail."""
+    if not options.cost and options.max_hourly_cost is None:
+        return  # validate stays free of price warnings (and of the price catalog)
+    from vxtrain.planning import cost
+
+    result.cost = cost.plan(result.job)
+    if options.cost:
+        result.diagnostics += cost.diagnostics(result.cost, result.native)
+    if options.max_hourly_cost is not None:
+        refused = cost.over_limit(result.cost, options.max_hourly_cost)
+        result.diagnostics += [refused] if refused is not None else []
 
 
 def _finish(result: Result) -> Result:
@@ -260,8 +278,9 @@ def load_job(path: str | Path, options: Options | None = None) -> Result:
 
 
 def plan(path: str | Path, options: Options | None = None) -> Result:
-    """What ``vxtrain plan`` shows: ``.custom_job`` and the bandwidth ``.plan``; raises SpecError."""
-    return load_job(path, options)
+    """What ``vxtrain plan`` shows: ``.custom_job``, the bandwidth ``.plan`` and the
+    ``.cost`` plan; raises SpecError."""
+    return load_job(path, replace(options or Options(), cost=True))
 
 
 def load(path: str | Path, options: Options | None = None) -> Document:

@@ -48,6 +48,9 @@ DisplayNameOpt = Annotated[Optional[str], typer.Option("--display-name", help="O
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
 EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="HOST:PORT of a vxtrain emulator instead of Vertex AI.")]
 TargetOpt = Annotated[Target, typer.Option("--target", help="vertex, or local (an in-process emulator running the job here).")]
+MaxHourlyCostOpt = Annotated[Optional[float], typer.Option(
+    "--max-hourly-cost", metavar="USD", min=0,
+    help="Refuse (exit 1, nothing sent) a job whose cost per hour is above USD, or unknown.")]
 IdempotencyOpt = Annotated[Optional[str], typer.Option("--idempotency-key", help="Key labelling the job; a re-submit with the same key returns that job.")]
 
 

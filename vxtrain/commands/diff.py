@@ -1,5 +1,6 @@
-"""``vxtrain diff BEFORE [AFTER]``: what changes in the compiled job and the
-bandwidth plan between two specs (or a spec and the same spec with overlays).
+"""``vxtrain diff BEFORE [AFTER]``: what changes in the compiled job, the
+bandwidth plan and the cost plan between two specs (or a spec and the same
+spec with overlays).
 
 Made for pull-request review: the CustomJob that Vertex AI would get and the
 Reduction Server sizing are compared, not the YAML text, so a moved key or a
@@ -13,8 +14,8 @@ Changes are ``{"path", "op", "before", "after"}`` with ``op`` one of
 ``changed`` | ``added`` (no ``before``) | ``removed`` (no ``after``). Lists
 of scalars (command, args) compare as one value; lists of mappings compare
 item by item: by position (workerPoolSpecs: the position is the pool), by
-``name`` (env: ``env[name=NCCL_DEBUG]``) or by ``index`` (bandwidth pools:
-``pools[3]``, the pool number, since pools may be absent).
+``name`` (env: ``env[name=NCCL_DEBUG]``) or by ``index`` / ``pool`` (bandwidth
+and cost pools: ``pools[3]``, the pool number, since pools may be absent).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from vxtrain.commands import _common as c
 from vxtrain.render import console
 
 Change = dict[str, Any]
-_IDENTITY_KEYS = ("name", "index")
+_IDENTITY_KEYS = ("name", "index", "pool")
 
 
 def diff(before: str, after: str | None, options: Options, after_options: Options | None = None,
@@ -50,21 +51,29 @@ def diff(before: str, after: str | None, options: Options, after_options: Option
 def diff_json(old: Result, new: Result) -> dict[str, Any]:
     """The ``diff`` JSON document of two pipeline results (change lists null when either is invalid)."""
     doc: dict[str, Any] = {"before": old.file, "after": new.file, "same": None,
-                           "custom_job": None, "bandwidth": None,
+                           "custom_job": None, "bandwidth": None, "cost": None,
                            "diagnostics": {"before": [d.to_json() for d in old.diagnostics],
                                            "after": [d.to_json() for d in new.diagnostics]}}
     if not (old.valid and new.valid):
         return doc
     doc["custom_job"] = changes(old.custom_job, new.custom_job)
     doc["bandwidth"] = changes(_bandwidth(old), _bandwidth(new))
+    doc["cost"] = changes(_cost(old), _cost(new))
     if old.hyperparameter_tuning_job or new.hyperparameter_tuning_job:
         doc["hyperparameter_tuning_job"] = changes(_study(old), _study(new))
-    doc["same"] = not any(doc.get(k) for k in ("custom_job", "bandwidth", "hyperparameter_tuning_job"))
+    doc["same"] = not any(doc.get(k) for k in ("custom_job", "bandwidth", "cost", "hyperparameter_tuning_job"))
     return doc
 
 
 def _bandwidth(result: Result) -> dict[str, Any] | None:
     return result.plan.to_json() if result.plan is not None else None
+
+
+def _cost(result: Result) -> dict[str, Any]:
+    """The cost plan of a compiled job (priced here, so diff's diagnostics stay the spec's own)."""
+    from vxtrain.planning import cost
+
+    return cost.plan(result.job).to_json()
 
 
 def _study(result: Result) -> dict[str, Any] | None:
@@ -121,7 +130,7 @@ def _walk_records(before: list[Mapping[str, Any]], after: list[Mapping[str, Any]
         old = {f"[{i}]": v for i, v in enumerate(before)}
         new = {f"[{i}]": v for i, v in enumerate(after)}
     else:
-        label = "[{}]" if key == "index" else f"[{key}={{}}]"
+        label = "[{}]" if key in ("index", "pool") else f"[{key}={{}}]"
         old = {label.format(v[key]): v for v in before}
         new = {label.format(v[key]): v for v in after}
     for sub in [*old, *(k for k in new if k not in old)]:
@@ -136,7 +145,7 @@ def _walk_records(before: list[Mapping[str, Any]], after: list[Mapping[str, Any]
 # --- text ----------------------------------------------------------------------------
 
 _SECTIONS = (("custom_job", "CustomJob"), ("hyperparameter_tuning_job", "HyperparameterTuningJob"),
-             ("bandwidth", "Bandwidth plan"))
+             ("bandwidth", "Bandwidth plan"), ("cost", "Cost plan"))
 
 
 def text_lines(doc: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -18,8 +18,8 @@ from vxtrain.render import console, diagnostics_text
 
 
 def plan(path: str, options: Options, output: c.OutputFormat = c.OutputFormat.text) -> int:
-    """Print the compiled job and bandwidth plan; exit 1 when the spec is invalid."""
-
+    """Print the compiled job, bandwidth and cost plan; exit 1 when the spec is invalid."""
+    options.cost = True
     result = api.check_file(path, options)
     if output is c.OutputFormat.json:
         c.emit_json(plan_json(result))
@@ -34,6 +34,8 @@ def plan_json(result: Result) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "custom_job": result.custom_job if valid else None,
         "bandwidth": result.plan.to_json() if result.plan is not None else None,
+        # Shown even when --max-hourly-cost refused the job: the figure is the reason.
+        "cost": result.cost.to_json() if result.cost is not None else None,
         "diagnostics": [d.to_json() for d in result.diagnostics],
     }
     if result.job is not None and result.job.study is not None:
@@ -68,6 +70,15 @@ def _print_text(result: Result) -> None:
     out.rule("Bandwidth plan")
     for item in render(result.plan):
         out.print(item)
+    if result.cost is not None:
+        from vxtrain.planning import cost
+
+        out.rule("Cost plan")
+        for item in cost.render(result.cost, result.plan):
+            if isinstance(item, str):  # a price's source URL is text, not rich markup
+                out.print(item, markup=False, highlight=False)
+            else:
+                out.print(item)
 
 
 def _study_lines(result: Result) -> list[str]:
@@ -102,11 +113,13 @@ def register(app: typer.Typer) -> None:
         path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
         gradient_size: Annotated[Optional[str], typer.Option(
             "--gradient-size", help="Gradient size per step (e.g. 1.3GB) for the all-reduce estimate.")] = None,
+        max_hourly_cost: c.MaxHourlyCostOpt = None,
         output: c.OutputOpt = c.OutputFormat.text,
         strict: c.StrictOpt = False,
         *,
         options: Options,
     ) -> None:
-        """Show the exact CustomJob that would be sent and the Reduction Server bandwidth plan."""
+        """Show the exact CustomJob that would be sent, the Reduction Server bandwidth plan and the cost."""
         options.gradient_size = _gradient(gradient_size)
+        options.max_hourly_cost = max_hourly_cost
         raise typer.Exit(plan(path, options, output))

@@ -55,11 +55,13 @@ def register(app: typer.Typer) -> None:
         endpoint: c.EndpointOpt = None,
         target: c.TargetOpt = c.Target.vertex,
         idempotency_key: c.IdempotencyOpt = None,
+        max_hourly_cost: c.MaxHourlyCostOpt = None,
         output: c.OutputOpt = c.OutputFormat.text,
         strict: c.StrictOpt = False,
         *,
         options: Options,
     ) -> None:
         """Create the CustomJob (exactly once, even across retries); --wait follows it."""
+        options.max_hourly_cost = max_hourly_cost
         raise typer.Exit(submit(path, options, output=output, endpoint=endpoint, target=target,
                                 idempotency_key=idempotency_key, wait=wait))

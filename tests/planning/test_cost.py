@@ -1,0 +1,357 @@
+"""Cost plan: the price catalog's rows, the arithmetic, the unknown path and the guardrail."""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vxtrain import api, model
+from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.cli import main
+from vxtrain.catalog import prices
+from vxtrain.loading.document import Document, NativeSpec, Position
+from vxtrain.planning import bandwidth, cost
+
+PRICES_CSV = Path(prices.__file__).with_name("prices.csv")
+N1S4 = 0.21849885  # copied: n1-standard-4, us-central1
+H100 = 9.79655057  # copied: NVIDIA_H100_80GB, us-central1
+HIGHCPU16 = 0.65180712  # unverified: n1-highcpu-16, us-central1 (Compute Engine × 1.15)
+
+
+def _rows() -> list[dict[str, str]]:
+    with open(PRICES_CSV, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def job(**over: Any) -> dict[str, Any]:
+    """A three-node n1-standard-4 job in us-central1 with a 2 h timeout."""
+    data: dict[str, Any] = {
+        "display_name": "j", "region": "us-central1", "scheduling": {"timeout": "2h"},
+        "defaults": {"image": "gcr.io/p/t:1", "machine_type": "n1-standard-4"},
+        "chief": {}, "workers": {"replicas": 2},
+    }
+    data.update(over)
+    return data
+
+
+def cost_of(data: dict[str, Any]) -> cost.Cost:
+    return cost.plan(model.build(data))
+
+
+# --- the price catalog -----------------------------------------------------------
+
+@pytest.mark.parametrize("row", _rows(), ids=lambda r: f"{r['region']}/{r['name']}")
+def test_every_price_row_is_sourced_dated_and_positive(row: dict[str, str]) -> None:
+    assert row["source"].startswith("https://"), row
+    assert row["confidence"] in {"documented", "copied", "derived", "unverified"}, row
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", row["as_of"]), row
+    assert row["kind"] in {prices.MACHINE, prices.ACCELERATOR}, row
+    assert float(row["usd_per_hour"]) > 0, row
+    assert not row["spot_usd_per_hour"] or float(row["spot_usd_per_hour"]) > 0, row
+
+
+@pytest.mark.parametrize("row", [r for r in _rows() if r["training_premium"]],
+                         ids=lambda r: f"{r['region']}/{r['name']}")
+def test_a_price_with_two_parts_is_compute_engine_plus_the_premium(row: dict[str, str]) -> None:
+    ce, premium = float(row["compute_engine_usd_per_hour"]), float(row["training_premium"])
+    assert ce > 0 and premium >= 0
+    assert float(row["usd_per_hour"]) == pytest.approx(ce * (1 + premium), abs=1e-8)
+
+
+def test_the_inferred_premium_is_never_more_than_unverified() -> None:
+    """Only a figure read from Google's page (or a copy) may be better than unverified."""
+    for row in _rows():
+        if "vertex-ai" not in row["source"]:
+            assert row["confidence"] == "unverified", row
+
+
+def test_the_copied_figures_are_the_ones_read() -> None:
+    n1s4 = prices.machine_price("us-central1", "n1-standard-4")
+    h100 = prices.accelerator_price("us-central1", "NVIDIA_H100_80GB")
+    assert n1s4 is not None and h100 is not None
+    assert (n1s4.usd_per_hour, n1s4.confidence) == (N1S4, "copied")
+    assert (h100.usd_per_hour, h100.confidence) == (H100, "copied")
+    assert (n1s4.compute_engine_usd_per_hour, n1s4.training_premium) == (0.189999, 0.15)
+
+
+def test_no_accelerator_optimized_machine_is_priced_as_a_vertex_machine() -> None:
+    """A2/A3/G2 Compute Engine totals include their GPUs; Vertex bills GPUs as separate lines."""
+    assert not [r for r in _rows() if r["kind"] == prices.MACHINE and not r["name"].startswith("n1-")]
+
+
+def test_prices_csv_is_what_the_generator_writes() -> None:
+    gen = Path(__file__).resolve().parents[2] / "scripts" / "gen_prices.py"
+    spec = importlib.util.spec_from_file_location("gen_prices", gen)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.build() == PRICES_CSV.read_text(encoding="utf-8"), "run: python scripts/gen_prices.py"
+
+
+def test_a_price_the_catalog_lacks_is_none() -> None:
+    assert prices.machine_price("us-central1", "a3-highgpu-8g") is None
+    assert prices.accelerator_price("us-central1", "NVIDIA_TESLA_V100") is None
+    assert prices.machine_price("mars-north1", "n1-standard-4") is None
+
+
+# --- arithmetic --------------------------------------------------------------------
+
+def test_pool_per_hour_is_replicas_times_per_node_and_the_job_sums_pools() -> None:
+    c = cost_of(job())
+    assert [(p.role, p.replicas, p.per_node_hour) for p in c.pools] == [
+        ("chief", 1, N1S4), ("workers", 2, N1S4)]
+    assert c.pools[1].per_hour == pytest.approx(2 * N1S4)
+    assert c.per_hour == pytest.approx(3 * N1S4)
+    assert c.max_total == pytest.approx(3 * N1S4 * 2)
+    assert c.unknown == [] and c.confidence == "copied"
+
+
+def test_accelerators_add_count_times_their_price_to_each_node() -> None:
+    data = job(workers={"replicas": 2, "accelerator": {"type": "NVIDIA_H100_80GB", "count": 2}})
+    c = cost_of(data)
+    assert c.pools[1].per_node_hour == pytest.approx(N1S4 + 2 * H100)
+    assert c.pools[1].per_hour == pytest.approx(2 * (N1S4 + 2 * H100))
+    assert c.per_hour == pytest.approx(N1S4 + 2 * (N1S4 + 2 * H100))
+
+
+def test_the_reduction_server_pool_is_in_the_sum() -> None:
+    data = job(reduction_server={"replicas": 4})  # n1-highcpu-16 by default
+    c = cost_of(data)
+    rs = c.pools[-1]
+    assert (rs.index, rs.role, rs.machine_type, rs.confidence) == (2, "reduction_server", "n1-highcpu-16",
+                                                                   "unverified")
+    assert rs.per_hour == pytest.approx(4 * HIGHCPU16)
+    assert c.per_hour == pytest.approx(3 * N1S4 + 4 * HIGHCPU16)
+    assert c.confidence == "unverified"  # the weakest price sets it
+
+
+def test_auto_reduction_server_is_priced_once_resolved() -> None:
+    data = job(reduction_server={"replicas": "auto"})
+    j = model.build(data)
+    resolved = bandwidth.resolve(j, bandwidth.plan(j))
+    c = cost.plan(resolved)
+    assert c.pools[-1].replicas == resolved.pools["reduction_server"].replicas
+    assert c.pools[-1].per_hour is not None
+
+
+def test_without_a_timeout_the_bound_is_vertex_default_of_seven_days() -> None:
+    c = cost_of(job(scheduling=None))
+    assert c.timeout_default and c.timeout_seconds == 7 * 24 * 3600
+    assert c.max_total == pytest.approx(3 * N1S4 * 168)
+    assert c.to_json()["timeout_hours"] == 168
+
+
+def test_a_study_multiplies_by_trials_and_runs_parallel_trials_per_hour() -> None:
+    study = {"metric": {"id": "acc", "goal": "maximize"}, "max_trials": 10, "parallel_trials": 3,
+             "parameters": {"lr": {"type": "double", "min": 0.001, "max": 0.1}}}
+    c = cost_of(job(study=study, scheduling={"timeout": "30m"}))
+    trial = 3 * N1S4
+    assert c.per_trial_hour == pytest.approx(trial)
+    assert c.per_hour == pytest.approx(3 * trial)
+    assert c.max_total == pytest.approx(trial * 0.5 * 10)
+    assert c.to_json()["study"] == {"per_trial_hour": round(trial, 8), "max_trials": 10, "parallel_trials": 3}
+
+
+def test_spot_uses_spot_prices(monkeypatch: pytest.MonkeyPatch) -> None:
+    row = prices.machine_price("us-central1", "n1-standard-4")
+    assert row is not None
+    spot = prices.Price(**{**row.__dict__, "spot_usd_per_hour": 0.06})
+    monkeypatch.setitem(prices._prices(), ("us-central1", "machine", "n1-standard-4"), spot)
+    c = cost_of(job(scheduling={"timeout": "1h", "strategy": "SPOT"}))
+    assert c.pricing == "spot"
+    assert c.per_hour == pytest.approx(3 * 0.06)
+    assert cost_of(job()).per_hour == pytest.approx(3 * N1S4)  # on-demand unchanged
+
+
+# --- unknown prices ------------------------------------------------------------------
+
+def test_an_unknown_price_nulls_the_pool_and_the_job_and_is_listed() -> None:
+    data = job(workers={"replicas": 2, "accelerator": {"type": "NVIDIA_TESLA_V100", "count": 1}})
+    out = cost_of(data).to_json()
+    assert out["per_hour"] is None and out["max_total"] is None
+    assert out["pools"][0]["per_hour"] == pytest.approx(N1S4)  # the known pool keeps its figure
+    assert out["pools"][1]["per_node_hour"] is None and out["pools"][1]["confidence"] == "unknown"
+    assert out["unknown"] == [{"pool": 1, "role": "workers", "kind": "accelerator",
+                               "name": "NVIDIA_TESLA_V100", "region": "us-central1",
+                               "pricing": "on_demand"}]
+    json.dumps(out)
+
+
+def test_spot_without_a_spot_price_is_unknown_not_the_on_demand_price() -> None:
+    c = cost_of(job(scheduling={"strategy": "SPOT"}))
+    assert c.per_hour is None
+    assert {(u.kind, u.name, u.pricing) for u in c.unknown} == {("machine", "n1-standard-4", "spot")}
+
+
+def test_flex_start_and_no_region_are_unknown_once_for_the_job() -> None:
+    flex = cost_of(job(scheduling={"strategy": "FLEX_START"}))
+    assert flex.per_hour is None and [u.kind for u in flex.unknown] == ["pricing"]
+    data = job()
+    del data["region"]
+    nowhere = cost_of(data)
+    assert nowhere.per_hour is None and [u.kind for u in nowhere.unknown] == ["region"]
+
+
+def test_unknown_prices_are_warnings_at_the_key_that_asks_for_them() -> None:
+    data = job(workers={"replicas": 2, "accelerator": {"type": "NVIDIA_TESLA_V100", "count": 1}},
+               defaults={"image": "i", "machine_type": "a3-highgpu-8g"})
+    positions: dict[tuple[str | int, ...], Position] = {("defaults", "machine_type"): Position("job.yaml", 5, 3),
+                 ("workers", "accelerator", "type"): Position("job.yaml", 9, 11)}
+    native = NativeSpec(data=data, format="native", source=Document(data, "job.yaml", positions))
+    diags = cost.diagnostics(cost_of(data), native)
+    assert {(d.severity, d.code, d.path, d.line) for d in diags} == {
+        ("warning", "price-unknown", "defaults.machine_type", 5),
+        ("warning", "price-unknown", "workers.accelerator.type", 9)}
+    assert all("a3-highgpu-8g" in d.message or "NVIDIA_TESLA_V100" in d.message for d in diags)
+
+
+# --- the guardrail ------------------------------------------------------------------
+
+def test_over_limit_refuses_a_job_above_the_limit_and_passes_one_below() -> None:
+    c = cost_of(job())
+    assert cost.over_limit(c, 1.0) is None
+    refused = cost.over_limit(c, 0.5)
+    assert refused is not None and refused.severity == "error" and refused.code == "max-hourly-cost"
+    assert "$0.6555" in refused.message
+
+
+def test_over_limit_refuses_an_unknown_cost() -> None:
+    refused = cost.over_limit(cost_of(job(scheduling={"strategy": "SPOT"})), 1000.0)
+    assert refused is not None and "unknown" in refused.message and "n1-standard-4" in refused.message
+
+
+# --- text --------------------------------------------------------------------------
+
+def test_text_shows_pools_totals_and_the_reduction_server_trade_off() -> None:
+    from rich.console import Console
+
+    v100 = {"machine_type": "n1-highmem-96", "accelerator": {"type": "NVIDIA_TESLA_V100", "count": 8}}
+    data = job(chief=dict(v100), workers={"replicas": 4, **v100}, reduction_server={"replicas": 16})
+    j = model.build(data)
+    bw = bandwidth.plan(j, gradient_bytes=1.3e9)
+    console = Console(width=140, record=True)
+    for item in cost.render(cost.plan(j), bw):
+        console.print(item)
+    text = console.export_text()
+    assert "n1-highcpu-16" in text and "unverified" in text
+    assert "Job: cost unknown (no price for NVIDIA_TESLA_V100 in us-central1)" in text
+    assert f"Reduction Server: {cost.usd(16 * HIGHCPU16)}/h" in text and "saved per step" in text
+
+
+# --- the command line ------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+RS = ROOT / "configs" / "examples" / "reduction-server.yaml"
+
+
+def spec_file(tmp_path: Path, **over: Any) -> Path:
+    """A spec of :func:`job` whose chief exits at once (the emulator runs nothing but it)."""
+    data = job(**over)
+    data["defaults"]["command"] = ["python", "-c", "pass"]
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    code = main([*argv, "--output", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_plan_json_has_the_cost_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, doc = run_json(capsys, "plan", str(spec_file(tmp_path)))
+    assert code == 0 and doc["diagnostics"] == []
+    out = doc["cost"]
+    assert {"currency", "region", "per_hour", "max_total", "pools", "unknown"} <= set(out)
+    assert (out["currency"], out["region"], out["unknown"]) == ("USD", "us-central1", [])
+    assert out["per_hour"] == pytest.approx(3 * N1S4) and out["max_total"] == pytest.approx(6 * N1S4)
+    assert {"pool", "role", "replicas", "machine_type", "per_node_hour", "per_hour", "confidence",
+            "source"} <= set(out["pools"][1])
+    assert (out["pools"][1]["pool"], out["pools"][1]["role"], out["pools"][1]["confidence"]) == (
+        1, "workers", "copied")
+
+
+def test_plan_warns_about_an_unknown_price_and_validate_does_not(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "plan", str(RS))
+    assert code == 0 and doc["cost"]["per_hour"] is None and doc["cost"]["max_total"] is None
+    warned = [(d["code"], d["path"]) for d in doc["diagnostics"]]
+    assert warned == [("price-unknown", "chief.accelerator.type"), ("price-unknown", "workers.accelerator.type")]
+    assert all(d["line"] for d in doc["diagnostics"])
+    code, doc = run_json(capsys, "validate", str(RS))
+    assert code == 0 and doc["files"][0]["diagnostics"] == []
+
+
+def test_plan_text_has_the_cost_table_under_the_bandwidth_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(RS), "--gradient-size", "1.3GB"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Bandwidth plan") < out.index("Cost plan")
+    assert "Reduction Server: $10.43/h for all-reduce" in out and "saved per step" in out
+
+
+def test_max_hourly_cost_on_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = str(spec_file(tmp_path))
+    assert run_json(capsys, "plan", spec, "--max-hourly-cost", "1")[0] == 0
+    code, doc = run_json(capsys, "plan", spec, "--max-hourly-cost", "0.5")
+    assert code == 1 and doc["custom_job"] is None
+    assert doc["cost"]["per_hour"] == pytest.approx(3 * N1S4)  # the reason is still shown
+    assert [d["code"] for d in doc["diagnostics"]] == ["max-hourly-cost"]
+    assert main(["plan", spec, "--max-hourly-cost", "-1"]) == 2
+
+
+def test_diff_shows_cost_changes(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["diff", str(RS), "--after-set", "workers.replicas=9", "--output", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    changed = {c["path"]: (c["before"], c["after"]) for c in doc["cost"]}
+    assert changed["pools[1].replicas"] == (4, 9)
+    assert changed["pools[2].per_hour"] == (pytest.approx(16 * HIGHCPU16), pytest.approx(32 * HIGHCPU16))
+
+
+def test_the_python_api_plan_has_the_cost(tmp_path: Path) -> None:
+    result = api.plan(spec_file(tmp_path))
+    assert result.cost.per_hour == pytest.approx(3 * N1S4)
+
+
+# --- the guardrail sends nothing -------------------------------------------------------
+
+@pytest.fixture
+def emulator() -> Iterator[EmulatorHandle]:
+    handle = start_emulator(out=io.StringIO())
+    try:
+        yield handle
+    finally:
+        handle.stop(grace=None)
+
+
+def listed(capsys: pytest.CaptureFixture[str], emulator: EmulatorHandle) -> list[Any]:
+    code, doc = run_json(capsys, "list", "--endpoint", emulator.address, "--project", "p",
+                         "--region", "us-central1")
+    assert code == 0
+    return list(doc["jobs"])
+
+
+@pytest.mark.parametrize("scheduling", [{"timeout": "2h"}, {"strategy": "SPOT"}], ids=["over", "unknown"])
+def test_submit_over_the_limit_sends_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                             emulator: EmulatorHandle, scheduling: dict[str, Any]) -> None:
+    spec = str(spec_file(tmp_path, scheduling=scheduling))
+    code = main(["submit", spec, "--endpoint", emulator.address, "--project", "p", "--max-hourly-cost", "0.5"])
+    err = capsys.readouterr().err
+    assert code == 1 and "[max-hourly-cost]" in err
+    assert emulator.jobs() == [] and listed(capsys, emulator) == []
+
+
+def test_submit_under_the_limit_is_sent(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                        emulator: EmulatorHandle) -> None:
+    """The control: the same path does reach the emulator when the job is within the limit."""
+    spec = str(spec_file(tmp_path))
+    assert main(["submit", spec, "--endpoint", emulator.address, "--project", "p", "--max-hourly-cost", "1"]) == 0
+    capsys.readouterr()
+    assert len(emulator.jobs()) == 1 and len(listed(capsys, emulator)) == 1

@@ -1,0 +1,87 @@
+"""Vertex AI custom-training prices per region: ``prices.csv`` beside this file.
+
+Loaded once and lazily into a dict, like the rest of the catalog (only
+``plan`` and the cost guardrail need prices). A price the file does not have
+is ``None``: the planner reports it as unknown, never guessed and never 0.
+README.md says where the figures come from and what they include.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+_FILE = Path(__file__).resolve().parent / "prices.csv"
+
+MACHINE = "machine"
+ACCELERATOR = "accelerator"
+
+
+@dataclass(frozen=True)
+class Price:
+    """One row: USD per node-hour (machine) or per accelerator-hour, in one region.
+
+    ``spot_usd_per_hour`` is None when no Vertex Spot price is known. For a
+    price built as Compute Engine's plus a training premium, both parts are
+    kept (``compute_engine_usd_per_hour``, ``training_premium`` as a fraction).
+    """
+
+    region: str
+    kind: str
+    name: str
+    usd_per_hour: float
+    spot_usd_per_hour: float | None
+    compute_engine_usd_per_hour: float | None
+    training_premium: float | None
+    confidence: str
+    source: str
+    as_of: str
+
+    def usd(self, spot: bool) -> float | None:
+        """The on-demand price, or the Spot price (None when unknown) when ``spot``."""
+        return self.spot_usd_per_hour if spot else self.usd_per_hour
+
+
+def _number(text: str) -> float | None:
+    return float(text) if text else None
+
+
+def _price(row: dict[str, str]) -> Price:
+    return Price(region=row["region"], kind=row["kind"], name=row["name"],
+                 usd_per_hour=float(row["usd_per_hour"]),
+                 spot_usd_per_hour=_number(row["spot_usd_per_hour"]),
+                 compute_engine_usd_per_hour=_number(row["compute_engine_usd_per_hour"]),
+                 training_premium=_number(row["training_premium"]),
+                 confidence=row["confidence"], source=row["source"], as_of=row["as_of"])
+
+
+@functools.cache
+def _prices() -> dict[tuple[str, str, str], Price]:
+    with open(_FILE, newline="", encoding="utf-8") as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        return {(r["region"], r["kind"], r["name"]): _price(r) for r in rows}
+
+
+def price(region: str, kind: str, name: str) -> Price | None:
+    """The price of machine type or accelerator ``name`` in ``region`` (None: not in the catalog)."""
+    return _prices().get((region, kind, name))
+
+
+def machine_price(region: str, machine_type: str) -> Price | None:
+    """Vertex AI's price of one node of ``machine_type`` in ``region``, accelerators excluded."""
+    return price(region, MACHINE, machine_type)
+
+
+def accelerator_price(region: str, accelerator_type: str) -> Price | None:
+    """Vertex AI's price of one accelerator (``NVIDIA_H100_80GB``…) in ``region``."""
+    return price(region, ACCELERATOR, accelerator_type)
+
+
+def all_prices() -> list[Price]:
+    """Every row of the price catalog, in file order."""
+    return list(_prices().values())
+
+
+__all__ = ["ACCELERATOR", "MACHINE", "Price", "accelerator_price", "all_prices",
+           "machine_price", "price"]

@@ -1,0 +1,406 @@
+"""Cost plan: Vertex AI training prices per pool, per hour and up to the timeout.
+
+Pure arithmetic over the (resolved) job model and the price catalog
+(:mod:`vxtrain.catalog.prices`):
+
+- a pool's ``per_node_hour`` = its machine's price + accelerators per node ×
+  the accelerator's price; its ``per_hour`` = replicas × ``per_node_hour``;
+- the job's ``per_hour`` = the sum over every pool (Reduction Server and
+  evaluators included); ``max_total`` = ``per_hour`` × the timeout in hours;
+- a study: each trial is one such job, so ``max_total`` is × ``max_trials``,
+  and ``per_hour`` is what ``parallel_trials`` trials running at once cost;
+- ``scheduling.strategy: SPOT`` uses Spot prices.
+
+A price the catalog lacks makes the pool's figures ``None`` and is listed in
+``unknown``; the job's ``per_hour`` and ``max_total`` are then ``None`` too,
+because a partial sum would read as the whole price. Nothing is guessed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vxtrain import diagnostics as dx
+from vxtrain.catalog import prices
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.loading.document import NativeSpec, format_path
+from vxtrain.model import Job, Pool
+
+if TYPE_CHECKING:
+    from vxtrain.planning.bandwidth import Plan
+
+CURRENCY = "USD"
+UNKNOWN = "unknown"
+#: Scheduling.timeout: "The maximum job running time. The default is 7 days."
+#: https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec#Scheduling
+#: Vertex stops a job at its timeout, so without one the job still ends by 7 days:
+#: that (not "no limit") is the honest bound, shown as ``max_total_at_default_timeout``
+#: (the JSON's ``max_total`` stays null without a timeout, as the plan contract says).
+DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
+SECONDS_PER_HOUR = 3600
+ON_DEMAND, SPOT, FLEX_START = "on_demand", "spot", "flex_start"
+# Weakest last: a pool is as sure as its least sure price.
+_CONFIDENCE_ORDER = ("documented", "copied", "derived", "unverified", UNKNOWN)
+_DIGITS = 8  # the catalog's precision
+
+
+@dataclass(frozen=True)
+class PriceLine:
+    """One priced item of a node: its machine, or its accelerators (``count`` per node)."""
+
+    kind: str
+    name: str
+    count: int
+    unit_usd_per_hour: float | None
+    confidence: str
+    source: str
+    as_of: str
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        """count × the unit price (None when the price is unknown)."""
+        return None if self.unit_usd_per_hour is None else self.count * self.unit_usd_per_hour
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of a pool's ``prices``."""
+        return {"kind": self.kind, "name": self.name, "count": self.count,
+                "usd_per_hour": _round(self.unit_usd_per_hour), "confidence": self.confidence,
+                "source": self.source, "as_of": self.as_of}
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A price the catalog does not have (or cannot have: no region, FLEX_START)."""
+
+    pool: int | None
+    role: str | None
+    kind: str  # machine | accelerator | region | pricing
+    name: str | None
+    region: str | None
+    pricing: str
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of ``cost.unknown``."""
+        return {"pool": self.pool, "role": self.role, "kind": self.kind, "name": self.name,
+                "region": self.region, "pricing": self.pricing}
+
+    def message(self) -> str:
+        """Why the job's cost is not known, in words."""
+        if self.kind == "region":
+            return ("cost unknown: no region, and Vertex AI prices differ per region; "
+                    "set region: or pass --region")
+        if self.kind == "pricing":
+            return (f"cost unknown: {self.name} jobs are billed at Dynamic Workload Scheduler "
+                    "prices, which the price catalog does not have")
+        tier = "Spot price" if self.pricing == SPOT else "price"
+        return (f"cost unknown: the price catalog has no Vertex AI {tier} for {self.kind} "
+                f"{self.name} in {self.region} ({self.role}); the job's cost per hour is not "
+                "summed without it")
+
+
+@dataclass(frozen=True)
+class PoolCost:
+    """The price of one pool's nodes."""
+
+    index: int
+    role: str
+    replicas: int | None
+    machine_type: str | None
+    lines: tuple[PriceLine, ...]
+
+    @property
+    def per_node_hour(self) -> float | None:
+        """Machine + accelerators of one node, USD per hour (None when any part is unknown)."""
+        parts = [line.usd_per_hour for line in self.lines]
+        if not parts or any(p is None for p in parts):
+            return None
+        return sum(p for p in parts if p is not None)
+
+    @property
+    def per_hour(self) -> float | None:
+        """replicas × ``per_node_hour`` (None when either is unknown)."""
+        node = self.per_node_hour
+        return None if node is None or self.replicas is None else self.replicas * node
+
+    @property
+    def confidence(self) -> str:
+        """The weakest confidence of the pool's prices."""
+        return weakest(line.confidence for line in self.lines)
+
+    @property
+    def source(self) -> str:
+        """The sources of the pool's prices, space-separated, each once."""
+        return " ".join(dict.fromkeys(line.source for line in self.lines if line.source))
+
+    def to_json(self) -> dict[str, Any]:
+        """One row of the Contract's ``cost.pools`` (plus the ``prices`` it sums)."""
+        return {"pool": self.index, "role": self.role, "replicas": self.replicas,
+                "machine_type": self.machine_type, "per_node_hour": _round(self.per_node_hour),
+                "per_hour": _round(self.per_hour), "confidence": self.confidence,
+                "source": self.source, "prices": [line.to_json() for line in self.lines]}
+
+
+@dataclass
+class Cost:
+    """The cost plan of a job (of one trial, for a study, plus the study's totals)."""
+
+    region: str | None
+    pricing: str
+    pools: list[PoolCost]
+    timeout_seconds: int
+    timeout_default: bool
+    max_trials: int | None = None  # set for a study
+    parallel_trials: int | None = None
+    study: bool = False
+    unknown: list[Unknown] = field(default_factory=list)
+
+    @property
+    def per_trial_hour(self) -> float | None:
+        """One run of the job (one trial): the sum over pools; None if any is unknown."""
+        if self.unknown or not self.pools:
+            return None
+        parts = [p.per_hour for p in self.pools]
+        if any(p is None for p in parts):
+            return None
+        return sum(p for p in parts if p is not None)
+
+    @property
+    def per_hour(self) -> float | None:
+        """USD per hour while the job runs; a study's ``parallel_trials`` at once."""
+        one = self.per_trial_hour
+        if one is None or not self.study:
+            return one
+        return one * (self.parallel_trials or 1)
+
+    @property
+    def max_total(self) -> float | None:
+        """USD up to the timeout (× ``max_trials`` for a study); None when unknown."""
+        one = self.per_trial_hour
+        runs = self.max_trials if self.study else 1
+        if one is None or runs is None:
+            return None
+        return one * self.timeout_seconds / SECONDS_PER_HOUR * runs
+
+    @property
+    def confidence(self) -> str:
+        """The weakest confidence of every price in the job."""
+        return weakest(p.confidence for p in self.pools) if not self.unknown else UNKNOWN
+
+    def to_json(self) -> dict[str, Any]:
+        """The Contract's ``cost`` object (plus ``pricing``, the timeout used and study figures)."""
+        out: dict[str, Any] = {
+            "currency": CURRENCY, "region": self.region, "per_hour": _round(self.per_hour),
+            # The contract: null without a timeout. Vertex still stops such a job at its
+            # 7-day default, so that bound is given beside it (an added key).
+            "max_total": None if self.timeout_default else _round(self.max_total),
+            "pools": [p.to_json() for p in self.pools],
+            "unknown": [u.to_json() for u in self.unknown], "pricing": self.pricing,
+            "confidence": self.confidence, "timeout_hours": self.timeout_seconds / SECONDS_PER_HOUR,
+            "timeout_default": self.timeout_default,
+        }
+        if self.timeout_default:
+            out["max_total_at_default_timeout"] = _round(self.max_total)
+        if self.study:
+            out["study"] = {"per_trial_hour": _round(self.per_trial_hour),
+                            "max_trials": self.max_trials,
+                            "parallel_trials": self.parallel_trials or 1}
+        return out
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, _DIGITS)
+
+
+def weakest(confidences: Any) -> str:
+    """The least sure of ``confidences`` (``unknown`` when there are none)."""
+    ranks = [_CONFIDENCE_ORDER.index(c) if c in _CONFIDENCE_ORDER else len(_CONFIDENCE_ORDER) - 1
+             for c in confidences]
+    return _CONFIDENCE_ORDER[max(ranks)] if ranks else UNKNOWN
+
+
+# --- planning ------------------------------------------------------------------
+
+def pricing_of(job: Job) -> str:
+    """Which price list applies: ``scheduling.strategy`` SPOT / FLEX_START, else on-demand."""
+    strategy = (job.scheduling.strategy or "").upper() if job.scheduling else ""
+    return {"SPOT": SPOT, "FLEX_START": FLEX_START}.get(strategy, ON_DEMAND)
+
+
+def plan(job: Job) -> Cost:
+    """The cost of ``job`` (resolved: ``reduction_server.replicas: auto`` filled in)."""
+    timeout = job.scheduling.timeout if job.scheduling else None
+    cost = Cost(region=job.region, pricing=pricing_of(job), pools=[],
+                timeout_seconds=DEFAULT_TIMEOUT_SECONDS if timeout is None else timeout,
+                timeout_default=timeout is None)
+    if job.study is not None:
+        cost.study = True
+        cost.max_trials, cost.parallel_trials = job.study.max_trials, job.study.parallel_trials
+    if job.region is None:
+        cost.unknown.append(Unknown(None, None, "region", None, None, cost.pricing))
+    elif cost.pricing == FLEX_START:
+        cost.unknown.append(Unknown(None, None, "pricing", "FLEX_START", job.region, cost.pricing))
+    for pool in job.ordered_pools():
+        cost.pools.append(pool_cost(pool, cost))
+    return cost
+
+
+def pool_cost(pool: Pool, cost: Cost) -> PoolCost:
+    """The priced lines of one pool's nodes; unknown prices are added to ``cost.unknown``."""
+    lines = []
+    if pool.machine_type is not None:
+        lines.append(_line(pool, prices.MACHINE, pool.machine_type, 1, cost))
+    acc = pool.accelerator
+    if acc is not None and acc.type and (acc.count or 0) > 0:
+        lines.append(_line(pool, prices.ACCELERATOR, acc.type, acc.count or 0, cost))
+    return PoolCost(index=pool.index, role=pool.role, replicas=pool.replicas,
+                    machine_type=pool.machine_type, lines=tuple(lines))
+
+
+def _line(pool: Pool, kind: str, name: str, count: int, cost: Cost) -> PriceLine:
+    row = prices.price(cost.region, kind, name) if cost.region else None
+    usd = row.usd(cost.pricing == SPOT) if row is not None and cost.pricing != FLEX_START else None
+    if usd is None:
+        if cost.region and cost.pricing != FLEX_START:  # else one job-level entry says why
+            cost.unknown.append(Unknown(pool.index, pool.role, kind, name, cost.region, cost.pricing))
+        return PriceLine(kind, name, count, None, UNKNOWN, row.source if row else "", row.as_of if row else "")
+    assert row is not None
+    return PriceLine(kind, name, count, usd, row.confidence, row.source, row.as_of)
+
+
+# --- diagnostics and the guardrail ---------------------------------------------------
+
+def diagnostics(cost: Cost, native: NativeSpec | None = None) -> list[Diagnostic]:
+    """A ``price-unknown`` warning per unknown price, at the key that asks for it."""
+    return [dx.warning("price-unknown", u.message(), **_where(native, _unknown_path(u, native)))
+            for u in cost.unknown]
+
+
+def over_limit(cost: Cost, max_hourly_usd: float) -> Diagnostic | None:
+    """The ``--max-hourly-cost`` guardrail: an error when ``per_hour`` exceeds the limit.
+
+    An unknown ``per_hour`` is refused too: a guardrail that lets through what
+    it cannot price is no guardrail (drop the option to submit such a job).
+    """
+    per_hour = cost.per_hour
+    what = "per hour while its parallel trials run" if cost.study else "per hour"
+    if per_hour is None:
+        names = ", ".join(sorted({u.name or u.kind for u in cost.unknown})) or "a pool"
+        return dx.error("max-hourly-cost", f"--max-hourly-cost {max_hourly_usd:g}: the job's cost "
+                        f"{what} is unknown (no price for {names}), so it cannot be checked; "
+                        "refused (drop --max-hourly-cost to send it anyway)", "--max-hourly-cost")
+    if per_hour <= max_hourly_usd:
+        return None
+    return dx.error("max-hourly-cost", f"the job costs {usd(per_hour)} {what}, over "
+                    f"--max-hourly-cost {usd(max_hourly_usd)}; refused", "--max-hourly-cost")
+
+
+def _unknown_path(u: Unknown, native: NativeSpec | None) -> tuple[str, ...]:
+    if u.kind == "region":
+        return ("region",)
+    if u.kind == "pricing":
+        return ("scheduling", "strategy")
+    assert u.role is not None
+    if u.kind == prices.ACCELERATOR:
+        return (*_key_path(native, u.role, "accelerator"), "type")
+    return _key_path(native, u.role, "machine_type")
+
+
+def _key_path(native: NativeSpec | None, role: str, key: str) -> tuple[str, ...]:
+    """Where a pool's ``key`` was written: in the pool, else in ``defaults``."""
+    data = native.data if native is not None else {}
+    pool = data.get(role)
+    if isinstance(pool, dict) and key in pool:
+        return (role, key)
+    defaults = data.get("defaults")
+    if role != "reduction_server" and isinstance(defaults, dict) and key in defaults:
+        return ("defaults", key)
+    return (role, key)
+
+
+def _where(native: NativeSpec | None, path: tuple[str, ...]) -> dict[str, Any]:
+    return native.where(path) if native is not None else {"path": format_path(path)}
+
+
+# --- text output -----------------------------------------------------------------
+
+def usd(value: float | None) -> str:
+    """``$1,234.56`` (``$0.2185`` under a dollar; ``?`` when unknown)."""
+    if value is None:
+        return "?"
+    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def render(cost: Cost, bandwidth: Plan | None = None) -> list[Any]:
+    """Rich renderables for ``vxtrain plan``: the table of pools, the totals and,
+    with a Reduction Server and an all-reduce estimate, the trade-off line."""
+    from rich.table import Table
+
+    title = f"Cost (Vertex AI {cost.pricing.replace('_', '-')} list prices, {cost.region or 'no region'})"
+    table = Table(title=title, title_justify="left")
+    for name, justify in (("pool", "right"), ("role", "left"), ("replicas", "right"),
+                          ("per node", "left"), ("USD/node-h", "right"), ("USD/h", "right"),
+                          ("confidence", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for p in cost.pools:
+        table.add_row(str(p.index), p.role, "?" if p.replicas is None else str(p.replicas),
+                      _node_text(p), usd(p.per_node_hour), usd(p.per_hour), p.confidence)
+    lines: list[Any] = [table, *total_lines(cost)]
+    trade = tradeoff_line(cost, bandwidth)
+    if trade:
+        lines.append(trade)
+    return [*lines, *source_lines(cost)]
+
+
+def source_lines(cost: Cost) -> list[str]:
+    """What the figures include, and the source and date of every price used."""
+    seen = dict.fromkeys((line.source, line.as_of, line.confidence) for p in cost.pools
+                         for line in p.lines if line.unit_usd_per_hour is not None)
+    return ["On-demand list prices (no committed-use discounts); boot disk, network and storage "
+            "not included.", *(f"  {confidence}, as of {as_of}: {source}"
+                                for source, as_of, confidence in seen)]
+
+
+def _node_text(p: PoolCost) -> str:
+    return " + ".join(line.name if line.count == 1 else f"{line.count} × {line.name}" for line in p.lines) or "?"
+
+
+def total_lines(cost: Cost) -> list[str]:
+    """The job's per-hour and maximum cost, what the timeout was, and what is unknown."""
+    hours = cost.timeout_seconds / SECONDS_PER_HOUR
+    timeout = f"{hours:g} h" + (", Vertex AI's default timeout" if cost.timeout_default else " timeout")
+    if cost.per_hour is None:
+        head = "Job: cost unknown (" + "; ".join(sorted({_short(u) for u in cost.unknown})) + ")"
+        return [head] if cost.unknown else ["Job: cost unknown"]
+    if cost.study:
+        return [f"Study: {usd(cost.per_trial_hour)}/h per trial, {usd(cost.per_hour)}/h with "
+                f"{cost.parallel_trials or 1} trials at a time; at most {usd(cost.max_total)} "
+                f"({cost.max_trials} trials × {timeout}) [{cost.confidence}]"]
+    return [f"Job: {usd(cost.per_hour)}/h; at most {usd(cost.max_total)} up to {timeout} [{cost.confidence}]"]
+
+
+def _short(u: Unknown) -> str:
+    if u.kind == "region":
+        return "no region"
+    if u.kind == "pricing":
+        return f"no {u.name} prices"
+    return f"no {'Spot ' if u.pricing == SPOT else ''}price for {u.name} in {u.region}"
+
+
+def tradeoff_line(cost: Cost, bandwidth: Plan | None) -> str | None:
+    """The Reduction Server pool's cost per hour beside the all-reduce time it saves versus ring."""
+    ar = bandwidth.allreduce if bandwidth is not None else None
+    rs = next((p for p in cost.pools if p.role == "reduction_server"), None)
+    if ar is None or rs is None or bandwidth is None or bandwidth.reduction_server is None:
+        return None
+    head = f"Reduction Server: {usd(rs.per_hour)}/h"
+    if ar.ring_seconds is None or ar.reduction_server_seconds is None:
+        return f"{head}; all-reduce saving not estimated (bandwidth unknown)"
+    saved = ar.ring_seconds - ar.reduction_server_seconds
+    share = f" ({rs.per_hour / cost.per_hour:.0%} of the job's cost)" if rs.per_hour and cost.per_hour else ""
+    return (f"{head}{share} for all-reduce ≈ {_ms(ar.reduction_server_seconds)} instead of "
+            f"{_ms(ar.ring_seconds)} on a ring: {_ms(saved)} {'saved' if saved >= 0 else 'lost'} per step")
+
+
+def _ms(seconds: float) -> str:
+    seconds = abs(seconds)
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
