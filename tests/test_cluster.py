@@ -26,7 +26,14 @@ from vxtrain.model import Job, build
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "configs" / "examples" / "quickstart.yaml"
-SPEC = {"workerPoolSpecs": [{"replicaCount": 1}]}  # what CLUSTER_SPEC's "job" carries, abridged
+SPEC = {"workerPoolSpecs": [{"replicaCount": 1}]}  # what TF_CONFIG's "job" carries, abridged
+#: CLUSTER_SPEC's "job" in values copied from running Vertex AI jobs (custom containers).
+CAPTURED_JOB = '{"python_module":"","package_uris":[],"job_args":[]}'
+#: A whole CLUSTER_SPEC copied from a running Vertex AI job (a public training entrypoint's comment).
+CAPTURED = ('{"cluster":{"workerpool0":["cmle-training-workerpool0-b644f12a34-0:2222"],"workerpool1":'
+            '["cmle-training-workerpool1-b644f12a34-0:2222","cmle-training-workerpool1-b644f12a34-1:2222"]},'
+            '"environment":"cloud","task":{"type":"workerpool0","index":0},'
+            '"job":"{\\"python_module\\":\\"\\",\\"package_uris\\":[],\\"job_args\\":[]}"}')
 POOL = {"machine_type": "n1-standard-4", "image": "gcr.io/p/train:1"}
 
 
@@ -61,7 +68,7 @@ def test_cluster_spec_matches_the_docs_example() -> None:
         },
         "environment": "cloud",
         "task": {"type": "workerpool0", "index": 0, "trial": "TRIAL_ID"},
-        "job": SPEC,
+        "job": CAPTURED_JOB,
     }
 
 
@@ -72,14 +79,40 @@ def test_cluster_spec_lists_only_the_pools_given_and_no_trial_outside_tuning() -
     assert spec["task"] == {"type": "workerpool3", "index": 0}
 
 
-def test_cluster_spec_job_is_the_compiled_custom_job_spec() -> None:
+def test_cluster_spec_job_is_a_json_string_as_in_running_jobs() -> None:
+    """CLUSTER_SPEC's job: the captured string form, not the CustomJobSpec dict the docs describe."""
     from vxtrain.compiler import compile_custom_job_spec
 
     job = make_job(workers=1)
     job_spec = compile_custom_job_spec(job)
-    spec = json.loads(cluster_env.replica_env(job, job_spec, 1, 0)["CLUSTER_SPEC"])
-    assert spec["job"] == job_spec
-    assert spec["job"]["workerPoolSpecs"][1]["replicaCount"] == 1
+    raw = cluster_env.replica_env(job, job_spec, 1, 0)["CLUSTER_SPEC"]
+    assert json.loads(raw)["job"] == CAPTURED_JOB
+    assert '"job": "{\\"python_module\\":\\"\\",\\"package_uris\\":[],\\"job_args\\":[]}"' in raw
+
+
+def test_cluster_spec_job_of_a_python_package_pool() -> None:
+    from vxtrain.compiler import compile_custom_job_spec
+
+    package = {"executor_image": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-12:latest",
+               "package_uris": ["gs://b/trainer-0.1.tar.gz"], "module": "trainer.task"}
+    job = build({"display_name": "p", "chief": {"machine_type": "n1-standard-4", "python_package": package,
+                                               "args": ["--epochs=3"]}})
+    spec = json.loads(cluster_env.replica_env(job, compile_custom_job_spec(job), 0, 0)["CLUSTER_SPEC"])
+    assert json.loads(spec["job"]) == {"python_module": "trainer.task", "package_uris": ["gs://b/trainer-0.1.tar.gz"],
+                                       "job_args": ["--epochs=3"]}
+
+
+def test_runtime_reads_both_forms_of_job() -> None:
+    """A captured CLUSTER_SPEC (job as a JSON string), and the dict form Google's page describes."""
+    info = cluster.current({"CLUSTER_SPEC": CAPTURED})
+    assert info.job == {"python_module": "", "package_uris": [], "job_args": []}
+    assert (info.role, info.index, info.num_workers, info.world_size) == ("chief", 0, 2, 3)
+    as_dict = json.loads(CAPTURED)
+    as_dict["job"] = SPEC
+    assert cluster.current({"CLUSTER_SPEC": json.dumps(as_dict)}).job == SPEC
+    for odd in ("not json", 5, ["x"], "[1]"):
+        as_dict["job"] = odd
+        assert cluster.current({"CLUSTER_SPEC": json.dumps(as_dict)}).job == {}
 
 
 # --- TF_CONFIG -----------------------------------------------------------------
@@ -152,7 +185,12 @@ def test_a_reduction_server_with_its_own_image_is_one_everywhere(tmp_path: Path)
     for each in (job, back):
         env = cluster_env.replica_env(each, job_spec, 0, 0)
         assert set(json.loads(env.pop("TF_CONFIG"))["cluster"]) == {"chief", "worker"}
-        assert set(cluster.current(env).cluster) == {"chief", "worker"}  # CLUSTER_SPEC alone: no ps
+        # CLUSTER_SPEC alone tells the Reduction Server pool apart only when its job is the
+        # CustomJobSpec dict (Google's page); the string form running jobs carry cannot.
+        spec = json.loads(env["CLUSTER_SPEC"])
+        assert set(cluster.current(env).cluster) == {"chief", "worker", "ps"}
+        env["CLUSTER_SPEC"] = json.dumps({**spec, "job": job_spec})
+        assert set(cluster.current(env).cluster) == {"chief", "worker"}
         plans = runner.plan_replicas(each, job_spec, base_dir=tmp_path)
         assert [p.replica.name for p in plans] == ["workerpool0-0", "workerpool1-0"]  # no RS started
 
@@ -335,7 +373,8 @@ def test_env_command_json_is_what_the_process_sees(capsys: pytest.CaptureFixture
     assert all(isinstance(v, str) for v in values.values())
     tf = json.loads(values["TF_CONFIG"])
     assert tf["task"] == {"type": "worker", "index": 1, "trial": "2"}
-    assert json.loads(values["CLUSTER_SPEC"])["job"]["workerPoolSpecs"][1]["replicaCount"] == 2
+    assert json.loads(values["CLUSTER_SPEC"])["job"] == CAPTURED_JOB
+    assert tf["job"]["workerPoolSpecs"][1]["replicaCount"] == 2
     assert values["AIP_MODEL_DIR"] == "gs://my-bucket/runs/quickstart/2/model/"
 
 

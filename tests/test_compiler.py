@@ -19,7 +19,6 @@ from tests.conftest import ROOT
 from vxtrain import compiler
 from vxtrain.planning import bandwidth as planning
 from vxtrain import model
-from vxtrain.loading.document import Document, NativeSpec, Position
 
 US_RS = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 DEFAULTS = {"image": "us-docker.pkg.dev/p/train/bert:1", "command": ["python", "-m", "trainer.task"],
@@ -235,58 +234,42 @@ def test_extra_is_deep_merged_last() -> None:
     assert pools[1]["replicaCount"] == 2
     assert out["jobSpec"]["scheduling"] == {"timeout": "60s", "strategy": "SPOT"}
     assert out["jobSpec"]["enableDashboardAccess"] is True
-    assert compiler.check_extra(model.build(data), None) == []
 
 
 def test_deep_merge_rules() -> None:
     merge = compiler.deep_merge
     assert merge({"a": {"b": 1, "c": 2}}, {"a": {"c": 3}}) == {"a": {"b": 1, "c": 3}}
-    assert merge({"l": ["x", "y"]}, {"l": ["z"]}) == {"l": ["z"]}  # scalar lists replace
-    assert merge({"l": [{"a": 1}]}, {"l": [{}, {"b": 2}]}) == {"l": [{"a": 1}, {"b": 2}]}
-    assert merge({"l": [{"a": 1}, {"b": 1}]}, {"l": [{"a": 2}]}) == {"l": [{"a": 2}, {"b": 1}]}
     assert merge({"a": 1}, {"a": {"b": 2}}) == {"a": {"b": 2}}
+    # workerPoolSpecs: by position (a pool's position is its role); longer lists append
+    pools = [{"a": 1}, {"b": 1}]
+    assert merge({"workerPoolSpecs": pools}, {"workerPoolSpecs": [{}, {"b": 2}, {"c": 3}]}) == {
+        "workerPoolSpecs": [{"a": 1}, {"b": 2}, {"c": 3}]}
+    assert merge({"workerPoolSpecs": pools}, {"workerPoolSpecs": [{"a": 2}]}) == {
+        "workerPoolSpecs": [{"a": 2}, {"b": 1}]}
+    # any other list is replaced whole, of scalars or of mappings
+    assert merge({"args": ["--x", "1"]}, {"args": ["--y"]}) == {"args": ["--y"]}
+    assert merge({"nfsMounts": [{"a": 1}]}, {"nfsMounts": [{}, {"b": 2}]}) == {"nfsMounts": [{}, {"b": 2}]}
 
 
-def _native(data: dict[str, Any]) -> NativeSpec:
-    positions = {("extra",): Position("j.yaml", 30, 1),
-                 ("extra", "jobSpec"): Position("j.yaml", 31, 3),
-                 ("extra", "jobSpec", "workerPoolSpecs"): Position("j.yaml", 32, 5)}
-    return NativeSpec(data, "native", Document(data, "j.yaml", positions))
+def test_env_merges_by_name() -> None:
+    base = [{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "A", "value": "1"}]
+    over = [{"name": "FOO", "value": "bar"}, {"name": "A", "value": "2"}]
+    assert compiler.deep_merge({"env": base}, {"env": over}) == {"env": [
+        {"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "A", "value": "2"}, {"name": "FOO", "value": "bar"}]}
+    assert base[1] == {"name": "A", "value": "1"}  # inputs untouched
 
 
-@pytest.mark.parametrize(("extra", "path", "hint"), [
-    ({"jobSpc": {}}, "extra.jobSpc", "did you mean `jobSpec`?"),
-    ({"job_spec": {}}, "extra.job_spec", "did you mean `jobSpec`?"),
-    ({"jobSpec": {"enableWebAcess": True}}, "extra.jobSpec.enableWebAcess", "`enableWebAccess`"),
-    ({"jobSpec": {"workerPoolSpecs": [{}, {"diskSpec": {"bootDiskSzeGb": 5}}]}},
-     "extra.jobSpec.workerPoolSpecs[1].diskSpec.bootDiskSzeGb", "`bootDiskSizeGb`"),
-    ({"jobSpec": {"scheduling": {"zzz": 1}}}, "extra.jobSpec.scheduling.zzz", "fields: disableRetries"),
-])
-def test_check_extra_unknown_fields(extra: dict[str, Any], path: str, hint: str) -> None:
-    data = spec(extra=extra)
-    [diag] = compiler.check_extra(model.build(data), _native(data))
-    assert (diag.severity, diag.code, diag.path) == ("error", "extra-unknown-field", path)
-    assert hint in diag.message and "google.cloud.aiplatform.v1." in diag.message
-    assert diag.file == "j.yaml" and diag.line is not None
-
-
-def test_check_extra_wrong_shapes() -> None:
-    data = spec(extra={"jobSpec": {"workerPoolSpecs": {"a": 1}, "scheduling": "soon"}})
-    diags = compiler.check_extra(model.build(data), None)
-    assert [(d.code, d.path) for d in diags] == [
-        ("extra-type", "extra.jobSpec.workerPoolSpecs"), ("extra-type", "extra.jobSpec.scheduling")]
-    assert "'soon'" in diags[1].message
-
-
-def test_check_extra_accepts_real_fields_and_opaque_types() -> None:
-    extra = {"jobSpec": {"reservedIpRanges": ["r"], "persistentResourceId": "pr",
-                         "workerPoolSpecs": [{"machineSpec": {"reservationAffinity": {
-                             "reservationAffinityType": "ANY_RESERVATION"}}}]},
-             "labels": {"anything": "goes"}, "error": {"code": 3}}
-    data = spec(extra=extra)
-    assert compiler.check_extra(model.build(data), None) == []
-    parse_custom_job(compiled(data))
-    assert compiler.check_extra(model.build(spec()), None) == []
+def test_extra_env_keeps_the_compiled_env() -> None:
+    """The issue's case: an extra env entry used to replace NCCL_DEBUG (merged by position)."""
+    extra = {"jobSpec": {"workerPoolSpecs": [{"containerSpec": {"env": [{"name": "FOO", "value": "bar"}]}}]}}
+    out = compiled(spec(extra=extra))
+    env = out["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]
+    assert env == [{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "FOO", "value": "bar"}]
+    over = {"jobSpec": {"workerPoolSpecs": [{"containerSpec": {"env": [{"name": "NCCL_DEBUG", "value": "WARN"}],
+                                                                "args": ["--epochs=5"]}}]}}
+    container = compiled(spec(extra=over))["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]
+    assert container["env"] == [{"name": "NCCL_DEBUG", "value": "WARN"}]
+    assert container["args"] == ["--epochs=5"]
 
 
 # --- HyperparameterTuningJob ------------------------------------------------------------
@@ -356,7 +339,9 @@ def test_plan_and_compile_do_not_import_aiplatform() -> None:
             "job = model.build({'display_name': 'x', 'chief': {'machine_type': 'n1-standard-4',"
             " 'image': 'i'}, 'extra': {'jobSpec': {'models': ['m']}}})\n"
             "vxtrain.compiler.compile_custom_job(vxtrain.planning.bandwidth.resolve(job, vxtrain.planning.bandwidth.plan(job)))\n"
-            "assert vxtrain.compiler.check_extra(job, None) == []\n"
+            "from vxtrain.loading.document import Document, NativeSpec\n"
+            "from vxtrain.validation import extra\n"
+            "assert extra.check(job, NativeSpec({}, 'native', Document({}, 'x.yaml'))) == []\n"
             "bad = [m for m in sys.modules if m.startswith(('google.cloud.aiplatform', 'proto'))]\n"
             "print(bad)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

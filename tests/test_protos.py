@@ -56,6 +56,28 @@ def test_parse_resolves_messages_and_enums_nested_or_imported() -> None:
     assert (fields["timeout"].message, fields["timeout"].ref) == (None, "duration_pb2.Duration")
 
 
+def test_parse_reads_map_key_types_and_oneof_groups() -> None:
+    source = textwrap.dedent('''
+        class Pool(proto.Message):
+            image: str = proto.Field(proto.STRING, number=1, oneof="task")
+            module: str = proto.Field(proto.STRING, number=2, oneof="task")
+            sizes: MutableMapping[int, str] = proto.MapField(proto.INT64, proto.STRING, number=3)
+        ''')
+    fields = protos.parse(source, "pool").messages["Pool"]
+    assert (fields["image"].oneof, fields["module"].oneof, fields["sizes"].oneof) == ("task", "task", None)
+    assert (fields["sizes"].key_type, fields["sizes"].type, fields["image"].key_type) == ("INT64", "STRING", None)
+    assert protos.parse(SOURCE, "outer").messages["Outer"]["labels"].key_type == "STRING"
+
+
+def test_installed_oneofs_match_the_descriptors() -> None:
+    from google.cloud.aiplatform_v1.types import WorkerPoolSpec
+
+    fields = protos.message_fields("custom_job", "WorkerPoolSpec") or {}
+    ours = {f.name: f.oneof for f in fields.values() if f.oneof}
+    real = {f.name: o.name for o in WorkerPoolSpec.pb().DESCRIPTOR.oneofs for f in o.fields}
+    assert ours == real and ours
+
+
 def test_parse_reads_enum_values_in_order() -> None:
     enums = protos.parse(SOURCE, "outer").enums
     assert enums == {"Outer.Mode": {"MODE_UNSPECIFIED": 0, "FAST": 1, "SLOW": 3}}

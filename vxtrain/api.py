@@ -164,7 +164,6 @@ def _compile(result: Result) -> None:
     result.custom_job = compiler.compile_custom_job(job)
     if job.study is not None:
         result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
-    result.diagnostics += compiler.check_extra(job, result.native)
 
 
 def _price(result: Result, options: Options) -> None:

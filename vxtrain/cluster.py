@@ -98,10 +98,27 @@ def _normalize_cluster(raw: Any) -> dict[str, list[str]]:
     return out
 
 
+def _job(raw: Any) -> dict[str, Any]:
+    """The ``job`` of CLUSTER_SPEC / TF_CONFIG as a dict, in either form it comes in.
+
+    Running Vertex AI jobs put a JSON-encoded *string* in CLUSTER_SPEC's ``job``
+    (``"{\\"python_module\\":\\"\\",\\"package_uris\\":[],\\"job_args\\":[]}"``);
+    Google's page, TF_CONFIG and earlier vxtrain versions give a dictionary (the
+    CustomJobSpec). Anything else reads as ``{}``: ``job`` is informational.
+    """
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
+
+
 def _spec_cluster(spec: Mapping[str, Any]) -> dict[str, list[str]]:
-    """CLUSTER_SPEC's cluster in TF's shape, leaving out a Reduction Server pool."""
+    """CLUSTER_SPEC's cluster in TF's shape, leaving out a Reduction Server pool when the
+    ``job`` says which pool is one (the CustomJobSpec form; the string form cannot)."""
     cluster = _normalize_cluster(spec.get("cluster"))
-    pools = spec.get("job", {}).get("workerPoolSpecs") if isinstance(spec.get("job"), Mapping) else None
+    pools = _job(spec.get("job")).get("workerPoolSpecs")
     slot2 = pools[2] if isinstance(pools, list) and len(pools) > 2 else None
     image = slot2.get("containerSpec", {}).get("imageUri", "") if isinstance(slot2, Mapping) else ""
     if is_reduction_server_image(image):
@@ -121,7 +138,7 @@ def current(environ: Mapping[str, str] | None = None) -> ClusterInfo:
     source = tf or spec
     raw_task, raw_job = source.get("task"), source.get("job")
     task: Mapping[str, Any] = raw_task if isinstance(raw_task, Mapping) else {}
-    job: dict[str, Any] = raw_job if isinstance(raw_job, dict) else {}
+    job = _job(raw_job)
     cluster = _normalize_cluster(tf.get("cluster")) or _spec_cluster(spec)
     trial = task.get("trial")
     return ClusterInfo(role=_normalize_role(task.get("type")), index=int(task.get("index") or 0),

@@ -6,22 +6,17 @@ the JSON form of ``google.cloud.aiplatform_v1.CustomJob`` (what the REST API
 and ``gcloud ai custom-jobs create --config`` take); the proto message itself
 is built only by a backend, to keep google.cloud.aiplatform off this path.
 
-``check_extra`` verifies the raw ``extra:`` fields against the *installed*
-aiplatform protos, read as source text by :mod:`vxtrain.protos` (never imported).
+``extra:`` is merged here (:func:`deep_merge`) and checked, field by field and
+value by value, with the other rules (vxtrain/validation/extra.py).
 """
 from __future__ import annotations
 
 import copy
-import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from vxtrain import catalog, protos, slots
-from vxtrain import diagnostics as dx
-from vxtrain.diagnostics import Diagnostic
-from vxtrain.loading.document import Key, KeyPath, NativeSpec, format_path
+from vxtrain import catalog, slots
 from vxtrain.model import Job, Pool, PythonPackage, Scheduling, Study, StudyParameter
-from vxtrain.protos import MessageRef, ProtoField
 
 _ALGORITHMS = {
     None: "ALGORITHM_UNSPECIFIED",  # Vertex's default: Bayesian optimization
@@ -180,23 +175,48 @@ def compile_scheduling(scheduling: Scheduling | None) -> dict[str, Any]:
     return out
 
 
-def deep_merge(base: Any, over: Any) -> Any:
-    """``over`` merged into a copy of ``base``: mappings merge key by key, lists
-    of mappings item by item (``workerPoolSpecs: [{}, {...}]`` touches pool 1
-    only; extra items are appended); anything else is replaced by ``over``."""
+#: How lists in ``extra`` merge into the compiled ones (README, "extra: merge rules").
+#: workerPoolSpecs by position: a pool's position is its role (slots.SLOTS), so
+#: ``[{}, {...}]`` changes pool 1 only. env by ``name``: an entry replaces the
+#: compiled one of the same name, new names are appended, the others are kept
+#: (a position means nothing there). Any other list (args, command, packageUris,
+#: nfsMounts, ...) is replaced whole: it is an ordered value, and merging item by
+#: item would splice two argument lists into one nobody wrote.
+POSITIONAL_LISTS = frozenset({"workerPoolSpecs"})
+KEYED_LISTS: dict[str, str] = {"env": "name"}
+
+
+def deep_merge(base: Any, over: Any, field: str | None = None) -> Any:
+    """``over`` merged into a copy of ``base``: mappings key by key; lists per
+    :data:`POSITIONAL_LISTS` and :data:`KEYED_LISTS` (``field`` is the key they
+    are under), else replaced; anything else is replaced by ``over``."""
     if isinstance(base, Mapping) and isinstance(over, Mapping):
         out = dict(base)
         for key, value in over.items():
-            out[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
+            out[key] = deep_merge(base[key], value, str(key)) if key in base else copy.deepcopy(value)
         return out
-    if _dict_list(base) and _dict_list(over):
-        merged = [deep_merge(b, o) for b, o in zip(base, over)]
-        return merged + copy.deepcopy(list(over[len(base):])) + list(base[len(over):])
+    if isinstance(base, list) and isinstance(over, list):
+        if field in POSITIONAL_LISTS:
+            merged = [deep_merge(b, o) for b, o in zip(base, over)]
+            return merged + copy.deepcopy(over[len(base):]) + copy.deepcopy(base[len(over):])
+        if field in KEYED_LISTS:
+            return _merge_by(base, over, KEYED_LISTS[field])
     return copy.deepcopy(over)
 
 
-def _dict_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, Mapping) for v in value)
+def _merge_by(base: list[Any], over: list[Any], key: str) -> list[Any]:
+    """``over``'s items replace ``base``'s items with the same ``key`` value; others append."""
+    out = copy.deepcopy(base)
+    where = {item.get(key): i for i, item in enumerate(out) if isinstance(item, Mapping)}
+    for item in over:
+        name = item.get(key) if isinstance(item, Mapping) else None
+        if name is not None and name in where:
+            out[where[name]] = copy.deepcopy(item)
+        else:
+            if name is not None:
+                where[name] = len(out)
+            out.append(copy.deepcopy(item))
+    return out
 
 
 # --- HyperparameterTuningJob --------------------------------------------------
@@ -262,84 +282,3 @@ def _category(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-# --- extra: checked against the installed protos, read as text ---------------
-
-def check_extra(job: Job, native: NativeSpec | None) -> list[Diagnostic]:
-    """Errors for ``extra:`` keys that are not fields of the installed CustomJob
-    proto (camelCase JSON names; nested messages checked too), with a did-you-mean."""
-    if not job.extra:
-        return []
-    if not protos.installed():
-        return [dx.warning("extra-unchecked", "`extra` was not checked: google-cloud-aiplatform "
-                           "is not installed (pip install google-cloud-aiplatform)",
-                           **_where(native, ()))]
-    return _check_message(job.extra, ("custom_job", "CustomJob"), (), native)
-
-
-def _check_message(value: Mapping[str, Any], ref: MessageRef, path: KeyPath,
-                   native: NativeSpec | None) -> list[Diagnostic]:
-    fields = protos.message_fields(*ref)
-    if fields is None:
-        return []
-    out: list[Diagnostic] = []
-    for key, sub in value.items():
-        field = fields.get(str(key))
-        if field is None:
-            out.append(_unknown_field(str(key), ref, fields, path + (str(key),), native))
-        else:
-            out += _check_field(field, sub, path + (str(key),), native)
-    return out
-
-
-def _check_field(field: ProtoField, value: Any, path: KeyPath,
-                 native: NativeSpec | None) -> list[Diagnostic]:
-    if field.message is None or field.kind == "map":
-        return []
-    if field.kind == "single":
-        return _check_item(field.message, value, path, native)
-    if not isinstance(value, list):
-        return [_type_error(field.message, value, path, native, "a list of ")]
-    out: list[Diagnostic] = []
-    for i, item in enumerate(value):
-        out += _check_item(field.message, item, path + (i,), native)
-    return out
-
-
-def _check_item(ref: MessageRef, value: Any, path: KeyPath,
-                native: NativeSpec | None) -> list[Diagnostic]:
-    if not isinstance(value, Mapping):
-        return [_type_error(ref, value, path, native, "")]
-    return _check_message(value, ref, path, native)
-
-
-def _unknown_field(key: str, ref: MessageRef, fields: Mapping[str, ProtoField], path: KeyPath,
-                   native: NativeSpec | None) -> Diagnostic:
-    names = sorted(fields)
-    guess = _guess(key, names)
-    hint = f"did you mean `{guess}`?" if guess else "fields: " + ", ".join(names)
-    return dx.error("extra-unknown-field",
-                    f"`{key}` is not a field of {protos.PROTO_PACKAGE}.{ref[1]} in the installed "
-                    f"google-cloud-aiplatform; {hint}", **_where(native, path))
-
-
-def _guess(key: str, names: Sequence[str]) -> str | None:
-    camel = protos.snake_to_camel(key)
-    for name in names:
-        if name.lower() == camel.lower():
-            return name
-    close = difflib.get_close_matches(camel, names, n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-def _type_error(ref: MessageRef, value: Any, path: KeyPath, native: NativeSpec | None,
-                container: str) -> Diagnostic:
-    return dx.error("extra-type", f"{format_path(('extra',) + path)} must be {container}"
-                    f"mapping(s) ({protos.PROTO_PACKAGE}.{ref[1]}), got {value!r}",
-                    **_where(native, path))
-
-
-def _where(native: NativeSpec | None, path: KeyPath) -> dict[str, Any]:
-    full: tuple[Key, ...] = ("extra",) + path
-    return native.where(full) if native is not None else {"path": format_path(full)}

@@ -8,7 +8,7 @@ field or accelerator added by a newer library is known without a vxtrain
 release. Each module is parsed once, on first use.
 
 This is the one reader: the gcloud format (accepted field names), the
-compiler (``extra:`` checks) and the catalog (the AcceleratorType enum) all
+validation of ``extra:`` (field names and values) and the catalog (the AcceleratorType enum) all
 ask it. Each caller keeps its own fallback for when the package is not
 installed (``installed()`` is False, every lookup returns None).
 """
@@ -46,6 +46,8 @@ class ProtoField:
     message: MessageRef | None = None  # an aiplatform_v1 message we can look into, else None
     enum: TypeRef | None = None  # an aiplatform_v1 enum we can look into, else None
     ref: str | None = None  # the message= / enum= reference as written (``duration_pb2.Duration``)
+    key_type: str | None = None  # a map's key type (STRING, INT64, ...); None for other kinds
+    oneof: str | None = None  # the oneof group the field belongs to (``task``), else None
 
     @property
     def repeated(self) -> bool:
@@ -171,10 +173,13 @@ def _fields(node: ast.ClassDef, qualname: str, module: str, imports: Mapping[str
         ref_node = msg if msg is not None else enum
         target = _resolve(ref_node, qualname, module, imports, classes) if ref_node is not None else None
         name = stmt.target.id
+        oneof = keywords.get("oneof")
         out[snake_to_camel(name)] = ProtoField(
             name, snake_to_camel(name), kind, _proto_type(type_arg),
             message=target if msg is not None else None, enum=target if enum is not None else None,
-            ref=_dotted(ref_node) if ref_node is not None else None)
+            ref=_dotted(ref_node) if ref_node is not None else None,
+            key_type=_proto_type(call.args[0]) if kind == "map" and call.args else None,
+            oneof=oneof.value if isinstance(oneof, ast.Constant) and isinstance(oneof.value, str) else None)
     return out
 
 

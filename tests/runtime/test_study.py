@@ -173,6 +173,21 @@ def test_grid_enumerates_every_point_in_order() -> None:
     assert study.trial_args(points[0]) == ["--layers=1", "--batch=32", "--opt=adam"]
 
 
+def test_trial_args_and_the_documented_form_parse_alike_with_argparse() -> None:
+    """vxtrain passes --name=value; Google's page shows --name value (docs/decisions.md): argparse reads both."""
+    import argparse
+
+    params = {"learning_rate": 0.01, "layers": 3.0, "opt": "adam", "flag": True}
+    parser = argparse.ArgumentParser()
+    for name in params:
+        parser.add_argument(f"--{name}")
+    ours = study.trial_args(params)
+    assert ours == ["--learning_rate=0.01", "--layers=3", "--opt=adam", "--flag=true"]
+    spaced = [part for arg in ours for part in arg.split("=", 1)]
+    assert vars(parser.parse_args(ours)) == vars(parser.parse_args(spaced)) == {
+        "learning_rate": "0.01", "layers": "3", "opt": "adam", "flag": "true"}
+
+
 def test_grid_refuses_a_double() -> None:
     spec = {"algorithm": "GRID_SEARCH", "parameters": [{"parameterId": "lr", "doubleValueSpec": {"minValue": 0.1, "maxValue": 1}}]}
     with pytest.raises(ValueError, match="integer, discrete or categorical"):

@@ -30,9 +30,23 @@ class ConvertTarget(str, Enum):
 
 
 def _yaml(data: Any) -> str:
+    """YAML as a person would write it: keys in order, block style, and multi-line strings
+    (a ``bash -c`` script, say) as ``|`` block scalars instead of escaped one-liners."""
     import yaml
 
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
+    class Dumper(yaml.SafeDumper):
+        """SafeDumper with block scalars for multi-line strings."""
+
+    def represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        # PyYAML falls back to a quoted scalar by itself where a block cannot hold the
+        # text exactly (trailing spaces on a line, control characters), so this never
+        # changes what the file loads back to.
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    Dumper.add_representer(str, represent_str)
+    # No allow_unicode: PyYAML writes U+0085 and U+2028 raw and reads them back as line breaks.
+    text: str = yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=100)
+    return text
 
 
 def convert(path: str, to: ConvertTarget, options: Options) -> int:

@@ -59,7 +59,29 @@ def cluster_spec(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica
     if trial is not None:
         task["trial"] = trial
     cluster = {SLOTS[k].cluster_key: list(hosts.get(k, [])) for k in sorted(pool_replicas(job))}
-    return {"cluster": cluster, "environment": "cloud", "task": task, "job": dict(job_spec)}
+    return {"cluster": cluster, "environment": "cloud", "task": task,
+            "job": cluster_spec_job(job_spec, pool_index)}
+
+
+def cluster_spec_job(job_spec: Mapping[str, Any], pool_index: int) -> str:
+    """CLUSTER_SPEC's ``job`` as running Vertex AI jobs carry it: a JSON-encoded *string*
+    with AI Platform's legacy keys, e.g. ``"{\\"python_module\\":\\"\\",\\"package_uris\\":[],
+    \\"job_args\\":[]}"``.
+
+    Google's page describes ``job`` as the CustomJobSpec as a dictionary, but every value
+    copied from a running job (custom containers) is this string, with the three keys empty;
+    local runs give training code what Vertex AI gives it. For a Python package pool the
+    keys are filled from its pythonPackageSpec (module, package URIs, args): the legacy
+    meaning of those keys, not seen in a capture.
+    """
+    pools = job_spec.get("workerPoolSpecs")
+    pool = pools[pool_index] if isinstance(pools, list) and 0 <= pool_index < len(pools) else {}
+    package = pool.get("pythonPackageSpec") if isinstance(pool, Mapping) else None
+    package = package if isinstance(package, Mapping) else {}
+    legacy = {"python_module": package.get("pythonModule", ""),
+              "package_uris": list(package.get("packageUris", [])),
+              "job_args": list(package.get("args", []))}
+    return json.dumps(legacy, separators=(",", ":"))
 
 
 def tf_cluster(job: Job, hosts: Mapping[int, list[str]]) -> dict[str, list[str]]:
@@ -78,7 +100,9 @@ def tf_config(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica_in
 
     None for single-replica jobs and for Reduction Server replicas (not TF tasks).
     Vertex AI also puts an internal id in ``task.cloud``; it has no meaning to
-    training code and is left out.
+    training code and is left out. ``job`` is the CustomJobSpec as a dictionary,
+    as Google's page describes it (no value from a running job was found to say
+    otherwise, unlike CLUSTER_SPEC's: :func:`cluster_spec_job`).
     """
     if not is_distributed(job) or _is_reduction_server(job, pool_index):
         return None

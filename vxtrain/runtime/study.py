@@ -197,7 +197,12 @@ def format_value(value: Any) -> str:
 
 
 def trial_args(params: Mapping[str, Any]) -> list[str]:
-    """``--name=value`` for each parameter, as Vertex AI appends them to the container args."""
+    """``--name=value`` for each parameter, appended to the container args.
+
+    Vertex AI's form is not settled by any source: Google's page shows ``--name value``,
+    a first-hand report ``--name=value`` (docs/decisions.md, "Studies"); trainers
+    should accept both, as argparse does.
+    """
     return [f"--{name}={format_value(value)}" for name, value in params.items()]
 
 

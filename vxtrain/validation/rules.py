@@ -20,6 +20,7 @@ from typing import Any
 
 from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
+from vxtrain.validation import extra as extra_rules
 from vxtrain.validation import package_rules, study_rules
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Accelerator, Job, Pool
@@ -443,4 +444,5 @@ RULES: tuple[Rule, ...] = (
     evaluator_rules,
     study_rules.check,  # the study: block (vxtrain/validation/study_rules.py)
     package_rules.check,  # python_package source/package_uris, staging_bucket
+    extra_rules.check,  # extra: field by field, value by value (vxtrain/validation/extra.py)
 )
