@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from vxtrain.backends.cloud_logging import ML_JOB, SERVICE_TASK, LogReader, format_time, parse_time
-from vxtrain.errors import UsageError
+from vxtrain.backends.base import ML_JOB, SERVICE_TASK, LogReader, format_time, parse_time
+from vxtrain.errors import ApiError, QuotaError, UsageError
 
 _REPLICA = re.compile(r"workerpool[0-3]-\d+|service")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
@@ -200,14 +200,60 @@ class Follower:
         horizon = self._cursor - timedelta(seconds=self.cadence.overlap + 1)
         self._seen = {k: t for k, t in self._seen.items() if t >= horizon}
 
-    def drain(self, emit: Callable[[Iterable[Entry]], None], *,
-              sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
-        """After the job ended: read once, then keep reading through ``cadence.grace``
-        seconds (Cloud Logging may still be taking in the last lines)."""
-        end = clock() + self.cadence.grace
+
+#: Where followed lines go: the new entries of one read, oldest first.
+LogSink = Callable[[list[Entry]], None]
+
+
+class LogWatch:
+    """Reads a job's new lines into ``sink`` while the caller waits on the job's state.
+
+    ``sleep(seconds)`` stands in for the caller's pause between two state polls: it
+    reads whenever the follower is due. A read that fails transiently (unavailable,
+    quota) waits the longest interval; any other failure (no permission to read
+    logs, say) is reported once through ``warn`` and stops the reading, never the wait.
+    """
+
+    def __init__(self, follower: Follower, sink: LogSink, *, warn: Callable[[str], None],
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.follower, self.sink, self.warn = follower, sink, warn
+        self._clock, self._sleep = clock, sleep
+        self._due = clock()
+        self.stopped = False
+
+    def sleep(self, seconds: float) -> None:
+        """Pause ``seconds``, reading lines whenever they are due."""
+        end = self._clock() + seconds
         while True:
-            emit(self.read())
-            left = end - clock()
+            now = self._clock()
+            if not self.stopped and now >= self._due:
+                self._read()
+                self._due = self._clock() + self.follower.delay()
+                now = self._clock()
+            if now >= end:
+                return
+            self._sleep(min(end, self._due) - now if not self.stopped else end - now)
+
+    def finish(self) -> None:
+        """The job ended: read once more, and on through ``cadence.grace`` seconds
+        (Cloud Logging may still be taking in the last lines)."""
+        end = self._clock() + self.follower.cadence.grace
+        while not self.stopped:
+            self._read()
+            left = end - self._clock()
             if left <= 0:
                 return
-            sleep(min(self.cadence.initial, left))
+            self._sleep(min(self.follower.cadence.initial, left))
+
+    def _read(self) -> None:
+        try:
+            entries = self.follower.read()
+        except ApiError as exc:
+            if exc.transient or isinstance(exc, QuotaError):
+                self.follower.back_off()
+                return
+            self.warn(f"cannot read the job's logs ({exc}); following its state only")
+            self.stopped = True
+            return
+        if entries:
+            self.sink(entries)

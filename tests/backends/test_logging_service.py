@@ -227,7 +227,7 @@ def test_follower_reads_each_line_once_and_late_ones_within_the_overlap() -> Non
     assert follower.delay() == 8.0
 
 
-def test_follower_drains_through_the_grace_period() -> None:
+def test_watch_reads_while_waiting_and_through_the_grace_period() -> None:
     fake = FakeReader()
     follower = joblogs.Follower(fake, PROJECT, "1", cadence=joblogs.Cadence(1.0, 4.0, grace=2.5))
     clock = [0.0]
@@ -237,6 +237,42 @@ def test_follower_drains_through_the_grace_period() -> None:
         clock[0] += seconds
         fake.add(clock[0], f"t{clock[0]}", f"id{clock[0]}")
 
-    follower.drain(lambda entries: got.extend(e.text for e in entries), sleep=sleep, clock=lambda: clock[0])
-    assert got == ["t1.0", "t2.0", "t2.5"]
-    assert follower.reads == 4
+    watch = joblogs.LogWatch(follower, lambda entries: got.extend(e.text for e in entries),
+                             warn=got.append, clock=lambda: clock[0], sleep=sleep)
+    watch.sleep(3.0)  # reads at 0 (nothing: the next in 2 s), 2 and 3 (lines came: every 1 s)
+    assert got == ["t2.0", "t3.0"] and follower.reads == 3 and clock[0] == 3.0
+    watch.finish()  # once at the end, then on through the 2.5 s of grace
+    assert got == ["t2.0", "t3.0", "t4.0", "t5.0", "t5.5"]
+
+
+class FailingReader(FakeReader):
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
+                     page_size: int = 1000) -> Iterator[dict[str, Any]]:
+        self.filters.append(filter)
+        raise self.error
+
+
+def test_watch_backs_off_on_quota_and_stops_reading_without_permission() -> None:
+    from vxtrain.errors import PermissionError_, QuotaError
+
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    quota = FailingReader(QuotaError("read quota"))
+    watch = joblogs.LogWatch(joblogs.Follower(quota, PROJECT, "1", cadence=joblogs.Cadence(1.0, 8.0)),
+                             lambda e: None, warn=pytest.fail, clock=lambda: clock[0], sleep=sleep)
+    watch.sleep(20.0)
+    assert len(quota.filters) == 3  # at 0, 8, 16: the longest interval after each failure
+    denied = FailingReader(PermissionError_("no roles/logging.viewer"))
+    warned: list[str] = []
+    watch = joblogs.LogWatch(joblogs.Follower(denied, PROJECT, "1", cadence=joblogs.Cadence(1.0, 8.0)),
+                             lambda e: None, warn=warned.append, clock=lambda: clock[0], sleep=sleep)
+    watch.sleep(20.0)
+    watch.finish()
+    assert len(denied.filters) == 1 and len(warned) == 1 and "following its state only" in warned[0]

@@ -1,9 +1,7 @@
 """Reading log entries: ``google.cloud.logging_v2``'s GAPIC ``LoggingServiceV2Client``.
 
-The seam is ``LogReader``: entries cross it as REST-JSON dicts (the
-``LogEntry`` form ``MessageToDict`` gives: ``resource``, ``textPayload``,
-``jsonPayload``, ``timestamp``, ``severity``, ``insertId``), as jobs cross
-``JobBackend``. One class serves both targets, like the job backend:
+The ``LogReader`` of the seam (vxtrain.backends.base). One class serves both
+targets, like the job backend:
 
 * Cloud Logging: ``logging.googleapis.com`` (a global endpoint, whatever the
   job's region) with Application Default Credentials;
@@ -16,52 +14,21 @@ pay for it.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from vxtrain import errors
+from vxtrain.backends.base import MAX_PAGE_SIZE, EntryDict
 from vxtrain.backends.vertex import DEFAULT_TIMEOUT, check_guard, split_endpoint, translate
 
 #: Cloud Logging's API endpoint (https://cloud.google.com/logging/docs/reference/v2/rpc).
 LOGGING_HOST = "logging.googleapis.com"
-#: The most entries one ListLogEntries page may hold
-#: (https://cloud.google.com/logging/docs/reference/v2/rest/v2/entries/list).
-MAX_PAGE_SIZE = 1000
 
-#: The monitored resource type of Vertex AI training jobs' logs
-#: (https://cloud.google.com/vertex-ai/docs/training/code-requirements#logging).
-ML_JOB = "ml_job"
-#: The task name of the lines the training service writes itself (not a replica's).
-SERVICE_TASK = "service"
-
-_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)")
 _VIEWER_HELP = "https://cloud.google.com/logging/docs/access-control"
-
-#: A log entry as the REST API spells it (camelCase keys, enum names as strings).
-EntryDict = dict[str, Any]
-
-
-@runtime_checkable
-class LogReader(Protocol):
-    """List log entries (Cloud Logging, or an emulator's LoggingServiceV2)."""
-
-    #: True when the reader talks to an emulator rather than Cloud Logging.
-    emulated: bool
-
-    def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
-                     page_size: int = MAX_PAGE_SIZE) -> Iterator[EntryDict]:
-        """Every entry of ``projects/PROJECT`` matching ``filter``, all pages, in ``order_by`` order."""
-        ...
-
-    def close(self) -> None:
-        """Release the connection (idempotent)."""
-        ...
 
 
 class CloudLoggingReader:
-    """``LogReader`` over ``logging_v2``'s ``LoggingServiceV2Client``."""
+    """``base.LogReader`` over ``logging_v2``'s ``LoggingServiceV2Client``."""
 
     def __init__(self, endpoint: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
                  credentials: Any = None) -> None:
@@ -100,7 +67,7 @@ class CloudLoggingReader:
 
     def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
                      page_size: int = MAX_PAGE_SIZE) -> Iterator[EntryDict]:
-        """Every matching entry, all pages; see LogReader."""
+        """Every matching entry, all pages; see base.LogReader."""
         from google.protobuf import json_format
 
         client = self._client()
@@ -163,19 +130,3 @@ def connect_logs(endpoint: str | None = None, **kwargs: Any) -> CloudLoggingRead
     """A reader for Cloud Logging, or for the emulator at ``endpoint``."""
     return CloudLoggingReader(endpoint, **kwargs)
 
-
-def parse_time(text: str) -> datetime:
-    """An RFC 3339 timestamp (up to nanoseconds, read to microseconds) as an aware UTC
-    datetime; ValueError when it is not one."""
-    found = _STAMP.fullmatch(text.strip())
-    if not found:
-        raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
-    seconds, fraction, zone = found.groups()
-    parsed = datetime.fromisoformat(f"{seconds}.{(fraction or '0')[:6].ljust(6, '0')}"
-                                    f"{'+00:00' if zone == 'Z' else zone}")
-    return parsed.astimezone(timezone.utc)
-
-
-def format_time(when: datetime) -> str:
-    """RFC 3339 in UTC with microseconds: ``2024-05-01T12:00:00.000000Z``."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

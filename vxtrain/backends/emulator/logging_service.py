@@ -31,7 +31,7 @@ from google.cloud.logging_v2.types import log_entry as le
 from google.cloud.logging_v2.types import logging as lg
 from google.logging.type import log_severity_pb2
 
-from vxtrain.backends.cloud_logging import ML_JOB, SERVICE_TASK, parse_time
+from vxtrain.backends.base import ML_JOB, SERVICE_TASK, parse_time
 
 SERVICE = "google.logging.v2.LoggingServiceV2"
 #: ListLogEntriesRequest.page_size: "Default is 50. Maximum is 1000"
