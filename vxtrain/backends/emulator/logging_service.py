@@ -12,9 +12,8 @@ local job's logs as it reads a Vertex job's.
 Served: ``ListLogEntries`` with the subset of the Logging query language that
 vxtrain and the usual hand-written queries use (comparisons joined by AND, see
 :func:`parse_filter`), ``order_by`` "timestamp asc|desc", and paging. Every
-other method answers UNIMPLEMENTED. The handler is registered with
-``grpc.method_handlers_generic_handler`` and the proto-plus classes'
-``serialize``/``deserialize``, as the emulated JobService is.
+other method answers UNIMPLEMENTED. The handler is built like the JobService's
+(``common.unary_handler``: the proto-plus classes' ``serialize``/``deserialize``).
 """
 from __future__ import annotations
 
@@ -32,6 +31,7 @@ from google.cloud.logging_v2.types import logging as lg
 from google.logging.type import log_severity_pb2
 
 from vxtrain.backends.base import ML_JOB, SERVICE_TASK, parse_time
+from vxtrain.backends.emulator.common import RpcError, unary_handler
 
 SERVICE = "google.logging.v2.LoggingServiceV2"
 #: ListLogEntriesRequest.page_size: "Default is 50. Maximum is 1000"
@@ -45,17 +45,8 @@ _RUNNER_LINE = re.compile(r"^(?:\[trial [^\]]+\] )?\[vxtrain\] ?(?P<text>.*)$", 
 _SEVERITIES: dict[str, int] = dict(log_severity_pb2.LogSeverity.items())
 
 
-class LogRpcError(Exception):
-    """A gRPC status the Logging service answers with."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _invalid(message: str) -> LogRpcError:
-    return LogRpcError(grpc.StatusCode.INVALID_ARGUMENT, message)
+def _invalid(message: str) -> RpcError:
+    return RpcError(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
 # --- the store ----------------------------------------------------------------------
@@ -280,14 +271,6 @@ def _list_log_entries(store: LogStore, request: lg.ListLogEntriesRequest) -> lg.
 
 def generic_handler(store: LogStore) -> grpc.GenericRpcHandler:
     """The LoggingServiceV2 handlers (ListLogEntries); other methods answer UNIMPLEMENTED."""
-    def handle(request: lg.ListLogEntriesRequest, context: grpc.ServicerContext) -> lg.ListLogEntriesResponse:
-        try:
-            return _list_log_entries(store, request)
-        except LogRpcError as exc:
-            context.abort(exc.code, exc.message)
-            raise  # abort raises; this line keeps mypy's flow analysis honest
-
-    handlers = {"ListLogEntries": grpc.unary_unary_rpc_method_handler(
-        handle, request_deserializer=lg.ListLogEntriesRequest.deserialize,
-        response_serializer=lg.ListLogEntriesResponse.serialize)}
+    handlers = {"ListLogEntries": unary_handler(lambda request: _list_log_entries(store, request),
+                                                lg.ListLogEntriesRequest, lg.ListLogEntriesResponse.serialize)}
     return grpc.method_handlers_generic_handler(SERVICE, handlers)
