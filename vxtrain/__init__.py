@@ -5,7 +5,7 @@ here imports google.cloud.aiplatform (backends do, when they talk to an API).
 """
 from __future__ import annotations
 
-from vxtrain.api import Options, Result, check_file, load, load_job, plan, submit, validate
+from vxtrain.api import Options, Result, check_file, load, load_job, logs, plan, submit, validate
 from vxtrain.api import compile_job as compile  # noqa: A001 - the API's verb
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import (
@@ -34,6 +34,7 @@ __all__ = sorted([
     "compile",
     "load",
     "load_job",
+    "logs",
     "plan",
     "submit",
     "validate",

@@ -7,6 +7,7 @@ an API.
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -299,13 +300,14 @@ def compile_job(path: str | Path, options: Options | None = None) -> dict[str, A
 
 def submit(path: str | Path, options: Options | None = None, *, target: str = "vertex",
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
-           progress: Any = None) -> dict[str, Any]:
+           progress: Any = None, logs: Any = None) -> dict[str, Any]:
     """Create the spec's job exactly once (vxtrain.submission) and return its view.
 
     ``target``: "vertex" (the regional endpoint, or ``endpoint`` HOST:PORT of an
     emulator) or "local" (an in-process emulator running the job here, always
-    followed to the end). Raises SpecError, UsageError, ApiError, and
-    JobFailedError when a followed job fails.
+    followed to the end). ``logs``: while following, a callable that gets the job's
+    new log lines (lists of vxtrain.joblogs.Entry) as they arrive. Raises
+    SpecError, UsageError, ApiError, and JobFailedError when a followed job fails.
     """
     from vxtrain import submission  # lazy: validate and plan never load submission or a backend
 
@@ -318,10 +320,10 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     try:
         if target == "local":
             return _submit_local(result, _local_packages(job, result.packages), project, region,
-                                 idempotency_key, progress)
+                                 idempotency_key, progress, logs)
         _publish(result, project)
         return submission.submit(job, project=project, region=region, endpoint=endpoint,
-                                 idempotency_key=idempotency_key, wait=wait, progress=progress)
+                                 idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs)
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
 
@@ -364,6 +366,19 @@ def _local_packages(job: dict[str, Any], packages: list[Any]) -> dict[str, Any]:
     return json.loads(text)  # type: ignore[no-any-return]
 
 
+def logs(name: str, *, endpoint: str | None = None, replica: str | None = None,
+         since: str | None = None) -> list[dict[str, str]]:
+    """The log lines of the job ``name`` (a full resource name), oldest first, as
+    ``{"replica", "timestamp", "severity", "text"}``: from Cloud Logging, or from the
+    emulator at ``endpoint``. ``replica``: ``workerpoolK-I``; ``since``: a duration
+    back (``10m``) or an RFC 3339 time."""
+    from vxtrain import submission  # lazy: as in submit()
+    from vxtrain.joblogs import parse_since
+
+    start = parse_since(since) if since else None
+    return [e.to_json() for e in submission.read_logs(name, endpoint=endpoint, replica=replica, since=start)]
+
+
 def _project_region(result: Result, *, local: bool) -> tuple[str, str]:
     """Project and region (flag > spec > env, applied by the pipeline); defaults locally."""
     from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION  # lazy: as in submit()
@@ -398,9 +413,18 @@ def _spec_location(result: Result, message: str) -> str:
     return f" (at {at['file']}:{at['line']}:{at['column']}, key {at['path']})"
 
 
+class _Discard(io.StringIO):
+    """A text stream that keeps nothing."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
 def _submit_local(result: Result, job: dict[str, Any], project: str, region: str,
-                  key: str | None, progress: Any) -> dict[str, Any]:
-    """An in-process emulator running the job with the local runner, followed to the end."""
+                  key: str | None, progress: Any, logs: Any) -> dict[str, Any]:
+    """An in-process emulator running the job with the local runner, followed to the end.
+    With ``logs``, the job's lines reach it through the emulator's Logging service
+    only (as on Vertex AI), not also straight from the replicas."""
     import uuid
 
     from vxtrain import submission  # lazy: as in submit()
@@ -410,7 +434,7 @@ def _submit_local(result: Result, job: dict[str, Any], project: str, region: str
     # The CustomJob has no local: block; tell the emulator which job runs with it.
     local_jobs = [] if result.job.local is None else [
         ({submission.LABEL_KEY: submission.label_value(key)}, result.job.local)]
-    with open_backend("local", workdir=Path(result.file).resolve().parent,
-                      local_jobs=local_jobs) as backend:
+    with open_backend("local", workdir=Path(result.file).resolve().parent, local_jobs=local_jobs,
+                      job_output=_Discard() if logs is not None else None) as backend:
         return submission.submit(job, project=project, region=region, backend=backend,
-                                 idempotency_key=key, wait=True, progress=progress)
+                                 idempotency_key=key, wait=True, progress=progress, logs=logs)

@@ -1,5 +1,5 @@
 """Submitting and following jobs: the Python API behind ``vxtrain submit``,
-``status``, ``wait``, ``cancel`` and ``list``.
+``status``, ``wait``, ``cancel``, ``list`` and ``logs``.
 
 Exactly-once (README, "Submitting exactly once"): CreateCustomJob has no
 request id (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/create),
@@ -9,12 +9,17 @@ unknown, jobs with that label are listed and the one that exists is adopted.
 With an explicit key, an existing job with that label is returned (in any
 state) and none is created.
 
+Following a job can also follow its log lines (vxtrain.joblogs): state polls and
+log reads interleave in one loop, each on its own backoff, and the lines go to a
+sink (the reporter on stderr, or ``vxtrain logs --follow``'s stdout).
+
 Calls go through a ``JobBackend`` (vxtrain.backends.base); retries through
 ``google.api_core.retry.Retry`` on transient errors only. Nothing here imports
 google.cloud.aiplatform: the backend does, when it first talks to an API.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import re
 import shlex
@@ -27,8 +32,9 @@ from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
 from vxtrain import errors
-from vxtrain.backends import open_backend
+from vxtrain.backends import open_backend, open_log_reader
 from vxtrain.backends.base import JobBackend, JobDict
+from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, LogWatch, read_entries
 
 T = TypeVar("T")
 
@@ -312,10 +318,12 @@ def _settle(backend: JobBackend, kind: _Kind, parent: str, key: str,
 def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBackend | None = None,
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
            backoff: Backoff | None = None, poll: Backoff | None = None,
-           progress: ProgressFn | None = None, check: bool = True) -> dict[str, Any]:
+           progress: ProgressFn | None = None, check: bool = True,
+           logs: LogSink | None = None) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
-    to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED).
+    to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED;
+    ``logs``: where its log lines go as they arrive, see ``wait_job``).
 
     ``idempotency_key``: a re-submit with the same key under the same project and
     region returns the job it labels and creates none; without one, each call
@@ -330,7 +338,7 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
         if not wait:
             return view
         final = wait_job(view["name"], backend=api, backoff=retry, poll=poll, progress=progress,
-                         check=False)
+                         check=False, logs=logs)
     final = {**final, "adopted": adopted}  # also in the JobFailedError's job
     if check:
         raise_for_state(final)
@@ -361,31 +369,73 @@ def _delays(poll: Backoff) -> Iterator[float]:
 def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
              backoff: Backoff | None = None, poll: Backoff | None = None,
              progress: ProgressFn | None = None, timeout: float | None = None,
-             check: bool = True) -> dict[str, Any]:
+             check: bool = True, logs: LogSink | None = None, replica: str | None = None,
+             since: str | None = None) -> dict[str, Any]:
     """Poll the job with backoff until it ends; return its view.
 
     ``progress(view, elapsed_seconds)`` is called after every poll. With
     ``check``, a job that ends FAILED/CANCELLED/EXPIRED raises JobFailedError.
+    ``logs(entries)`` gets the job's new log lines (of ``replica``, from ``since``)
+    between polls, and its last ones after the end (vxtrain.joblogs.LogWatch).
     """
-    with _using(backend, split_name(name)[1], endpoint) as api:
+    with _using(backend, split_name(name)[1], endpoint) as api, \
+            _watching(api, name, logs, replica=replica, since=since) as watch:
+        pause = watch.sleep if watch is not None else time.sleep
         retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
         delays = _delays(_default_backoff(api, poll, LOCAL_POLL, VERTEX_POLL))
         start = time.monotonic()
         while True:
             view = job_view(_get(api, name, retry), emulated=api.emulated)
             elapsed = time.monotonic() - start
+            ended = view["state"] in TERMINAL_STATES
+            if ended and watch is not None:
+                watch.finish()  # the job's last lines before the line that says it ended
             if progress is not None:
                 progress(view, elapsed)
-            if view["state"] in TERMINAL_STATES:
+            if ended:
                 break
             if timeout is not None and elapsed >= timeout:
                 raise errors.UnavailableError(f"{name} is still {view['state']} after {timeout:.0f} s")
             delay = next(delays)
             # The last poll comes at the timeout, not up to a whole backoff step past it.
-            time.sleep(delay if timeout is None else min(delay, max(timeout - elapsed, 0.0)))
+            pause(delay if timeout is None else min(delay, max(timeout - elapsed, 0.0)))
     if check:
         raise_for_state(view)
     return view
+
+
+@contextmanager
+def _watching(api: JobBackend, name: str, sink: LogSink | None, *, replica: str | None,
+              since: str | None) -> Iterator[LogWatch | None]:
+    """A LogWatch over the job's lines, from Cloud Logging or from the emulator ``api`` talks to."""
+    if sink is None:
+        yield None
+        return
+    project, _, _, job_id = split_name(name)
+    with open_log_reader(_log_endpoint(api)) as reader:
+        follower = Follower(reader, project, job_id, replica=replica, since=since,
+                            cadence=LOCAL_LOGS if api.emulated else VERTEX_LOGS)
+        yield LogWatch(follower, sink, warn=_warn)
+
+
+def _log_endpoint(api: JobBackend) -> str | None:
+    """An emulator serves the Logging API on its JobService port; Vertex AI's jobs log to Cloud Logging."""
+    return getattr(api, "endpoint", None) if api.emulated else None
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"vxtrain: warning: {message}\n")
+    sys.stderr.flush()
+
+
+def read_logs(name: str, *, endpoint: str | None = None, replica: str | None = None,
+              since: str | None = None, backoff: Backoff | None = None) -> list[Entry]:
+    """The job's log lines (of ``replica``, from ``since``), oldest first: from Cloud
+    Logging, or from the emulator at ``endpoint``."""
+    project, _, _, job_id = split_name(name)
+    retry = backoff or (LOCAL_RETRY if endpoint else VERTEX_RETRY)
+    with open_log_reader(endpoint) as reader:
+        return retrying(lambda: read_entries(reader, project, job_id, replica=replica, since=since), retry)
 
 
 def raise_for_state(view: Mapping[str, Any]) -> None:
@@ -455,10 +505,36 @@ def list_jobs(*, project: str, region: str, backend: JobBackend | None = None,
 
 # --- progress on stderr -------------------------------------------------------------
 
-class PlainProgress:
-    """One line per state change on a stream that is not a terminal."""
+#: Lines of each replica kept for the tail shown when a job fails.
+TAIL_LINES = 10
+_REPLICA_IN_ERROR = re.compile(r"workerpool\d+-\d+")
+
+
+class _Tails:
+    """The last lines of each replica, for the tail of the one that failed."""
+
+    def __init__(self) -> None:
+        self.tails: dict[str, collections.deque[str]] = {}
+
+    def keep(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            self.tails.setdefault(entry.replica, collections.deque(maxlen=TAIL_LINES)).append(entry.text)
+
+    def failure_tail(self, view: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+        """(replica, its last lines) for a failed job whose error names a replica
+        ("The replica workerpool0-0 exited with a non-zero status of 1."), else None."""
+        message = (view.get("error") or {}).get("message") or ""
+        found = _REPLICA_IN_ERROR.search(message)
+        if view.get("state") not in FAILED_STATES or not found or not self.tails.get(found.group(0)):
+            return None
+        return found.group(0), list(self.tails[found.group(0)])
+
+
+class PlainProgress(_Tails):
+    """One line per state change, and the job's log lines, on a stream that is not a terminal."""
 
     def __init__(self, stream: IO[str] | None = None) -> None:
+        super().__init__()
         self.stream = stream or sys.stderr
         self.state: str | None = None
 
@@ -468,21 +544,39 @@ class PlainProgress:
             self.stream.write(f"vxtrain: {view['name']}: {self.state} after {elapsed:.1f} s\n")
             self.stream.flush()
 
+    def log(self, entries: list[Entry]) -> None:
+        """``[workerpoolK-I] text`` lines (a LogSink)."""
+        self.keep(entries)
+        self.stream.write("".join(entry.line() + "\n" for entry in entries))
+        self.stream.flush()
+
+    def say(self, text: str) -> None:
+        """One line of vxtrain's own."""
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
     def close(self) -> None:
         """Nothing to release."""
 
 
-class RichProgress:
-    """A live status line (spinner, state, elapsed time) on a terminal; state changes as lines."""
+#: Replica prefixes on a terminal: one colour per replica, in the order they first speak.
+_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
+
+
+class RichProgress(_Tails):
+    """A live status line (spinner, state, elapsed time) on a terminal; state changes
+    and the job's log lines (a colour per replica) as lines above it."""
 
     def __init__(self) -> None:
         from rich.console import Console
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+        super().__init__()
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
                                  TimeElapsedColumn(), console=Console(stderr=True), transient=True)
         self.task = self.progress.add_task("submitting", total=None)
         self.state: str | None = None
+        self.colours: dict[str, str] = {}
         self.progress.start()
 
     def __call__(self, view: JobDict, elapsed: float) -> None:
@@ -493,15 +587,35 @@ class RichProgress:
             self.progress.console.print(f"{view['name']}: {self.state} after {elapsed:.1f} s",
                                         highlight=False)
 
+    def log(self, entries: list[Entry]) -> None:
+        """``[workerpoolK-I] text`` lines, the prefix in the replica's colour (a LogSink)."""
+        from rich.text import Text
+
+        self.keep(entries)
+        for entry in entries:
+            colour = self.colours.setdefault(entry.replica, _COLOURS[len(self.colours) % len(_COLOURS)])
+            self.progress.console.print(Text.assemble((f"[{entry.replica}]", colour), " ", entry.text),
+                                        highlight=False, soft_wrap=True)
+
+    def say(self, text: str) -> None:
+        """One line of vxtrain's own."""
+        from rich.text import Text
+
+        self.progress.console.print(Text(text), highlight=False, soft_wrap=True)
+
     def close(self) -> None:
         """Stop the live display."""
         self.progress.stop()
 
 
+#: What ``stderr_progress`` gives: a ProgressFn with ``log`` (a LogSink), ``say`` and ``failure_tail``.
+Reporter = PlainProgress | RichProgress
+
+
 @contextmanager
-def stderr_progress() -> Iterator[ProgressFn]:
+def stderr_progress() -> Iterator[Reporter]:
     """A progress callback for ``wait_job``: rich on a terminal, plain lines otherwise."""
-    reporter: PlainProgress | RichProgress = RichProgress() if sys.stderr.isatty() else PlainProgress()
+    reporter: Reporter = RichProgress() if sys.stderr.isatty() else PlainProgress()
     try:
         yield reporter
     finally:
@@ -515,6 +629,6 @@ __all__ = sorted([
     "Backoff", "FAILED_STATES", "LABEL_KEY", "LOCAL_POLL", "LOCAL_RETRY", "TERMINAL_STATES",
     "VERTEX_POLL", "VERTEX_RETRY", "build_filter", "cancel", "console_url", "create_once",
     "find_labelled", "get", "job_view", "label_value", "list_jobs", "parent_of",
-    "raise_for_state", "resolve_name", "retrying", "split_name", "stderr_progress", "submit",
+    "raise_for_state", "read_logs", "resolve_name", "retrying", "split_name", "stderr_progress", "submit",
     "wait", "wait_job",
 ])

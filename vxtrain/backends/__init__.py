@@ -1,22 +1,25 @@
-"""Job APIs behind one seam (``base.JobBackend``), and the one place that builds them.
+"""Job APIs behind one seam (``base.JobBackend``), job logs behind another
+(``base.LogReader``), and the one place that builds them.
 
 - ``vertex``: Vertex AI's regional endpoint, or an emulator at ``HOST:PORT``,
   through google-cloud-aiplatform's JobServiceClient;
-- ``emulator``: the in-process fake of the JobService, which runs jobs here
-  with the local runner.
+- ``emulator``: the in-process fake of the JobService (and of Cloud Logging's
+  LoggingServiceV2), which runs jobs here with the local runner;
+- ``cloud_logging``: a job's log lines from Cloud Logging, or from an emulator
+  at ``HOST:PORT``, through google-cloud-logging's LoggingServiceV2Client.
 
 Callers (vxtrain.api, vxtrain.submission) get a backend from ``open_backend``
-and import no backend module themselves.
+and a log reader from ``open_log_reader``, and import no backend module themselves.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from vxtrain.backends.base import JobBackend
+    from vxtrain.backends.base import JobBackend, LogReader
     from vxtrain.model import LocalSpec
 
 #: ``open_backend`` targets.
@@ -26,7 +29,8 @@ TARGETS = ("vertex", "local")
 @contextmanager
 def open_backend(target: str = "vertex", *, region: str | None = None, endpoint: str | None = None,
                  workdir: str | Path | None = None,
-                 local_jobs: Sequence[tuple[Mapping[str, str], LocalSpec]] = ()) -> Iterator[JobBackend]:
+                 local_jobs: Sequence[tuple[Mapping[str, str], LocalSpec]] = (),
+                 job_output: TextIO | None = None) -> Iterator[JobBackend]:
     """A JobBackend for ``target``, closed when the block ends.
 
     - ``"vertex"``: Vertex AI in ``region``, or the emulator at ``endpoint`` (``HOST:PORT``);
@@ -34,6 +38,7 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
       commands from ``workdir``), stopped with every process of its jobs when the
       block ends. ``local_jobs`` are ``(labels, local)`` pairs: a job carrying
       ``labels`` runs with that ``local:`` block, which the compiled job cannot carry.
+      Its jobs print to ``job_output`` (default stderr) as well as to its Logging service.
     """
     if target not in TARGETS:
         raise ValueError(f"unknown backend target {target!r}; expected one of {', '.join(TARGETS)}")
@@ -47,8 +52,20 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
         return
     from vxtrain.backends.emulator import start_emulator
 
-    with start_emulator(workdir=workdir) as handle:
+    with start_emulator(workdir=workdir, out=job_output) as handle:
         for labels, local in local_jobs:
             handle.emulator.register_local(labels, local)
         with connect(endpoint=handle.address) as backend:
             yield backend
+
+
+@contextmanager
+def open_log_reader(endpoint: str | None = None) -> Iterator[LogReader]:
+    """A LogReader for Cloud Logging, or for the emulator at ``endpoint``, closed when the block ends."""
+    from vxtrain.backends.cloud_logging import connect_logs  # lazy: google-cloud-logging
+
+    reader = connect_logs(endpoint)
+    try:
+        yield reader
+    finally:
+        reader.close()

@@ -1,4 +1,5 @@
-"""The one seam between vxtrain and a Job API: ``JobBackend``.
+"""The seams between vxtrain and Google's APIs: ``JobBackend`` (the Job API) and
+``LogReader`` (a job's logs in Cloud Logging).
 
 Jobs cross this seam as REST-JSON dicts (camelCase, the form
 ``google.protobuf.json_format.MessageToDict`` gives and the REST API takes);
@@ -6,12 +7,19 @@ protobuf messages stay inside the backend. Every method raises only
 ``vxtrain.errors.ApiError`` subclasses: the backend translates what its
 transport raises (see ``vxtrain.backends.vertex.translate``).
 
+Log entries cross ``LogReader`` the same way: REST-JSON ``LogEntry`` dicts
+(``resource``, ``textPayload``, ``jsonPayload``, ``timestamp``, ``severity``,
+``insertId``).
+
 A transient failure (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL) is raised as
 ``UnavailableError`` with ``transient = True``, so callers can retry it with
 ``google.api_core.retry`` without knowing the transport.
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
 #: A job as the REST API spells it (camelCase keys, enum names as strings).
@@ -68,3 +76,55 @@ class JobBackend(Protocol):
     def close(self) -> None:
         """Release the connection (idempotent)."""
         ...
+
+
+# --- logs ----------------------------------------------------------------------------
+
+#: A log entry as the REST API spells it (camelCase keys, enum names as strings).
+EntryDict = dict[str, Any]
+
+#: The monitored resource type of Vertex AI training jobs' logs; each replica's
+#: lines carry ``resource.labels.task_name`` "workerpoolK-I"
+#: (https://cloud.google.com/vertex-ai/docs/training/code-requirements#logging).
+ML_JOB = "ml_job"
+#: The task name of the lines the training service writes itself (not a replica's).
+SERVICE_TASK = "service"
+#: The most entries one ListLogEntries page may hold
+#: (https://cloud.google.com/logging/docs/reference/v2/rest/v2/entries/list).
+MAX_PAGE_SIZE = 1000
+
+_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)")
+
+
+@runtime_checkable
+class LogReader(Protocol):
+    """List log entries (Cloud Logging, or an emulator's LoggingServiceV2)."""
+
+    #: True when the reader talks to an emulator rather than Cloud Logging.
+    emulated: bool
+
+    def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
+                     page_size: int = MAX_PAGE_SIZE) -> Iterator[EntryDict]:
+        """Every entry of ``projects/PROJECT`` matching ``filter``, all pages, in ``order_by`` order."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection (idempotent)."""
+        ...
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 timestamp (up to nanoseconds, read to microseconds) as an aware UTC
+    datetime; ValueError when it is not one."""
+    found = _STAMP.fullmatch(text.strip())
+    if not found:
+        raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
+    seconds, fraction, zone = found.groups()
+    parsed = datetime.fromisoformat(f"{seconds}.{(fraction or '0')[:6].ljust(6, '0')}"
+                                    f"{'+00:00' if zone == 'Z' else zone}")
+    return parsed.astimezone(timezone.utc)
+
+
+def format_time(when: datetime) -> str:
+    """RFC 3339 in UTC with microseconds: ``2024-05-01T12:00:00.000000Z``."""
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

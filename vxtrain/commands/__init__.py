@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "diff",
     "submit",
     "jobs",
+    "logs",
     "env",
     "local_run",
     "emulator",

@@ -8,19 +8,22 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import Enum
-from typing import Annotated, Any, Optional, get_type_hints
+from typing import Annotated, Any, Optional, TypeVar, get_type_hints
 
 import typer
 
 from vxtrain.api import Options
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.errors import UsageError
+from vxtrain.errors import NotFoundError, UsageError
 from vxtrain.render import diagnostics_text
+
+T = TypeVar("T")
 
 
 class OutputFormat(str, Enum):
@@ -51,6 +54,7 @@ TargetOpt = Annotated[Target, typer.Option("--target", help="vertex, or local (a
 MaxHourlyCostOpt = Annotated[Optional[float], typer.Option(
     "--max-hourly-cost", metavar="USD", min=0,
     help="Refuse (exit 1, nothing sent) a job whose cost per hour is above USD, or unknown.")]
+NoLogsOpt = Annotated[bool, typer.Option("--no-logs", help="Do not stream the job's log lines to stderr while waiting.")]
 IdempotencyOpt = Annotated[Optional[str], typer.Option("--idempotency-key", help="Key labelling the job; a re-submit with the same key returns that job.")]
 
 
@@ -107,6 +111,50 @@ def progress(enabled: bool) -> Iterator[Any]:
 
     with stderr_progress() as reporter:
         yield reporter
+
+
+def print_failure_tail(reporter: Any, view: Mapping[str, Any]) -> None:
+    """On stderr, the last lines of the replica a failed job's error names (when they were followed)."""
+    found = reporter.failure_tail(view) if reporter is not None else None
+    if found is None:
+        return
+    replica, lines = found
+    reporter.say(f"vxtrain: the last {len(lines)} line(s) of {replica}:")
+    for line in lines:
+        reporter.say(f"  [{replica}] {line}")
+
+
+def where(project: str | None, region: str | None, endpoint: str | None,
+          environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """Project and region of a job command: flag, else environment, else (for an
+    emulator) the local defaults."""
+    from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
+
+    env = os.environ if environ is None else environ
+    project = project or env.get("GOOGLE_CLOUD_PROJECT")
+    region = region or env.get("CLOUD_ML_REGION")
+    if endpoint:
+        return project or LOCAL_PROJECT, region or LOCAL_REGION
+    return project, region
+
+
+def on_job(name: str, project: str | None, region: str | None, endpoint: str | None,
+           operation: Callable[[str], T]) -> T:
+    """``operation`` on the job ``name``. A bare id does not say its kind: it is a
+    CustomJob's, else (NOT_FOUND) a HyperparameterTuningJob's."""
+    from vxtrain.submission import TUNING, resolve_name
+
+    project, region = where(project, region, endpoint)
+    full = resolve_name(name, project=project, region=region)
+    try:
+        return operation(full)
+    except NotFoundError as missing:
+        if full == name:  # a full name says its kind
+            raise
+        try:
+            return operation(resolve_name(name, project=project, region=region, kind=TUNING))
+        except NotFoundError:
+            raise missing from None
 
 
 def print_view(view: dict[str, Any], output: OutputFormat) -> None:

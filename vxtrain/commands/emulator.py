@@ -1,4 +1,5 @@
-"""``vxtrain emulator``: serve the emulated Vertex AI JobService until Ctrl-C.
+"""``vxtrain emulator``: serve the emulated Vertex AI JobService (and Cloud Logging's
+LoggingServiceV2 with its jobs' lines, on the same port) until Ctrl-C.
 
 grpc and google.cloud.aiplatform are imported only when the command runs: the
 CLI imports every command module at startup and must stay fast.
@@ -60,5 +61,5 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[Optional[int], typer.Option(
             "--seed", help="Seed of studies' random search (reproducible trials).")] = None,
     ) -> None:
-        """Serve the emulated Vertex AI JobService (gRPC) on 127.0.0.1 until Ctrl-C or SIGTERM."""
+        """Serve the emulated Vertex AI JobService and its jobs' logs (gRPC) on 127.0.0.1 until Ctrl-C or SIGTERM."""
         raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed))

@@ -6,48 +6,13 @@ NAME is a full resource name (``projects/P/locations/R/customJobs/ID`` or
 """
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Optional, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Optional
 
 import typer
 
 from vxtrain.commands import _common as c
-from vxtrain.errors import JobFailedError, NotFoundError, UsageError
-
-T = TypeVar("T")
-
-
-def _where(project: str | None, region: str | None, endpoint: str | None,
-           environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
-    """Flag, else environment, else (for an emulator) the local defaults."""
-    from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
-
-    env = os.environ if environ is None else environ
-    project = project or env.get("GOOGLE_CLOUD_PROJECT")
-    region = region or env.get("CLOUD_ML_REGION")
-    if endpoint:
-        return project or LOCAL_PROJECT, region or LOCAL_REGION
-    return project, region
-
-
-def _on_job(name: str, project: str | None, region: str | None, endpoint: str | None,
-            operation: Callable[[str], T]) -> T:
-    """``operation`` on the job ``name``. A bare id does not say its kind: it is a
-    CustomJob's, else (NOT_FOUND) a HyperparameterTuningJob's."""
-    from vxtrain.submission import TUNING, resolve_name
-
-    project, region = _where(project, region, endpoint)
-    full = resolve_name(name, project=project, region=region)
-    try:
-        return operation(full)
-    except NotFoundError as missing:
-        if full == name:  # a full name says its kind
-            raise
-        try:
-            return operation(resolve_name(name, project=project, region=region, kind=TUNING))
-        except NotFoundError:
-            raise missing from None
+from vxtrain.errors import JobFailedError, UsageError
 
 
 def status(name: str, *, project: str | None = None, region: str | None = None,
@@ -55,21 +20,24 @@ def status(name: str, *, project: str | None = None, region: str | None = None,
     """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
     from vxtrain.submission import get
 
-    c.print_view(_on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint)), output)
+    c.print_view(c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint)), output)
     return 0
 
 
 def wait(name: str, *, project: str | None = None, region: str | None = None,
          endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text,
-         timeout: float | None = None) -> int:
-    """Follow the job to its end: 0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
+         timeout: float | None = None, logs: bool = True) -> int:
+    """Follow the job to its end, its log lines on stderr (unless not ``logs``):
+    0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
     from vxtrain.submission import wait_job
 
     with c.progress(True) as progress:
+        sink = progress.log if logs else None
         try:
-            view = _on_job(name, project, region, endpoint, lambda full: wait_job(
-                full, endpoint=endpoint, progress=progress, timeout=timeout))
+            view = c.on_job(name, project, region, endpoint, lambda full: wait_job(
+                full, endpoint=endpoint, progress=progress, timeout=timeout, logs=sink))
         except JobFailedError as exc:
+            c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
             raise
     c.print_view(view, output)
@@ -81,7 +49,7 @@ def cancel(name: str, *, project: str | None = None, region: str | None = None,
     """Ask for the job to be cancelled and print its state (CANCELLING, later CANCELLED)."""
     from vxtrain.submission import cancel as cancel_job
 
-    c.print_view(_on_job(name, project, region, endpoint, lambda full: cancel_job(full, endpoint=endpoint)),
+    c.print_view(c.on_job(name, project, region, endpoint, lambda full: cancel_job(full, endpoint=endpoint)),
                output)
     return 0
 
@@ -93,7 +61,7 @@ def list_(*, project: str | None = None, region: str | None = None, endpoint: st
     """List jobs in the project/region (newest first, as the API returns them)."""
     from vxtrain.submission import build_filter, list_jobs
 
-    project, region = _where(project, region, endpoint)
+    project, region = c.where(project, region, endpoint)
     if not project or not region:
         raise UsageError("list needs a project and a region: pass --project/--region or export "
                          "GOOGLE_CLOUD_PROJECT/CLOUD_ML_REGION")
@@ -130,10 +98,11 @@ def register(app: typer.Typer) -> None:
     def _wait(name: NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
               endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text,
               timeout: Annotated[Optional[float], typer.Option(
-                  "--timeout", help="Give up (exit 4) after this many seconds.")] = None) -> None:
-        """Follow a job to its end: exit 0 on SUCCEEDED, 3 on FAILED/CANCELLED/EXPIRED."""
+                  "--timeout", help="Give up (exit 4) after this many seconds.")] = None,
+              no_logs: c.NoLogsOpt = False) -> None:
+        """Follow a job to its end, its log lines on stderr: exit 0 on SUCCEEDED, 3 on FAILED/CANCELLED/EXPIRED."""
         raise typer.Exit(wait(name, project=project, region=region, endpoint=endpoint, output=output,
-                              timeout=timeout))
+                              timeout=timeout, logs=not no_logs))
 
     @app.command("cancel")
     def _cancel(name: NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,

@@ -23,17 +23,20 @@ from vxtrain.runtime.signals import interrupt_on_signals
 
 def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
            endpoint: str | None = None, target: c.Target = c.Target.vertex,
-           idempotency_key: str | None = None, wait: bool = False) -> int:
-    """Submit the spec's job; 0 when created (or SUCCEEDED with --wait), 3 when it failed."""
+           idempotency_key: str | None = None, wait: bool = False, logs: bool = True) -> int:
+    """Submit the spec's job; 0 when created (or SUCCEEDED with --wait), 3 when it failed.
+    While it waits, the job's log lines stream to stderr unless not ``logs``."""
     local = target is c.Target.local
     if local and not wait:
         _say("--target local runs the job in this process: following it to the end")
     # Locally the job's processes are ours: a stop signal must stop them, not orphan them.
     with interrupt_on_signals() if local else nullcontext(), c.progress(wait or local) as progress:
+        sink = progress.log if progress is not None and logs else None
         try:
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
-                              idempotency_key=idempotency_key, wait=wait, progress=progress)
+                              idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink)
         except JobFailedError as exc:
+            c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
             raise
     c.print_view(view, output)
@@ -58,10 +61,11 @@ def register(app: typer.Typer) -> None:
         max_hourly_cost: c.MaxHourlyCostOpt = None,
         output: c.OutputOpt = c.OutputFormat.text,
         strict: c.StrictOpt = False,
+        no_logs: c.NoLogsOpt = False,
         *,
         options: Options,
     ) -> None:
-        """Create the CustomJob (exactly once, even across retries); --wait follows it."""
+        """Create the CustomJob (exactly once, even across retries); --wait follows it, its log lines on stderr."""
         options.max_hourly_cost = max_hourly_cost
         raise typer.Exit(submit(path, options, output=output, endpoint=endpoint, target=target,
-                                idempotency_key=idempotency_key, wait=wait))
+                                idempotency_key=idempotency_key, wait=wait, logs=not no_logs))

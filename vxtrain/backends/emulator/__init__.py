@@ -17,6 +17,9 @@ Where each part lives:
 * :mod:`~vxtrain.backends.emulator.runs`: what a job's thread runs, with the
   local runner (``vxtrain.runtime.runner``), or on a timer when started with
   ``simulate_seconds``;
+* :mod:`~vxtrain.backends.emulator.logging_service`: Cloud Logging's
+  LoggingServiceV2 (ListLogEntries) over every line the jobs print, shaped as
+  Vertex AI writes them, so google-cloud-logging reads a local job's logs;
 * :mod:`~vxtrain.backends.emulator.checks`: request validation with Vertex-like
   INVALID_ARGUMENT messages ("List of found errors: 1.Field: ...; Message: ...");
 * :mod:`~vxtrain.backends.emulator.filters`: the list filter and page tokens;

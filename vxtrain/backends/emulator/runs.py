@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -23,6 +23,7 @@ from google.protobuf import json_format
 
 from vxtrain import slots
 from vxtrain.backends.emulator.common import CANCELLED, FAILED, HPT, SUCCEEDED, Kind, now, spec_of
+from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.errors import LocalRunError
 from vxtrain.formats.gcloud import job_from_custom_job
 from vxtrain.model import Job, LocalSpec
@@ -97,14 +98,17 @@ class JobRunner:
     that many seconds. ``workdir``: where relative commands of jobs run
     (default: the current directory at start). ``seed``: seeds the random
     search of studies. ``lock`` is the store's: trials are written into the
-    stored job under it.
+    stored job under it. Every line a job prints goes to ``out`` (default
+    stderr) and, as a LogEntry of its replica, into ``logs``.
     """
 
     def __init__(self, lock: threading.RLock, *, simulate_seconds: float | None = None,
-                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None) -> None:
+                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
+                 logs: LogStore | None = None) -> None:
         self.simulate_seconds = simulate_seconds
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.out = out
+        self.logs = logs if logs is not None else LogStore()
         self.seed = seed  # random search of studies: a seed makes trial parameters reproducible
         self._lock = lock
         self._locals: list[tuple[dict[str, str], LocalSpec]] = []
@@ -156,7 +160,7 @@ class JobRunner:
         # carries the command's JSON document only.
         try:
             result = runner.run_job(model, spec, trial=trial, extra_args=tuple(extra_args), stop=record.stop,
-                                    out=self.out or sys.stderr, base_dir=self.workdir,
+                                    out=self._output(record), base_dir=self.workdir,
                                     job_id=record.job.name.rsplit("/", 1)[-1])
         except LocalRunError as exc:  # a replica could not start: nothing is left running
             return Outcome(FAILED, 9, f"The job could not start on this host: {exc}")
@@ -166,13 +170,26 @@ class JobRunner:
             return Outcome(SUCCEEDED)
         return Outcome(FAILED, 3, _failure_message(result))
 
+    def _output(self, record: Record) -> Callable[[str], None]:
+        """Where a job's lines go: ``out`` (stderr when None, looked up now: tests swap
+        it), and the Logging service's store, as entries of the job's replicas."""
+        out = self.out or sys.stderr
+        _, project, _, _, _, job_id = record.job.name.split("/")
+        feed = self.logs.feed(project, job_id)
+
+        def write(text: str) -> None:
+            out.write(text)
+            out.flush()
+            feed(text)
+        return write
+
     def _run_trials(self, record: Record, model: Job, spec: dict[str, Any]) -> Outcome:
         """The study's trials with the local runner (vxtrain.runtime.study), ``parallel_trial_count`` at once."""
         from vxtrain.runtime import study
 
         with self._lock:
             config = study.StudyConfig.from_hpt_json(_study_json(record.job))
-        result = study.run_study(model, spec, config, seed=self.seed, stop=record.stop, out=self.out or sys.stderr,
+        result = study.run_study(model, spec, config, seed=self.seed, stop=record.stop, out=self._output(record),
                                  base_dir=self.workdir, job_id=record.job.name.rsplit("/", 1)[-1],
                                  on_start=lambda t: self._trial_started(record, t),
                                  on_end=lambda t: self._trial_ended(record, t))

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import grpc
 
-from vxtrain.backends.emulator import jobservice
+from vxtrain.backends.emulator import jobservice, logging_service
 from vxtrain.backends.emulator.faults import Fault, faults_from_env
 from vxtrain.backends.emulator.store import Emulator
 from vxtrain.errors import VxtrainError
@@ -29,7 +29,11 @@ DEFAULT_PORT = 8470
 ServiceBuilder = Callable[[Emulator], grpc.GenericRpcHandler]
 #: The services served on the emulator's port; a new one (another Google API
 #: beside JobService) adds its builder here.
-SERVICES: tuple[ServiceBuilder, ...] = (jobservice.generic_handler,)
+SERVICES: tuple[ServiceBuilder, ...] = (
+    jobservice.generic_handler,
+    # google.logging.v2.LoggingServiceV2: the lines the jobs print, as Vertex AI logs them.
+    lambda emulator: logging_service.generic_handler(emulator.logs),
+)
 
 
 class EmulatorHandle:

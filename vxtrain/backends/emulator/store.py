@@ -30,6 +30,7 @@ from vxtrain.backends.emulator.common import (
     CANCELLING, FAILED, PENDING, QUEUED, RUNNING, SUCCEEDED, TERMINAL_STATES, Kind, RpcError, copy, now,
 )
 from vxtrain.backends.emulator.faults import Fault, FaultPlan, fault_error
+from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
 from vxtrain.model import LocalSpec
 
@@ -64,8 +65,10 @@ class Emulator:
         for fault in faults:
             self.faults.add(fault)
         self._lock = threading.RLock()
+        #: Every line the jobs print, as Cloud Logging entries (served by logging_service).
+        self.logs = LogStore()
         self.runner = JobRunner(self._lock, simulate_seconds=simulate_seconds, workdir=workdir, out=out,
-                                seed=seed)
+                                seed=seed, logs=self.logs)
         self._records: dict[str, Record] = {}
         self._threads: list[threading.Thread] = []  # every lifecycle thread, deleted jobs' too
         self._seq = itertools.count(1)

@@ -1,0 +1,132 @@
+"""Reading log entries: ``google.cloud.logging_v2``'s GAPIC ``LoggingServiceV2Client``.
+
+The ``LogReader`` of the seam (vxtrain.backends.base). One class serves both
+targets, like the job backend:
+
+* Cloud Logging: ``logging.googleapis.com`` (a global endpoint, whatever the
+  job's region) with Application Default Credentials;
+* an emulator at ``HOST:PORT``: the same client over an insecure gRPC channel
+  with anonymous credentials (``vxtrain emulator`` serves LoggingServiceV2 on
+  its JobService port).
+
+google-cloud-logging is imported inside functions only: validate and plan never
+pay for it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from vxtrain import errors
+from vxtrain.backends.base import MAX_PAGE_SIZE, EntryDict
+from vxtrain.backends.vertex import DEFAULT_TIMEOUT, check_guard, split_endpoint, translate
+
+#: Cloud Logging's API endpoint (https://cloud.google.com/logging/docs/reference/v2/rpc).
+LOGGING_HOST = "logging.googleapis.com"
+
+_VIEWER_HELP = "https://cloud.google.com/logging/docs/access-control"
+
+
+class CloudLoggingReader:
+    """``base.LogReader`` over ``logging_v2``'s ``LoggingServiceV2Client``."""
+
+    def __init__(self, endpoint: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 credentials: Any = None) -> None:
+        self.endpoint = endpoint
+        self.emulated = endpoint is not None
+        self.timeout = timeout
+        self.calls = 0  # ListLogEntries requests made (each page is one)
+        self._credentials = credentials
+        self._host = split_endpoint(endpoint)[0] if endpoint else LOGGING_HOST
+        self._client_obj: Any = None
+
+    def __repr__(self) -> str:
+        return f"CloudLoggingReader({'emulator ' + (self.endpoint or '') if self.emulated else self._host})"
+
+    def _client(self) -> Any:
+        if self._client_obj is None:
+            check_guard(self._host)
+            self._client_obj = _guarded(self._make_client)
+        return self._client_obj
+
+    def _make_client(self) -> Any:
+        from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
+
+        if not self.emulated:
+            return LoggingServiceV2Client(credentials=self._credentials,
+                                          client_options={"api_endpoint": self._host})
+        import grpc
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud.logging_v2.services.logging_service_v2.transports import (
+            LoggingServiceV2GrpcTransport,
+        )
+
+        channel = grpc.insecure_channel(self.endpoint or "")
+        return LoggingServiceV2Client(transport=LoggingServiceV2GrpcTransport(
+            channel=channel, credentials=AnonymousCredentials()))
+
+    def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
+                     page_size: int = MAX_PAGE_SIZE) -> Iterator[EntryDict]:
+        """Every matching entry, all pages; see base.LogReader."""
+        from google.protobuf import json_format
+
+        client = self._client()
+        request = {"resource_names": [f"projects/{project}"], "filter": filter, "order_by": order_by,
+                   "page_size": page_size}
+        # retry=None: the caller decides (a follower backs off rather than hammering a quota).
+        pager = _guarded(lambda: client.list_log_entries(request=request, retry=None, timeout=self.timeout))
+        pages = iter(pager.pages)
+        while True:
+            page = _guarded(lambda: next(pages, None))
+            if page is None:
+                return
+            self.calls += 1
+            for entry in page.entries:
+                yield json_format.MessageToDict(type(entry).pb(entry))
+
+    def close(self) -> None:
+        """Close the gRPC channel (idempotent)."""
+        if self._client_obj is not None:
+            self._client_obj.transport.close()
+        self._client_obj = None
+
+
+def _guarded(call: Callable[[], Any]) -> Any:
+    """Run ``call``, translating google.api_core and google.auth errors into vxtrain.errors."""
+    from google.api_core import exceptions as gexc
+    from google.auth import exceptions as auth_exc
+
+    try:
+        return call()
+    except gexc.GoogleAPICallError as exc:
+        raise _explain(translate(exc), exc) from exc
+    except auth_exc.DefaultCredentialsError as exc:
+        raise errors.PermissionError_(
+            f"no Application Default Credentials: {exc}; run `gcloud auth application-default login` "
+            f"or set GOOGLE_APPLICATION_CREDENTIALS") from exc
+    except auth_exc.GoogleAuthError as exc:
+        raise errors.PermissionError_(f"authentication failed: {exc}") from exc
+
+
+def _explain(mapped: errors.ApiError, exc: BaseException) -> errors.ApiError:
+    """The job API's translation (one table of error classes), worded for Cloud Logging."""
+    message = str(getattr(exc, "message", None) or exc).strip()
+    kind = type(exc).__name__
+    if isinstance(mapped, errors.QuotaError):
+        text = (f"Cloud Logging read quota exceeded: {message} (entries.list: 60 requests per minute "
+                f"per project, https://cloud.google.com/logging/quotas#api-limits)")
+    elif isinstance(mapped, errors.PermissionError_) and kind not in ("Unauthenticated", "Unauthorized"):
+        text = f"permission denied reading logs: {message}; the caller needs roles/logging.viewer ({_VIEWER_HELP})"
+    elif isinstance(mapped, errors.PermissionError_):
+        text = str(mapped)
+    else:
+        text = f"Cloud Logging ({kind}): {message}"
+    out = type(mapped)(text)
+    out.transient = mapped.transient
+    return out
+
+
+def connect_logs(endpoint: str | None = None, **kwargs: Any) -> CloudLoggingReader:
+    """A reader for Cloud Logging, or for the emulator at ``endpoint``."""
+    return CloudLoggingReader(endpoint, **kwargs)
+

@@ -1,0 +1,259 @@
+"""A job's log lines: the query, the entries, and following them as they arrive.
+
+Vertex AI writes what each replica prints to Cloud Logging under the
+monitored resource ``ml_job``: ``resource.labels.job_id`` is the job's id,
+``resource.labels.task_name`` the replica (``workerpool0-0``), or ``service``
+for the lines the training service writes itself
+(https://cloud.google.com/vertex-ai/docs/training/code-requirements#logging).
+Reading goes through a ``LogReader`` (vxtrain.backends.cloud_logging): Cloud
+Logging on Vertex AI, an emulator's LoggingServiceV2 locally.
+
+Following (``logs --follow``, ``submit --wait``, ``wait``) polls ListLogEntries
+with a cursor: the last timestamp seen, minus an overlap window, because Cloud
+Logging is eventually consistent (an entry may become readable after a later
+one); entries are de-duplicated by ``insertId``. The interval backs off while
+nothing new comes and returns to its floor when lines arrive; after the job
+ends the follower keeps reading for a short grace period, for the last lines.
+The read quota is 60 entries.list requests per minute per project
+(https://cloud.google.com/logging/quotas#api-limits): ``VERTEX_LOGS`` polls at
+most every 10 s, one sixth of it even when lines keep coming.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from vxtrain.backends.base import ML_JOB, SERVICE_TASK, LogReader, format_time, parse_time
+from vxtrain.errors import ApiError, QuotaError, UsageError
+
+_REPLICA = re.compile(r"workerpool[0-3]-\d+|service")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One log line of a job."""
+
+    replica: str
+    timestamp: str  # RFC 3339, UTC, as Cloud Logging gives it
+    severity: str
+    text: str
+    insert_id: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        """The entry of ``vxtrain logs --output json``."""
+        return {"replica": self.replica, "timestamp": self.timestamp, "severity": self.severity,
+                "text": self.text}
+
+    def line(self) -> str:
+        """``[workerpoolK-I] text``: how every line is shown."""
+        return f"[{self.replica}] {self.text}"
+
+
+@dataclass(frozen=True)
+class Cadence:
+    """How often a follower reads: ``initial`` seconds, times ``multiplier`` while
+    nothing new arrives, capped at ``maximum``; ``overlap``: how far before the
+    last timestamp seen each read starts (late entries); ``grace``: how long it
+    keeps reading after the job ended."""
+
+    initial: float
+    maximum: float
+    multiplier: float = 2.0
+    overlap: float = 0.0
+    grace: float = 0.0
+
+
+#: Cloud Logging: ≤ 6 reads a minute (1/10 of the project's read quota), 60 s
+#: overlap for late entries, 20 s of reading after the end.
+VERTEX_LOGS = Cadence(initial=10.0, maximum=30.0, overlap=60.0, grace=20.0)
+#: An emulator: the lines are in before the job's state says it ended.
+LOCAL_LOGS = Cadence(initial=0.1, maximum=1.0, overlap=1.0, grace=0.0)
+
+
+# --- the query ------------------------------------------------------------------------
+
+def check_replica(replica: str) -> str:
+    """``workerpoolK-I`` (or ``service``), else a usage error."""
+    if not _REPLICA.fullmatch(replica):
+        raise UsageError(f"--replica takes a replica name such as workerpool0-0 or workerpool1-3, got {replica!r}")
+    return replica
+
+
+def log_filter(job_id: str, *, replica: str | None = None, since: str | None = None) -> str:
+    """The Logging query of a job's lines (https://cloud.google.com/logging/docs/view/logging-query-language)."""
+    parts = [f'resource.type="{ML_JOB}"', f'resource.labels.job_id="{job_id}"']
+    if replica:
+        parts.append(f'resource.labels.task_name="{check_replica(replica)}"')
+    if since:
+        parts.append(f'timestamp>="{since}"')
+    return " AND ".join(parts)
+
+
+def parse_since(text: str, now: datetime | None = None) -> str:
+    """``--since``: a duration back from now (``90s``, ``10m``, ``2h``, ``1d``) or an
+    RFC 3339 timestamp → the RFC 3339 UTC timestamp the query starts at."""
+    text = text.strip()
+    duration = _DURATION.fullmatch(text)
+    if duration:
+        start = (now or datetime.now(timezone.utc)) - timedelta(
+            seconds=float(duration.group(1)) * _UNITS[duration.group(2)])
+        return format_time(start)
+    try:
+        return format_time(parse_time(text))
+    except ValueError:
+        raise UsageError(f"--since takes a duration (30s, 10m, 2h, 1d) or an RFC 3339 time "
+                         f"(2024-05-01T12:00:00Z), got {text!r}") from None
+
+
+# --- entries --------------------------------------------------------------------------
+
+def entry_of(raw: dict[str, Any]) -> Entry:
+    """A LogEntry (REST JSON) → Entry: the replica from the task name, the text from
+    ``textPayload``, else ``jsonPayload.message``, else the JSON payload itself."""
+    labels = (raw.get("resource") or {}).get("labels") or {}
+    return Entry(replica=labels.get("task_name") or SERVICE_TASK, timestamp=raw.get("timestamp", ""),
+                 severity=raw.get("severity", "DEFAULT"), text=_text_of(raw),
+                 insert_id=raw.get("insertId", ""))
+
+
+def _text_of(raw: dict[str, Any]) -> str:
+    if "textPayload" in raw:
+        return str(raw["textPayload"]).rstrip("\n")
+    payload = raw.get("jsonPayload")
+    if isinstance(payload, dict):
+        if "message" in payload:
+            return str(payload["message"]).rstrip("\n")
+        import json
+
+        return json.dumps(payload, sort_keys=True)
+    return ""
+
+
+def read_entries(reader: LogReader, project: str, job_id: str, *, replica: str | None = None,
+                 since: str | None = None) -> list[Entry]:
+    """Every line of the job (of ``replica``, from ``since``), oldest first, all pages."""
+    query = log_filter(job_id, replica=replica, since=since)
+    return [entry_of(raw) for raw in reader.list_entries(project, query, order_by="timestamp asc")]
+
+
+# --- following ------------------------------------------------------------------------
+
+class Follower:
+    """New lines of one job on each ``read()``; ``delay()`` says when to read next."""
+
+    def __init__(self, reader: LogReader, project: str, job_id: str, *, replica: str | None = None,
+                 since: str | None = None, cadence: Cadence = VERTEX_LOGS) -> None:
+        self.reader, self.project, self.job_id = reader, project, job_id
+        self.replica = check_replica(replica) if replica else None
+        self.cadence = cadence
+        self.reads = 0
+        self._since = since
+        self._cursor: datetime | None = None  # the newest timestamp seen
+        self._seen: dict[str, datetime] = {}  # insertId → timestamp, within the overlap window
+        self._delay = cadence.initial
+
+    def read(self) -> list[Entry]:
+        """The lines not seen yet, oldest first; the next delay backs off when there were none."""
+        self.reads += 1
+        query = log_filter(self.job_id, replica=self.replica, since=self._start())
+        fresh = [e for e in map(entry_of, self.reader.list_entries(self.project, query)) if self._is_new(e)]
+        self._prune()
+        self._delay = (self.cadence.initial if fresh
+                       else min(self._delay * self.cadence.multiplier, self.cadence.maximum))
+        return fresh
+
+    def delay(self) -> float:
+        """Seconds until the next read."""
+        return self._delay
+
+    def back_off(self) -> None:
+        """A read failed (quota, unavailable): wait the longest interval before the next."""
+        self._delay = self.cadence.maximum
+
+    def _start(self) -> str | None:
+        if self._cursor is None:
+            return self._since
+        return format_time(self._cursor - timedelta(seconds=self.cadence.overlap))
+
+    def _is_new(self, entry: Entry) -> bool:
+        key = entry.insert_id or f"{entry.timestamp}|{entry.replica}|{entry.text}"
+        if key in self._seen:
+            return False
+        try:
+            when = parse_time(entry.timestamp)
+        except ValueError:
+            when = self._cursor or datetime.now(timezone.utc)
+        self._seen[key] = when
+        self._cursor = when if self._cursor is None else max(self._cursor, when)
+        return True
+
+    def _prune(self) -> None:
+        """Forget ids older than the overlap window: no later read can return them."""
+        if self._cursor is None:
+            return
+        horizon = self._cursor - timedelta(seconds=self.cadence.overlap + 1)
+        self._seen = {k: t for k, t in self._seen.items() if t >= horizon}
+
+
+#: Where followed lines go: the new entries of one read, oldest first.
+LogSink = Callable[[list[Entry]], None]
+
+
+class LogWatch:
+    """Reads a job's new lines into ``sink`` while the caller waits on the job's state.
+
+    ``sleep(seconds)`` stands in for the caller's pause between two state polls: it
+    reads whenever the follower is due. A read that fails transiently (unavailable,
+    quota) waits the longest interval; any other failure (no permission to read
+    logs, say) is reported once through ``warn`` and stops the reading, never the wait.
+    """
+
+    def __init__(self, follower: Follower, sink: LogSink, *, warn: Callable[[str], None],
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.follower, self.sink, self.warn = follower, sink, warn
+        self._clock, self._sleep = clock, sleep
+        self._due = clock()
+        self.stopped = False
+
+    def sleep(self, seconds: float) -> None:
+        """Pause ``seconds``, reading lines whenever they are due."""
+        end = self._clock() + seconds
+        while True:
+            now = self._clock()
+            if not self.stopped and now >= self._due:
+                self._read()
+                self._due = self._clock() + self.follower.delay()
+                now = self._clock()
+            if now >= end:
+                return
+            self._sleep(min(end, self._due) - now if not self.stopped else end - now)
+
+    def finish(self) -> None:
+        """The job ended: read once more, and on through ``cadence.grace`` seconds
+        (Cloud Logging may still be taking in the last lines)."""
+        end = self._clock() + self.follower.cadence.grace
+        while not self.stopped:
+            self._read()
+            left = end - self._clock()
+            if left <= 0:
+                return
+            self._sleep(min(self.follower.cadence.initial, left))
+
+    def _read(self) -> None:
+        try:
+            entries = self.follower.read()
+        except ApiError as exc:
+            if exc.transient or isinstance(exc, QuotaError):
+                self.follower.back_off()
+                return
+            self.warn(f"cannot read the job's logs ({exc}); following its state only")
+            self.stopped = True
+            return
+        if entries:
+            self.sink(entries)
