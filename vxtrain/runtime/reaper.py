@@ -2,41 +2,41 @@
 
 A stop signal is handled (vxtrain.runtime.signals), but SIGKILL (the OOM
 killer, a CI timeout's ``kill -9``) ends vxtrain at once, and replicas run in
-their own sessions: without help they would run on, orphaned. Two guards,
-each covering what the other cannot:
+their own sessions: without help they would run on, orphaned, and so would the
+processes they started.
 
-* **the parent-death signal** (Linux only): every replica is started with
-  ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, so the kernel kills it the moment the
-  thread that started it dies. It reaches the replica only, not the processes
-  the replica started (its process group).
-* **the watchdog** (any POSIX system, macOS included): one small process per
-  vxtrain process, in its own session, that holds the read end of a pipe.
-  vxtrain writes ``+PGID`` when a replica starts and ``-PGID`` once it has
-  stopped and reaped it. When vxtrain dies, however it dies, the kernel closes
-  the pipe; the watchdog reads end-of-file and SIGKILLs every group still
-  listed, grandchildren included, then exits.
+**The watchdog** guards them, on any POSIX system (Linux and macOS alike): one
+small process per vxtrain process, in its own session, holding the read end of
+a pipe. vxtrain writes ``+PGID`` when a replica starts (it leads its own
+group) and ``-PGID`` once it has stopped the group and reaped the leader. When
+vxtrain dies, however it dies, the kernel closes the pipe; the watchdog reads
+end-of-file, SIGKILLs every group still listed (grandchildren included) and
+exits. If the watchdog itself dies, the next replica vxtrain starts brings up
+another, told about every group still listed.
 
-What remains: on macOS (no parent-death signal), killing vxtrain *and* the
-watchdog at once (``kill -9`` of both, a whole-tree kill) leaves replicas to
-run on; on Linux it leaves only their own children. A group's leader killed by
-its parent-death signal is reaped by init within milliseconds; if the group was
-empty by then, its id is free again and could in principle be reused by a new
-session before the watchdog signals it (pids are handed out cyclically, so this
-needs the pid space to wrap around in that moment).
+Why not the Linux parent-death signal (``prctl(PR_SET_PDEATHSIG)``)? It must
+be set between fork and exec (``preexec_fn``), which makes Python fork the
+whole process instead of using vfork/posix_spawn; in a process where gRPC runs
+(the emulator, ``submit --target local``) gRPC's fork handlers then abort the
+child (SIGABRT). It would also reach the replica only, not its process group,
+and fire when the *thread* that started the replica ends.
+
+What remains: killing vxtrain *and* its watchdog at once (two sessions: a
+process-group kill reaches only one; a kill of the whole cgroup or container
+takes the replicas too) leaves the replicas running. A group whose every member
+is gone by the time the watchdog signals it has a free id that could in
+principle belong to a new session by then (pids are handed out cyclically, so
+the pid space would have to wrap around in that moment).
 """
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
-from typing import IO, Any
-
-_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+from typing import IO
 
 #: The watchdog's program (run with ``python -I -S``: no site, no user paths, fast).
 WATCHDOG = r"""
@@ -56,38 +56,6 @@ for pgid in groups:
 """
 
 
-def _load_prctl() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-#: libc's prctl, resolved before any fork (a child must not load libraries).
-_PRCTL = _load_prctl()
-
-
-def child_setup() -> Callable[[], None] | None:
-    """The ``preexec_fn`` of a replica: die with the thread that starts it (Linux), else None.
-
-    The started child checks its parent after arming the signal: had the
-    parent died in between, the signal would never come.
-    """
-    prctl = _PRCTL
-    if prctl is None:
-        return None
-    parent = os.getpid()
-
-    def setup() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return setup
-
-
 class _Watchdog:
     """The process that kills the groups vxtrain still owns once vxtrain is gone."""
 
@@ -96,6 +64,7 @@ class _Watchdog:
         self._pipe: IO[bytes] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._pid = 0  # the vxtrain process that started it (a forked child must not write)
+        self._groups: set[int] = set()  # told to a new watchdog if this one dies
 
     def _writer(self) -> IO[bytes] | None:
         if self._pipe is not None and self._pid == os.getpid():
@@ -107,20 +76,27 @@ class _Watchdog:
                                           start_new_session=True)
         except OSError:
             os.close(write_end)
-            return None  # the parent-death signal still guards the replicas (Linux)
+            return None  # cannot start one: the stop signals still stop the replicas
         finally:
             os.close(read_end)
         self._pipe, self._pid = os.fdopen(write_end, "wb", buffering=0), os.getpid()
+        try:
+            self._pipe.write("".join(f"+{g}\n" for g in sorted(self._groups)).encode())
+        except OSError:
+            self._pipe = None
         return self._pipe
 
-    def send(self, line: str) -> None:
+    def send(self, op: str, pgid: int) -> None:
         with self._lock:
+            (self._groups.add if op == "+" else self._groups.discard)(pgid)
+            if op == "-" and self._pipe is None:
+                return  # no watchdog (any more) to tell
             pipe = self._writer()
             if pipe is None:
                 return
             try:
-                pipe.write(line.encode())
-            except OSError:  # the watchdog died: start another next time
+                pipe.write(f"{op}{pgid}\n".encode())
+            except OSError:  # the watchdog died: another starts with the next replica
                 self._pipe = None
 
     def close(self) -> None:
@@ -149,12 +125,12 @@ atexit.register(_WATCHDOG.close)
 
 def guard(pgid: int) -> None:
     """Have the watchdog kill process group ``pgid`` if vxtrain dies before :func:`release`."""
-    _WATCHDOG.send(f"+{pgid}\n")
+    _WATCHDOG.send("+", pgid)
 
 
 def release(pgid: int) -> None:
     """Group ``pgid`` is stopped and its leader reaped: the watchdog forgets it."""
-    _WATCHDOG.send(f"-{pgid}\n")
+    _WATCHDOG.send("-", pgid)
 
 
 def watchdog_pid() -> int | None:

@@ -340,8 +340,7 @@ def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], _Re
     try:
         proc = subprocess.Popen(plan.replica.command, cwd=plan.cwd, env=plan.env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=reaper.child_setup())  # noqa: PLW1509 - no lock is taken
+                                stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as exc:
         raise LocalRunError(f"{plan.replica.name}: cannot start {plan.replica.command[0]!r} "
                             f"in {plan.cwd}: {exc.strerror or exc}") from exc
