@@ -60,6 +60,19 @@ def _log_unexpected() -> str:
     return path
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """True when ``exc`` comes from a KeyboardInterrupt (typer raises Exit(130) from it,
+    and sys.exit raises SystemExit while handling that Exit)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns (and exits with) the exit code."""
     try:
@@ -67,6 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = 0
     except SystemExit as exc:  # typer/click exit with the command's code (2 for usage)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if _interrupted(exc):  # typer turns Ctrl-C into a silent Exit(130)
+            typer.echo("vxtrain: interrupted", err=True)
+            code = 130
     except SpecError as exc:
         print_diagnostics(exc.diagnostics)
         code = exc.exit_code

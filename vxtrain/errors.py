@@ -73,6 +73,10 @@ class ApiError(VxtrainError):
     #: True when retrying may help (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL):
     #: set by the backend that translated the error, read by retry predicates.
     transient: bool = False
+    #: The host name whose lookup failed, when that is the error (retried for a bounded time).
+    unresolved_host: str | None = None
+    #: DEADLINE_EXCEEDED: the caller stopped waiting, but the server may still act on the call.
+    timed_out: bool = False
 
 
 class QuotaError(ApiError):

@@ -62,18 +62,29 @@ ProgressFn = Callable[[JobDict, float], None]
 @dataclass(frozen=True)
 class Backoff:
     """Exponential backoff: ``initial`` seconds, times ``multiplier``, capped at ``maximum``;
-    ``deadline`` bounds a whole retried call (None: no bound)."""
+    ``deadline`` bounds a whole retried call (None: no bound).
+
+    ``unresolved``: how long a host name that does not resolve is retried (a
+    mistyped region makes one: ``us-centrl1-aiplatform.googleapis.com``).
+    ``commit_grace``: after a create ended in DEADLINE_EXCEEDED, how long to keep
+    listing for its idempotency label before creating again (the create may
+    still commit after its caller gave up on it).
+    """
 
     initial: float
     maximum: float
     multiplier: float = 2.0
     deadline: float | None = None
+    unresolved: float = 30.0
+    commit_grace: float = 0.0
 
 
-#: Retrying API calls on Vertex AI: gentle, and patient for five minutes.
-VERTEX_RETRY = Backoff(initial=1.0, maximum=30.0, deadline=300.0)
-#: Retrying API calls on an emulator on loopback: fast.
-LOCAL_RETRY = Backoff(initial=0.05, maximum=1.0, deadline=20.0)
+#: Retrying API calls on Vertex AI: gentle, and patient for five minutes. A create
+#: that timed out (60 s, vxtrain.backends.vertex.DEFAULT_TIMEOUT) gets 30 s more to show up.
+VERTEX_RETRY = Backoff(initial=1.0, maximum=30.0, deadline=300.0, unresolved=30.0, commit_grace=30.0)
+#: Retrying API calls on an emulator on loopback: fast. Its slowest commit is the
+#: ``create:deadline-commit-late`` fault's 2 s.
+LOCAL_RETRY = Backoff(initial=0.05, maximum=1.0, deadline=20.0, unresolved=5.0, commit_grace=4.0)
 #: Polling a job on Vertex AI (jobs take minutes to start).
 VERTEX_POLL = Backoff(initial=1.0, maximum=30.0)
 #: Polling a job on an emulator (jobs take seconds).
@@ -181,19 +192,87 @@ def _is_transient(exc: Exception) -> bool:
     return isinstance(exc, errors.ApiError) and exc.transient
 
 
-def retrying(call: Callable[[], T], backoff: Backoff) -> T:
-    """Run ``call`` under google.api_core.retry.Retry, retrying transient ApiErrors only."""
+def _say(line: str) -> None:
+    """Report on stderr as it happens (the CLI's progress and log lines go there too)."""
+    sys.stderr.write(f"vxtrain: {line}\n")
+    sys.stderr.flush()
+
+
+class _RetryReport:
+    """Decides and reports each retry of one call: what failed, the attempt, the
+    wait before the next, so a slow failure never looks like a hang."""
+
+    def __init__(self, what: str, backoff: Backoff, say: Callable[[str], None]) -> None:
+        self.what, self.backoff, self.say = what, backoff, say
+        self.start = time.monotonic()
+        self.attempt = 0
+        self.last: Exception | None = None
+        self.unresolved: str | None = None  # the host given up on
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def should_retry(self, exc: Exception) -> bool:
+        """Transient errors only; a host that does not resolve for ``backoff.unresolved`` s."""
+        if not _is_transient(exc):
+            return False
+        host = getattr(exc, "unresolved_host", None)
+        if host and self.elapsed() >= self.backoff.unresolved:
+            self.unresolved = host
+            return False
+        return True
+
+    def failed(self, exc: Exception) -> None:
+        """google.api_core.retry's ``on_error``: a retryable failure happened."""
+        self.attempt += 1
+        self.last = exc
+
+    def delays(self) -> Iterator[float]:
+        """The backoff's waits (with jitter), each reported as it is chosen; the wait
+        before the retry that the deadline forbids is not (the call ends instead)."""
+        from google.api_core.retry import exponential_sleep_generator
+
+        b = self.backoff
+        for delay in exponential_sleep_generator(b.initial, b.maximum, b.multiplier):
+            if getattr(self.last, "unresolved_host", None):
+                delay = max(0.0, min(delay, b.unresolved - self.elapsed()))
+            if b.deadline is None or self.elapsed() + delay <= b.deadline:
+                failure = str(self.last).removesuffix("; try again later")
+                self.say(f"{self.what}: attempt {self.attempt} failed: {failure}; "
+                         f"retrying in {delay:.1f} s")
+            yield delay
+
+
+def retrying(call: Callable[[], T], backoff: Backoff, what: str = "the call",
+             say: Callable[[str], None] = _say) -> T:
+    """Run ``call`` under google.api_core.retry, retrying transient ApiErrors only and
+    reporting every retry through ``say`` (stderr); ``what`` names the call in reports."""
     # Lazy: google.api_core costs start-up time, and only a call to an API retries.
     from google.api_core import exceptions as gexc
-    from google.api_core.retry import Retry
+    from google.api_core.retry import retry_target
 
-    policy = Retry(predicate=_is_transient, initial=backoff.initial, maximum=backoff.maximum,
-                   multiplier=backoff.multiplier, timeout=backoff.deadline)
+    report = _RetryReport(what, backoff, say)
     try:
-        return policy(call)()  # type: ignore[no-any-return]
+        return retry_target(call, report.should_retry, report.delays(), timeout=backoff.deadline,
+                            on_error=report.failed)
     except gexc.RetryError as exc:
         raise errors.UnavailableError(
             f"{exc.cause} (still failing after retrying for {backoff.deadline:.0f} s)") from exc
+    except errors.ApiError as exc:
+        if report.unresolved is None:
+            raise
+        raise errors.UnavailableError(
+            f"cannot reach {report.unresolved}: the host name does not resolve (retried for "
+            f"{report.elapsed():.0f} s); {_unresolved_hint(report.unresolved)}") from exc
+
+
+def _unresolved_hint(host: str) -> str:
+    """What to check when ``host`` does not resolve: the region it was built from, or --endpoint."""
+    suffix = "-aiplatform.googleapis.com"
+    if host.endswith(suffix):
+        return (f"is the region {host[:-len(suffix)]!r} spelled right? (Vertex AI regions: "
+                "https://cloud.google.com/vertex-ai/docs/general/locations)")
+    return "check the host in --endpoint"
 
 
 def _default_backoff(backend: JobBackend, backoff: Backoff | None, local: Backoff,
@@ -249,18 +328,27 @@ def _find_any_kind(backend: JobBackend, kind: _Kind, parent: str, label: str) ->
 
 class _CreateAttempt:
     """One create; on every attempt after the first (the previous outcome is
-    unknown), adopt the job that carries the label instead of creating another."""
+    unknown), adopt the job that carries the label instead of creating another.
 
-    def __init__(self, backend: JobBackend, kind: _Kind, parent: str, job: JobDict, label: str) -> None:
+    After a create that timed out (DEADLINE_EXCEEDED), the server may still
+    commit it: one empty list proves nothing, so the label is listed again until
+    ``backoff.commit_grace`` seconds have passed before creating again.
+    """
+
+    def __init__(self, backend: JobBackend, kind: _Kind, parent: str, job: JobDict, label: str,
+                 backoff: Backoff, say: Callable[[str], None]) -> None:
         self.backend, self.kind, self.parent, self.job, self.label = backend, kind, parent, job, label
+        self.backoff, self.say = backoff, say
         self.attempts = 0
         #: True while a create whose outcome is unknown may have made the job.
         self.maybe_created = False
+        #: Until when (time.monotonic()) a create that timed out may still commit.
+        self.late_until = 0.0
 
     def __call__(self) -> tuple[JobDict, bool]:
         self.attempts += 1
         if self.attempts > 1:
-            existing = find_labelled(self.backend, self.kind, self.parent, self.label)
+            existing = self.find()
             if existing is not None:
                 return existing, True
             self.maybe_created = False  # the earlier attempts made nothing
@@ -268,44 +356,94 @@ class _CreateAttempt:
             created: JobDict = self.kind.method(self.backend, "create")(self.parent, self.job)
         except errors.ApiError as exc:
             self.maybe_created = exc.transient  # a transient error leaves the outcome unknown
+            if exc.transient and exc.timed_out:
+                self.late_until = time.monotonic() + self.backoff.commit_grace
             raise
         return created, False
 
+    def find(self) -> JobDict | None:
+        """The job the label marks; within the grace after a timed-out create, list again
+        (every few tenths of a second on an emulator, seconds on Vertex) until it shows up."""
+        interval = min(self.backoff.maximum, max(self.backoff.initial * 4, 0.2))
+        said = False
+        while True:
+            existing = find_labelled(self.backend, self.kind, self.parent, self.label)
+            remaining = self.late_until - time.monotonic()
+            if existing is not None or remaining <= 0:
+                return existing
+            if not said:
+                self.say(f"no job labelled {LABEL_KEY}={self.label} yet, but a create that timed out "
+                         f"can still commit: listing again for {remaining:.1f} s before creating another")
+                said = True
+            time.sleep(min(interval, remaining))
+
 
 def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
-                backoff: Backoff) -> tuple[JobDict, bool]:
+                backoff: Backoff, say: Callable[[str], None] = _say) -> tuple[JobDict, bool]:
     """Create ``job`` labelled with ``key`` at most once; return (job, adopted).
 
     When the calls end in an error while a create's outcome is unknown, a last
-    list settles it (see ``_settle``).
+    list settles it (see ``_settle``). A job just created is checked against the
+    others with its label (see ``_keep_oldest``).
     """
     kind = kind_of_job(job)
     label = label_value(key)
     if explicit:
-        existing = retrying(lambda: _find_any_kind(backend, kind, parent, label), backoff)
+        existing = retrying(lambda: _find_any_kind(backend, kind, parent, label), backoff,
+                            f"list jobs labelled {LABEL_KEY}={label}", say)
         if existing is not None:
             return existing, True
     labelled = {**job, "labels": {**(job.get("labels") or {}), LABEL_KEY: label}}
-    attempt = _CreateAttempt(backend, kind, parent, labelled, label)
+    attempt = _CreateAttempt(backend, kind, parent, labelled, label, backoff, say)
     try:
-        return retrying(attempt, backoff)
+        created, adopted = retrying(attempt, backoff, f"create {kind.noun.replace('_', ' ')}", say)
     except errors.ApiError as exc:
         if not attempt.maybe_created:
             raise
-        return _settle(backend, kind, parent, key, exc)
+        return _settle(attempt, key, exc)
+    if adopted:
+        return created, True
+    return _keep_oldest(backend, kind, parent, label, created, backoff, say)
 
 
-def _settle(backend: JobBackend, kind: _Kind, parent: str, key: str,
-            exc: errors.ApiError) -> tuple[JobDict, bool]:
-    """The calls ended in ``exc`` while a create's outcome was unknown: one last list
-    adopts the job if it was made, re-raises ``exc`` if it was not, and when even that
-    list fails, raises ``exc`` saying the job may exist and which key adopts it."""
-    label = label_value(key)
+def _keep_oldest(backend: JobBackend, kind: _Kind, parent: str, label: str, created: JobDict,
+                 backoff: Backoff, say: Callable[[str], None]) -> tuple[JobDict, bool]:
+    """Two submits with one key at the same moment both list nothing and both create.
+    So, once created, list the label: when an older job carries it, cancel the one
+    just made and adopt the older (each racer keeps the same one: the oldest). When
+    this list fails, the job just created stands (the check is a safeguard, not a step).
+    """
     try:
-        existing = find_labelled(backend, kind, parent, label)
+        oldest = find_labelled(backend, kind, parent, label)
+    except errors.ApiError:
+        return created, False
+    if oldest is None or _order(oldest) >= _order(created):
+        return created, False
+    say(f"{oldest.get('name')} already carries {LABEL_KEY}={label} (a submit with the same key "
+        f"at the same moment): cancelling {created.get('name')}, just created, and adopting the older job")
+    try:
+        name = str(created.get("name"))
+        retrying(lambda: kind.method(backend, "cancel")(name), backoff, f"cancel {name}", say)
+    except errors.ApiError as exc:
+        say(f"could not cancel {created.get('name')}: {exc}; cancel it yourself")
+    return oldest, True
+
+
+def _order(job: JobDict) -> tuple[tuple[str, str], str]:
+    """Jobs in creation order: create time, then name (as find_labelled picks the oldest)."""
+    return _time_key(job.get("createTime", "")), job.get("name", "")
+
+
+def _settle(attempt: _CreateAttempt, key: str, exc: errors.ApiError) -> tuple[JobDict, bool]:
+    """The calls ended in ``exc`` while a create's outcome was unknown: a last list
+    (within the grace of a timed-out create, as long as it lasts) adopts the job if it
+    was made, re-raises ``exc`` if it was not, and when even that list fails, raises
+    ``exc`` saying the job may exist and which key adopts it."""
+    try:
+        existing = attempt.find()
     except errors.ApiError:
         raise type(exc)(
-            f"{exc}; the job may have been created all the same (labelled {LABEL_KEY}={label}): "
+            f"{exc}; the job may have been created all the same (labelled {LABEL_KEY}={attempt.label}): "
             f"submit again with --idempotency-key {shlex.quote(key)} to adopt it rather than "
             f"create another") from exc
     if existing is None:
@@ -355,7 +493,7 @@ def get(name: str, *, backend: JobBackend | None = None, endpoint: str | None = 
 
 def _get(api: JobBackend, name: str, backoff: Backoff) -> JobDict:
     getter = kind_of_name(name).method(api, "get")
-    return retrying(lambda: getter(name), backoff)  # type: ignore[no-any-return]
+    return retrying(lambda: getter(name), backoff, f"get {name}")  # type: ignore[no-any-return]
 
 
 def _delays(poll: Backoff) -> Iterator[float]:
@@ -458,7 +596,7 @@ def cancel(name: str, *, backend: JobBackend | None = None, endpoint: str | None
             canceller(name)
 
         try:
-            retrying(cancel_once, retry)
+            retrying(cancel_once, retry, f"cancel {name}")
         except errors.InvalidArgumentError:
             # A retried cancel whose first call went through (its answer lost) finds
             # the job already cancelled, and the server refuses (FAILED_PRECONDITION):
@@ -499,7 +637,8 @@ def list_jobs(*, project: str, region: str, backend: JobBackend | None = None,
     with _using(backend, region, endpoint) as api:
         lister = kind.method(api, "list")
         retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
-        jobs: list[JobDict] = retrying(lambda: lister(parent_of(project, region), filter), retry)
+        jobs: list[JobDict] = retrying(lambda: lister(parent_of(project, region), filter), retry,
+                                       f"list {kind.collection}")
         return [job_view(j, emulated=api.emulated) for j in jobs]
 
 

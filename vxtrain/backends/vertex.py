@@ -38,6 +38,10 @@ _QUOTA_HELP = "https://cloud.google.com/vertex-ai/docs/quotas"
 _ACT_AS_HELP = "https://cloud.google.com/vertex-ai/docs/general/custom-service-account"
 _QUOTA_METRIC = re.compile(r"[a-z0-9_.-]+\.googleapis\.com/[A-Za-z0-9_./-]+")
 _REGION_IN_NAME = re.compile(r"(?:^|/)locations/([^/]+)")
+#: How gRPC (c-ares or the native resolver) and libc word a name that does not resolve.
+_UNRESOLVED = re.compile(r"DNS resolution failed|errors resolving|Domain name not found|"
+                         r"Name or service not known|nodename nor servname|No address associated|"
+                         r"hostname lookup error", re.IGNORECASE)
 
 
 class GoogleEndpointBlocked(errors.UsageError):
@@ -108,6 +112,7 @@ def translate(exc: BaseException, *, region: str | None = None) -> errors.ApiErr
     text = _explain(cls, type(exc).__name__, message, exc, region)
     mapped = cls(text)
     mapped.transient = transient
+    mapped.timed_out = any(k.__name__ == "DeadlineExceeded" for k in type(exc).__mro__)
     return mapped
 
 
@@ -200,7 +205,8 @@ def is_loopback(host: str) -> bool:
 
 def check_guard(host: str) -> None:
     """Refuse a non-loopback host while the test suite's guard is on."""
-    if os.environ.get(NO_GOOGLE_ENV) == "1" and not is_loopback(host):
+    # Names under .invalid never resolve (RFC 6761): the tests' stand-in for a mistyped region.
+    if os.environ.get(NO_GOOGLE_ENV) == "1" and not is_loopback(host) and not host.endswith(".invalid"):
         raise GoogleEndpointBlocked(
             f"refusing to reach {host}: {NO_GOOGLE_ENV}=1 (the test suite's guard); "
             f"use the emulator on 127.0.0.1, or mark the test allow_google")
@@ -266,7 +272,10 @@ class VertexBackend:
         try:
             return call()
         except gexc.GoogleAPICallError as exc:
-            raise translate(exc, region=region) from exc
+            mapped = translate(exc, region=region)
+            if mapped.transient and _UNRESOLVED.search(str(exc)):
+                mapped.unresolved_host = self._host  # retried for a bounded time only
+            raise mapped from exc
         except auth_exc.DefaultCredentialsError as exc:
             raise errors.PermissionError_(
                 f"no Application Default Credentials: {exc}; run `gcloud auth "

@@ -22,17 +22,27 @@ DEFAULT_PORT = 8470
 
 def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
              simulate: float | None = None, workdir: str | Path | None = None,
-             seed: int | None = None) -> int:
+             seed: int | None = None, allow_remote: bool = False) -> int:
     """Serve on ``host:port`` until Ctrl-C, SIGTERM or SIGHUP (the normal ways to stop it:
-    exit 0), then cancel the running jobs and stop their processes (vxtrain.runtime.signals)."""
+    exit 0), then cancel the running jobs and stop their processes (vxtrain.runtime.signals).
+
+    A host that is not loopback is refused (exit 2) unless ``allow_remote``: the
+    emulator runs the commands of the jobs it is sent.
+    """
     from vxtrain.backends.emulator import parse_fault, start_emulator
+    from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
 
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
+    if not allow_remote:
+        refuse_remote(host)
+    elif not is_loopback_host(host):
+        print(f"vxtrain emulator: WARNING: serving on {host} (--allow-remote): whoever can reach this "
+              "port can run any command as this user on this machine", file=sys.stderr, flush=True)
     with interrupt_on_signals():
         handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir,
-                                seed=seed)
-        print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
+                                seed=seed, allow_remote=allow_remote)
         try:
+            print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
             handle.wait_for_termination()
         except KeyboardInterrupt:
             print("vxtrain emulator stopped", file=sys.stderr, flush=True)
@@ -46,7 +56,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("emulator")
     def _emulator(
-        host: Annotated[str, typer.Option("--host", help="Address to bind (loopback unless told otherwise).")]
+        host: Annotated[str, typer.Option("--host", help="Address to bind: loopback only, unless --allow-remote.")]
         = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="Port to bind exclusively (0: any free port).")]
         = DEFAULT_PORT,
@@ -60,6 +70,9 @@ def register(app: typer.Typer) -> None:
             "--workdir", help="Directory jobs' relative commands run in (default: here).")] = None,
         seed: Annotated[Optional[int], typer.Option(
             "--seed", help="Seed of studies' random search (reproducible trials).")] = None,
+        allow_remote: Annotated[bool, typer.Option(
+            "--allow-remote", help="Allow a --host that is not loopback. Whoever reaches the port "
+                                   "can then run any command as you.")] = False,
     ) -> None:
         """Serve the emulated Vertex AI JobService and its jobs' logs (gRPC) on 127.0.0.1 until Ctrl-C or SIGTERM."""
-        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed))
+        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote))

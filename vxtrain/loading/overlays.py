@@ -19,6 +19,7 @@ from typing import Any
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.loading.document import Document, KeyPath, Position, format_path
 from vxtrain.loading.events import copy_data, parse
+from vxtrain.loading.limits import MAX_DEPTH
 
 _MISSING: Any = object()
 
@@ -97,7 +98,22 @@ def parse_set(arg: str, column: int = 1) -> tuple[SetAssignment | None, list[Dia
     value, diags = _set_value(text)
     if diags:
         return bad(f"the value is not valid YAML ({diags[0].message})")
+    depth = len(path) + _depth(value)  # the mappings the path makes, then the value's own nesting
+    if depth > MAX_DEPTH:
+        shown = arg if len(arg) <= 60 else arg[:57] + "..."
+        return None, [error("too-deep", f"--set {shown!r}: nesting {depth} levels deep, deeper than "
+                                        f"{MAX_DEPTH}; a spec needs a handful",
+                            file="--set", line=1, column=column)]
     return (tuple(path), value, Position("--set", 1, column), arg), []
+
+
+def _depth(value: Any) -> int:
+    """Nesting of a parsed value (0 for a scalar); the parser bounds it by MAX_DEPTH."""
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
 
 
 def _set_value(text: str) -> tuple[Any, list[Diagnostic]]:

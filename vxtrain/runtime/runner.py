@@ -10,8 +10,13 @@ parameter server fails it and the rest are stopped; replicas still running
 when the chief succeeded (parameter servers block forever by design) are
 stopped with SIGTERM, then SIGKILL after a grace period. Every replica runs in
 its own process group (``start_new_session``) and the whole group is killed,
-so no process outlives ``run_job``. Reduction Server replicas are not started:
+so no process outlives ``run_job``; none outlives vxtrain either, even when it
+is SIGKILLed (:mod:`.reaper`). Reduction Server replicas are not started:
 they are transparent to training code.
+
+A group is signalled only while it is certainly ours: a replica that has ended
+is not reaped (``waitid(WNOWAIT)``) until its group has been killed, so its
+leader, a zombie, holds the group's id and no new process can take it.
 
 ``run_job`` installs no signal handler, so it can run in any thread; a caller
 cancels it by setting ``stop`` (the CLI does that on Ctrl-C).
@@ -35,7 +40,7 @@ from typing import IO, TYPE_CHECKING, Any, TextIO, Union
 
 from vxtrain import slots
 from vxtrain.errors import LocalRunError
-from vxtrain.runtime import cluster_env
+from vxtrain.runtime import cluster_env, reaper
 
 if TYPE_CHECKING:
     from vxtrain.model import Job, Pool
@@ -339,6 +344,7 @@ def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], _Re
     except OSError as exc:
         raise LocalRunError(f"{plan.replica.name}: cannot start {plan.replica.command[0]!r} "
                             f"in {plan.cwd}: {exc.strerror or exc}") from exc
+    reaper.guard(proc.pid)  # the replica leads its own group: pgid == pid
     plan.replica.pid = proc.pid
     assert proc.stdout is not None
     return proc, _Reader(proc.stdout, f"[{plan.replica.name}] ", printer, plan.replica.name)
@@ -390,6 +396,31 @@ def _signal_group(pid: int, sig: int) -> None:
         pass  # the group is gone already
 
 
+#: Can a child's end be seen without reaping it? (POSIX ``waitid`` with WNOWAIT)
+_CAN_PEEK = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+
+
+def _peek(proc: subprocess.Popen[bytes]) -> int | None:
+    """The exit code of a replica that has ended (``-N`` for signal N), or None while it runs.
+
+    The leader is left unreaped (a zombie): its pid, which is its group's id,
+    cannot be handed to another process until ``proc.wait()``, so signalling
+    the group stays safe until then. Without ``waitid`` the leader is reaped
+    here, and :meth:`_Running.owned` then leaves its group alone.
+    """
+    if proc.returncode is not None:
+        return proc.returncode
+    if not _CAN_PEEK:
+        return proc.poll()
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped already (by proc.wait elsewhere)
+        return proc.poll()
+    if info is None or info.si_pid == 0:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
 class _Running:
     """The started processes of one run, and the bookkeeping of how they end."""
 
@@ -406,12 +437,14 @@ class _Running:
             self.readers.append(reader)
 
     def poll(self) -> list[ReplicaRun]:
-        """Replicas that ended since the last poll."""
+        """Replicas that ended since the last poll (not reaped: see :func:`_peek`)."""
         ended = []
         for replica, proc in self.procs:
-            if replica.exit_code is None and proc.poll() is not None:
-                replica.exit_code = proc.returncode
-                ended.append(replica)
+            if replica.exit_code is None:
+                code = _peek(proc)
+                if code is not None:
+                    replica.exit_code = code
+                    ended.append(replica)
         return ended
 
     def settle(self, seconds: float) -> None:
@@ -422,22 +455,30 @@ class _Running:
         """
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and any(
-                p.poll() is None for r, p in self.procs if r.role != "parameter_servers"):
+                _peek(p) is None for r, p in self.procs if r.role != "parameter_servers"):
             time.sleep(_POLL)
 
+    def owned(self) -> list[subprocess.Popen[bytes]]:
+        """Leaders not reaped yet: their group ids cannot have been reused, so their
+        groups (the replica and whatever it started) may be signalled."""
+        return [p for _, p in self.procs if p.returncode is None]
+
     def stop_all(self) -> None:
-        """SIGTERM every group still running, SIGKILL what is left after the grace period."""
-        live = [(r, p) for r, p in self.procs if p.poll() is None]
-        for replica, proc in live:
+        """SIGTERM every group still ours, SIGKILL what is left after the grace period
+        (grandchildren of a replica that already ended included), then reap."""
+        live = [(r, p) for r, p in self.procs if _peek(p) is None]
+        for replica, _ in live:
             replica.stopped = True
+        for proc in self.owned():
             _signal_group(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.grace
-        while any(p.poll() is None for _, p in live) and time.monotonic() < deadline:
+        while any(_peek(p) is None for _, p in live) and time.monotonic() < deadline:
             time.sleep(_POLL)
-        for _, proc in self.procs:  # also grandchildren left behind by an exited leader
+        for proc in self.owned():
             _signal_group(proc.pid, signal.SIGKILL)
         for replica, proc in self.procs:
             proc.wait()
+            reaper.release(proc.pid)
             if replica.exit_code is None:
                 replica.exit_code = proc.returncode
         for reader in self.readers:

@@ -2,8 +2,11 @@
 
 A fault makes the next COUNT calls of a JobService method fail the way Vertex
 AI can fail, so the client's retry and exactly-once logic can be tested
-against each of them. Every kind but ``deadline-after-commit`` fires before
-the method acts; that one lets the call commit, then answers DEADLINE_EXCEEDED.
+against each of them. Every kind but ``deadline-after-commit`` and
+``deadline-commit-late`` fires before the method acts; the first lets the call
+commit, then answers DEADLINE_EXCEEDED; the second answers DEADLINE_EXCEEDED at
+once and commits the call ``LATE_COMMIT_SECONDS`` later (a create whose caller
+gave up on it, still committed by the server).
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ from vxtrain.errors import UsageError
 FAULT_ENV = "VXTRAIN_EMULATOR_FAULTS"
 FAULT_METHODS: tuple[str, ...] = ("create", "get", "list", "cancel", "delete")
 FAULT_KINDS: tuple[str, ...] = ("unavailable-before-commit", "unavailable", "deadline-after-commit",
-                                "quota", "permission", "internal")
+                                "deadline-commit-late", "quota", "permission", "internal")
+#: How long after its DEADLINE_EXCEEDED a ``deadline-commit-late`` call commits.
+LATE_COMMIT_SECONDS = 2.0
 
 
 @dataclass
@@ -33,8 +38,13 @@ class Fault:
 
     @property
     def before_commit(self) -> bool:
-        """Faults other than deadline-after-commit fire before the method acts."""
-        return self.kind != "deadline-after-commit"
+        """Faults other than deadline-after-commit and deadline-commit-late fire before the method acts."""
+        return self.kind not in ("deadline-after-commit", "deadline-commit-late")
+
+    @property
+    def commits_late(self) -> bool:
+        """deadline-commit-late: the call commits ``LATE_COMMIT_SECONDS`` after its error."""
+        return self.kind == "deadline-commit-late"
 
 
 def parse_fault(text: str) -> Fault:
@@ -125,7 +135,7 @@ def fault_error(fault: Fault, job: Any = None) -> RpcError:
                         "(or it may not exist).")
     if fault.kind == "internal":
         return RpcError(grpc.StatusCode.INTERNAL, "Internal error encountered.")
-    if fault.kind == "deadline-after-commit":
+    if fault.kind in ("deadline-after-commit", "deadline-commit-late"):
         return RpcError(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
     return RpcError(grpc.StatusCode.UNAVAILABLE, "The service is currently unavailable.")
 

@@ -20,7 +20,7 @@ import grpc
 from vxtrain.backends.emulator import jobservice, logging_service
 from vxtrain.backends.emulator.faults import Fault, faults_from_env
 from vxtrain.backends.emulator.store import Emulator
-from vxtrain.errors import VxtrainError
+from vxtrain.errors import UsageError, VxtrainError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8470
@@ -89,14 +89,21 @@ def _host_part(host: str) -> str:
 def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[Fault | str] = (),
                    simulate_seconds: float | None = None, workdir: str | Path | None = None,
                    environ: Mapping[str, str] | None = None, out: TextIO | None = None,
-                   max_workers: int = 16, seed: int | None = None) -> EmulatorHandle:
+                   max_workers: int = 16, seed: int | None = None,
+                   allow_remote: bool = False) -> EmulatorHandle:
     """Serve the emulated services (:data:`SERVICES`) on ``host:port`` (0: any free port).
+
+    The emulator runs the command of every job it is sent, as this user: a
+    ``host`` that is not loopback (``0.0.0.0``, a LAN address, a name that
+    resolves to one) raises UsageError unless ``allow_remote``.
 
     Faults come from ``faults`` plus ``VXTRAIN_EMULATOR_FAULTS`` in ``environ``
     (default ``os.environ``). The port is bound exclusively: a taken port
     raises VxtrainError instead of silently sharing it (gRPC enables
     SO_REUSEPORT by default on Linux).
     """
+    if not allow_remote:
+        refuse_remote(host)
     env = os.environ if environ is None else environ
     emulator = Emulator(faults=[*faults, *faults_from_env(env)], simulate_seconds=simulate_seconds,
                         workdir=workdir, out=out, seed=seed)
@@ -111,6 +118,24 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
         raise
     server.start()
     return EmulatorHandle(server, emulator, host, bound, executor)
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when every address ``host`` names (or resolves to) is a loopback address."""
+    try:
+        addresses = _addresses(host)
+    except VxtrainError:
+        return False
+    return bool(addresses) and all(ipaddress.ip_address(a.split("%", 1)[0]).is_loopback for a in addresses)
+
+
+def refuse_remote(host: str) -> None:
+    """Raise UsageError unless ``host`` is loopback: whoever reaches the port runs code here."""
+    if not is_loopback_host(host):
+        raise UsageError(
+            f"refusing to serve on {host}: the emulator runs the command of every job it is sent, "
+            "so anyone who can reach the port could run code as this user; serve on 127.0.0.1 "
+            "(the default), or pass --allow-remote if that is really what you want")
 
 
 def _bind(server: grpc.Server, host: str, port: int) -> int:

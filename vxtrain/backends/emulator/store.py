@@ -29,7 +29,7 @@ from vxtrain.backends.emulator.checks import check_name, invalid_argument, job_p
 from vxtrain.backends.emulator.common import (
     CANCELLING, FAILED, PENDING, QUEUED, RUNNING, SUCCEEDED, TERMINAL_STATES, Kind, RpcError, copy, now,
 )
-from vxtrain.backends.emulator.faults import Fault, FaultPlan, fault_error
+from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS, Fault, FaultPlan, fault_error
 from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
 from vxtrain.model import LocalSpec
@@ -133,10 +133,28 @@ class Emulator:
         fault = self.faults.take(method)
         if fault is not None and fault.before_commit:
             raise fault_error(fault, job)
+        if fault is not None and fault.commits_late:
+            self._later(LATE_COMMIT_SECONDS, action)
+            raise fault_error(fault, job)
         result = action()
         if fault is not None:
             raise fault_error(fault, job)
         return result
+
+    def _later(self, seconds: float, action: Callable[[], Any]) -> None:
+        """Run ``action`` in ``seconds`` on a thread ``close()`` joins (an RPC answered
+        already, committed late); its errors have no caller to reach, so they are dropped."""
+        def commit() -> None:
+            time.sleep(seconds)
+            try:
+                action()
+            except RpcError:
+                pass  # e.g. the emulator closed meanwhile: nothing is stored
+
+        thread = threading.Thread(target=commit, name="vxtrain-emulator-late-commit", daemon=True)
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
 
     def create(self, kind: Kind, parent: str, job: Any) -> Any:
         """Validate and store ``job``, start its lifecycle; return the stored copy."""
