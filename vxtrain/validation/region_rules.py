@@ -38,8 +38,10 @@ def check(job: Job, native: NativeSpec) -> list[Diagnostic]:
 
 
 def _region(name: str, native: NativeSpec) -> Iterator[Diagnostic]:
-    where = native.where(("region",))
     known = catalog.region(name)
+    if known is not None and known.training == "yes":
+        return
+    where = native.where(("region",))
     if known is None:
         near = catalog.near_region(name)
         if near:
@@ -50,7 +52,7 @@ def _region(name: str, native: NativeSpec) -> Iterator[Diagnostic]:
             hint = f"training regions: {', '.join(catalog.training_regions())}"
         yield error("unknown-region", f'region "{name}" is not a Vertex AI location; {hint} ({LOCATIONS_DOC})',
                     **where)
-    elif known.training != "yes":
+    else:
         yield warning("region-training-unverified", f'region "{name}" is a Vertex AI location, but the locations '
                       f"page does not list custom training there ({LOCATIONS_DOC}); check before you submit",
                       **where)
@@ -68,12 +70,12 @@ def _accelerators(job: Job, region: str, native: NativeSpec) -> Iterator[Diagnos
             continue
         seen.add(key)
         found = catalog.region_accelerator(region, key)
-        if found is None:
-            continue  # not tabulated (e.g. an accelerator training does not offer: rules.py reports it)
+        if found is None or (found.offered and not found.conflict):
+            continue  # fine, or not tabulated (an accelerator training does not offer: rules.py reports it)
         path = _accelerator_path(native, pool)
         if found.conflict:
             yield _conflict(region, key, found, native, path)
-        elif not found.offered:
+        else:
             yield _not_in_region(region, key, native, path)
 
 
@@ -97,10 +99,8 @@ def _conflict(region: str, key: str, found: catalog.RegionAccelerator, native: N
 
 def _accelerator_path(native: NativeSpec, pool: Pool) -> KeyPath:
     """Where the pool's accelerator (or, for built-in GPUs and TPU VMs, its machine type) was written."""
-    if pool.accelerator is not None:
-        key, tail = "accelerator", ("type",)
-    else:
-        key, tail = "machine_type", ()
+    key = "accelerator" if pool.accelerator is not None else "machine_type"
+    tail: tuple[str, ...] = ("type",) if pool.accelerator is not None else ()
     raw = native.data.get(pool.role)
     if isinstance(raw, dict) and key in raw:
         return (pool.role, key, *tail)
