@@ -13,16 +13,16 @@ How each key maps:
   ``evaluatorCount`` → evaluators; ``*Config.acceleratorConfig`` → accelerator,
   ``*Config.diskConfig`` → disk.
 - Predefined tiers (BASIC, STANDARD_1, PREMIUM_1, BASIC_GPU) map through
-  :data:`SCALE_TIERS` and warn ``legacy-scale-tier`` (approximate).
+  :data:`SCALE_TIERS` and warn ``legacy-scale-tier`` (approximate). BASIC_TPU
+  is refused: it ran on a TPU *node* beside the master, which Vertex AI custom
+  training no longer offers in that form. A missing ``scaleTier`` is BASIC,
+  AI Platform's default.
 - Legacy GPU machine names that meant K80s (``standard_gpu``,
   ``complex_model_m_gpu``, ``complex_model_l_gpu``, and so ``BASIC_GPU``) map to
   GPUs Vertex AI training offers, with the same count, and warn
   ``legacy-gpu-replaced``: Vertex AI refuses K80 ("400 Accelerator
   "NVIDIA_TESLA_K80" is not supported for machine type ..."), so a faithful
-  K80 mapping could never run. BASIC_TPU
-  is refused: it ran on a TPU *node* beside the master, which Vertex AI custom
-  training no longer offers in that form. A missing ``scaleTier`` is BASIC,
-  AI Platform's default.
+  K80 mapping could never run.
 - Counts or machine types without ``scaleTier: CUSTOM`` are errors
   (README, "Validation rules").
 - ``*Config.imageUri`` → image; worker, parameter server and evaluator configs
