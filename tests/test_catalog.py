@@ -13,7 +13,8 @@ from vxtrain.catalog import Egress
 
 CATALOG_DIR = Path(catalog.__file__).parent
 CSV_FILES = sorted(CATALOG_DIR.glob("*.csv"))
-CONFIDENCE = {"documented", "copied", "derived", "unverified"}  # copied: prices.csv only
+CONFIDENCE = {"documented", "copied", "derived", "unverified"}
+VERTEX_TABLE = Path(__file__).resolve().parent / "data" / "vertex" / "n1_gpu_allowed_counts.csv"
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -36,7 +37,8 @@ def test_every_row_has_a_source_and_confidence(path: Path) -> None:
 def test_csv_files_are_the_package_data() -> None:
     assert {p.name for p in CSV_FILES} == {
         "accelerators.csv", "gpu_machines.csv", "machines.csv", "n1_gpu_egress.csv", "n1_gpu_limits.csv",
-        "prices.csv"}
+        "prices.csv", "quota_metrics.csv", "region_accelerators.csv", "regions.csv", "training_accelerators.csv",
+        "training_machines.csv"}
 
 
 def test_every_gpu_machine_is_a_catalog_machine() -> None:
@@ -78,7 +80,7 @@ def test_machine(name: str, vcpu: int, memory: float, egress: float | None) -> N
     assert (m.name, m.vcpu, m.memory_gb, m.egress_gbps) == (name, vcpu, memory, egress)
 
 
-@pytest.mark.parametrize("name", ["n1-standard-12", "N1-STANDARD-8", "", "a4-highgpu-8g"])
+@pytest.mark.parametrize("name", ["n1-standard-12", "N1-STANDARD-8", "", "a5-highgpu-8g"])
 def test_machine_absent(name: str) -> None:
     assert catalog.machine(name) is None
 
@@ -86,7 +88,7 @@ def test_machine_absent(name: str) -> None:
 def test_machine_types_sorted_and_complete() -> None:
     types = catalog.machine_types()
     assert types == sorted(types)
-    assert len(types) == 182
+    assert len(types) == 218
     assert "n1-highcpu-16" in types
 
 
@@ -101,7 +103,10 @@ def test_machine_types_sorted_and_complete() -> None:
     ("n1-higmem-96", "n1-highmem-96"),
     ("a2-highgpu-8", "a2-highgpu-8g"),
     ("e2-standart-4", "e2-standard-4"),
-    ("a4-highgpu-8g", None),       # a newer series, not a typo of a3
+    ("a5-highgpu-8g", None),       # a newer series, not a typo of a4
+    ("a4-highgpu-8g", None),       # exact
+    ("n1-standard-1", None),       # a real type, not offered: not a typo of an offered one
+    ("c3-standard-8", None),
     ("n1-standard-12", None),      # no such size: unknown, not a typo
     ("tpu-v4-pod", None),
     ("n1-standard-8", None),       # exact: nothing to suggest
@@ -152,10 +157,18 @@ K80 = "NVIDIA_TESLA_K80"
 
 
 @pytest.mark.parametrize("machine_type, expected", [
-    ("n1-standard-4", {V100: (1, 2, 4, 8), T4: (1, 2, 4), P4: (1, 2, 4), P100: (1, 2, 4), K80: (1, 2, 4, 8)}),
-    ("n1-highmem-96", {V100: (8,), T4: (4,), P4: (4,), P100: (4,)}),
-    ("n1-standard-16", {V100: (2, 4, 8), T4: (1, 2, 4), P4: (1, 2, 4), P100: (1, 2, 4), K80: (2, 4, 8)}),
-    ("n1-highmem-32", {V100: (4, 8), T4: (1, 2, 4), P4: (2, 4), P100: (2, 4), K80: (4, 8)}),
+    ("n1-standard-4", {V100: (1, 2, 4, 8), T4: (1, 2, 4), P4: (1, 2, 4), P100: (1, 2, 4)}),
+    ("n1-highmem-96", {V100: (8,), T4: (4,), P4: (4,)}),
+    ("n1-standard-16", {V100: (2, 4, 8), T4: (1, 2, 4), P4: (1, 2, 4), P100: (1, 2, 4)}),
+    ("n1-highmem-32", {V100: (4, 8), T4: (2, 4), P4: (2, 4), P100: (2, 4)}),
+    ("n1-highcpu-64", {V100: (8,), T4: (4,), P4: (4,), P100: (4,)}),
+    ("a4-highgpu-8g", {"NVIDIA_B200": (8,)}),
+    ("a4x-highgpu-4g", {"NVIDIA_GB200": (4,)}),
+    ("g4-standard-96", {"NVIDIA_RTX_PRO_6000": (2,)}),
+    ("n1-standard-1", None),       # not offered for training
+    ("a3-edgegpu-8g", None),
+    ("cloud-tpu", None),           # TPU VM: accelerators not tabulated
+    ("ct5lp-hightpu-4t", None),
     ("a2-highgpu-1g", {"NVIDIA_TESLA_A100": (1,)}),
     ("a2-megagpu-16g", {"NVIDIA_TESLA_A100": (16,)}),
     ("a2-ultragpu-4g", {"NVIDIA_A100_80GB": (4,)}),
@@ -191,11 +204,13 @@ def test_builtin_accelerator(machine_type: str, expected: tuple[str, int] | None
 
 
 @pytest.mark.parametrize("acc, count, expected", [
-    (V100, 1, (12, 78.0)),
+    (V100, 1, (12, 76.0)),
     (V100, 8, (96, 624.0)),
     (T4, 4, (96, 624.0)),
     (P100, 2, (32, 208.0)),
-    (K80, 8, (64, 208.0)),
+    (P100, 4, (64, 208.0)),
+    (T4, 1, (16, 104.0)),
+    (K80, 8, None),
     (T4, 8, None),
     (V100, 3, None),
     ("NVIDIA_L4", 1, None),
@@ -234,7 +249,7 @@ def test_node_egress(machine_type: str, acc: str | None, count: int, gbps: float
     assert e.source.startswith("https://cloud.google.com/compute/docs/")
 
 
-@pytest.mark.parametrize("machine_type", ["a3-highgpu-1g", "a4-highgpu-8g", ""])
+@pytest.mark.parametrize("machine_type", ["a3-highgpu-1g", "a4x-highgpu-4g", "cloud-tpu", ""])
 def test_node_egress_unknown(machine_type: str) -> None:
     e = catalog.node_egress(machine_type)
     assert e.gbps is None and e.confidence == "unknown"
@@ -258,3 +273,137 @@ def test_node_egress_unknown(machine_type: str) -> None:
 def test_reduction_server_image(region: str | None, multi: str) -> None:
     assert catalog.reduction_server_image(region) == (
         f"{multi}-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest")
+
+
+# --- what Vertex AI training offers ----------------------------------------------------
+
+def test_every_offered_type_but_tpu_vms_has_a_shape() -> None:
+    missing = [t for t in catalog.training_machine_types() if catalog.machine(t) is None]
+    assert missing == ["cloud-tpu", "tpu7x-standard-4t"]  # no fixed shape / no figure found
+
+
+def test_training_list_size_and_date() -> None:
+    assert len(catalog.training_machine_types()) == 117
+    assert catalog.training_list_as_of() == "2026-11-23"
+
+
+@pytest.mark.parametrize("name", ["e2-micro", "n1-standard-1", "n1-standard-2", "e2-standard-2", "n1-highcpu-4",
+                                  "n2-highcpu-2", "n2-highcpu-8", "n2-standard-96", "c3-standard-8",
+                                  "c2d-standard-8", "n2d-standard-8", "a3-edgegpu-8g", "a3-ultragpu-8g-nolssd"])
+def test_not_offered(name: str) -> None:
+    assert catalog.machine(name) is not None and not catalog.offered(name)
+
+
+@pytest.mark.parametrize("name, first", [
+    ("n1-standard-1", "n1-standard-4"),
+    ("n1-highcpu-4", "n1-highcpu-16"),
+    ("e2-standard-2", "e2-standard-4"),
+    ("n2-standard-96", "n2-standard-80"),
+    ("a3-edgegpu-8g", "a3-highgpu-8g"),
+    ("a3-ultragpu-8g-nolssd", "a3-ultragpu-8g"),
+    ("a3-edgegpu-8g-nolssd", "a3-highgpu-8g"),
+])
+def test_nearest_offered(name: str, first: str) -> None:
+    nearest = catalog.nearest_offered(name)
+    assert nearest[0] == first
+    assert all(catalog.offered(t) for t in nearest)
+
+
+def _vertex_allowed_counts() -> dict[tuple[str, str], tuple[int, ...]]:
+    return {(r["machine_type"], r["accelerator"]): tuple(int(c) for c in r["allowed_counts"].split())
+            for r in _rows(VERTEX_TABLE)}
+
+
+def test_n1_limits_reproduce_vertex_allowed_counts_table() -> None:
+    """The one limit table the rule uses gives exactly Vertex AI's published N1 x GPU table (68 cells)."""
+    table = _vertex_allowed_counts()
+    assert len(table) == 68
+    got = {(m, acc): (catalog.allowed_accelerators(m) or {}).get(acc, ()) for m, acc in table}
+    assert got == table
+    offered_n1 = {t for t in catalog.training_machine_types() if t.startswith("n1-")}
+    assert {m for m, _ in table} == offered_n1
+
+
+def test_training_accelerators_cover_the_enum() -> None:
+    rows = {r["name"]: r["training"] for r in _rows(CATALOG_DIR / "training_accelerators.csv")}
+    assert set(rows) == set(catalog.catalog_accelerators())
+    assert {n for n, t in rows.items() if t == "no"} == {K80, "TPU_V4_POD"}
+    assert not catalog.training_accelerator(K80) and catalog.training_accelerator(T4)
+
+
+def test_every_offered_gpu_type_is_on_an_offered_machine() -> None:
+    used = {acc for t in catalog.training_machine_types() for acc in (catalog.allowed_accelerators(t) or {})}
+    gpus = {a for a in catalog.catalog_accelerators() if a.startswith("NVIDIA_") and catalog.training_accelerator(a)}
+    assert gpus == used
+
+
+# --- regions ---------------------------------------------------------------------------
+
+def test_regions() -> None:
+    assert len(catalog.training_regions()) == 38
+    r = catalog.region("us-central1")
+    assert r is not None and r.training == "yes"
+    south2 = catalog.region("asia-south2")
+    assert south2 is not None and south2.training == "not listed"
+    assert catalog.region("global") is None and catalog.region("mars-west1") is None
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("us-centrl1", ["us-central1"]),
+    ("US-CENTRAL1", ["us-central1"]),
+    ("europe-west", ["europe-west1", "europe-west2", "europe-west3"]),
+    ("mars-west1", []),
+    ("us-central1", []),
+])
+def test_near_region(name: str, expected: list[str]) -> None:
+    assert catalog.near_region(name) == expected
+
+
+@pytest.mark.parametrize("machine_type, acc, count, key", [
+    ("n1-standard-8", T4, 1, T4),
+    ("a3-highgpu-8g", None, None, "NVIDIA_H100_80GB"),
+    ("cloud-tpu", "TPU_V2", 8, "TPU_V2"),
+    ("cloud-tpu", "TPU_V3", 32, "TPU_V3 (pod)"),
+    ("ct6e-standard-4t", None, None, "TPU v6e (ct6e)"),
+    ("tpu7x-standard-4t", None, None, "TPU7x (tpu7x)"),
+    ("n1-standard-8", None, None, None),
+])
+def test_region_accelerator_key(machine_type: str, acc: str | None, count: int | None, key: str | None) -> None:
+    assert catalog.region_accelerator_key(machine_type, acc, count) == key
+
+
+@pytest.mark.parametrize("region, key, offered, conflict", [
+    ("us-central1", T4, True, False),
+    ("asia-east1", "NVIDIA_L4", False, False),      # listed with a dagger: not for training
+    ("asia-east1", T4, True, True),                 # the quotas page says "Not available"
+    ("africa-south1", T4, False, False),            # no accelerators at all
+    ("us-central1", "TPU_V3 (pod)", False, False),
+])
+def test_region_accelerator(region: str, key: str, offered: bool, conflict: bool) -> None:
+    found = catalog.region_accelerator(region, key)
+    assert found is not None and (found.offered, found.conflict) == (offered, conflict)
+
+
+def test_every_region_accelerator_row_is_a_region() -> None:
+    regions = {r["region"] for r in _rows(CATALOG_DIR / "regions.csv")}
+    assert {r["region"] for r in _rows(CATALOG_DIR / "region_accelerators.csv")} == regions
+
+
+# --- quota metrics ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("acc, preemptible, metric", [
+    ("NVIDIA_H100_80GB", False, "custom_model_training_nvidia_h100_gpus"),
+    ("NVIDIA_H100_80GB", True, "custom_model_training_preemptible_nvidia_h100_gpus"),
+    ("NVIDIA_H100_MEGA_80GB", False, "custom_model_training_nvidia_h100_mega_gpus"),
+    ("NVIDIA_TESLA_A100", False, "custom_model_training_nvidia_a100_gpus"),
+    (T4, False, "custom_model_training_nvidia_t4_gpus"),
+    (T4, True, "custom_model_training_nvidia_t4_gpus"),  # no preemptible twin published
+    (None, False, "custom_model_training_cpus"),
+])
+def test_quota_metric(acc: str | None, preemptible: bool, metric: str) -> None:
+    assert catalog.quota_metric(acc, preemptible=preemptible) == f"aiplatform.googleapis.com/{metric}"
+
+
+@pytest.mark.parametrize("acc", ["NVIDIA_B200", "NVIDIA_GB200", "NVIDIA_RTX_PRO_6000", K80])
+def test_quota_metric_unknown_is_not_made_up(acc: str) -> None:
+    assert catalog.quota_metric(acc) is None

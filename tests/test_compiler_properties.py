@@ -27,7 +27,9 @@ MACHINES: list[tuple[str, dict[str, Any] | None]] = [
     ("e2-standard-4", None),
 ]
 RS_MACHINES = ["n1-highcpu-16", "n1-highcpu-32", "n1-standard-16"]
-REGIONS = [None, "us-central1", "europe-west4", "asia-east1", "australia-southeast1"]
+#: Regions that offer every accelerator above for training (vxtrain/catalog/region_accelerators.csv;
+#: no asia region offers all four, so the asia image is covered in tests/test_catalog.py).
+REGIONS = [None, "us-central1", "europe-west4", "us-east1"]
 
 words = st.text(string.ascii_letters + string.digits + "-_./=:", min_size=1, max_size=12)
 free_text = st.text(max_size=16)

@@ -416,8 +416,8 @@ def test_legacy_predefined_tier_maps_through_the_table_with_a_warning() -> None:
         """)
     assert codes(diags) == ["legacy-scale-tier"] and diags[0].severity == "warning"
     assert diags[0].path == "trainingInput.scaleTier" and "approximate" in diags[0].message
-    assert native.data["chief"]["machine_type"] == "n1-highcpu-8"
-    assert native.data["workers"] == {"replicas": 4, "machine_type": "n1-highcpu-8",
+    assert native.data["chief"]["machine_type"] == "n1-standard-8"  # n1-highcpu-8 is not offered for training
+    assert native.data["workers"] == {"replicas": 4, "machine_type": "n1-standard-8",
                                       "image": "us-docker.pkg.dev/my-project/t/a:1"}
     assert native.data["parameter_servers"]["replicas"] == 3
     assert native.data["parameter_servers"]["machine_type"] == "n1-standard-4"
@@ -429,7 +429,41 @@ def test_scale_tier_table_is_data_with_a_source() -> None:
     premium = {p.role: p for p in legacy.SCALE_TIERS["PREMIUM_1"]}
     assert premium["workers"].replicas == 19 and premium["parameter_servers"].replicas == 11
     gpu = legacy.LEGACY_MACHINE_TYPES[legacy.SCALE_TIERS["BASIC_GPU"][0].legacy_machine]
-    assert (gpu.machine_type, gpu.accelerator_type, gpu.accelerator_count) == ("n1-standard-8", "NVIDIA_TESLA_K80", 1)
+    assert (gpu.machine_type, gpu.accelerator_type, gpu.accelerator_count) == ("n1-standard-8", "NVIDIA_TESLA_T4", 1)
+
+
+def test_legacy_basic_gpu_tier_gets_a_t4_and_says_so() -> None:
+    native, diags = convert("trainingInput: {scaleTier: BASIC_GPU, masterConfig: {imageUri: a}}\n")
+    assert native.data["chief"]["accelerator"] == {"type": "NVIDIA_TESLA_T4", "count": 1}
+    (replaced,) = [d for d in diags if d.code == "legacy-gpu-replaced"]
+    assert replaced.severity == "warning" and replaced.path == "trainingInput.scaleTier"
+    assert "1 × NVIDIA_TESLA_K80" in replaced.message and "1 × NVIDIA_TESLA_T4 on n1-standard-8" in replaced.message
+
+
+@pytest.mark.parametrize("name, machine, accelerator", [
+    ("standard_gpu", "n1-standard-8", {"type": "NVIDIA_TESLA_T4", "count": 1}),
+    ("complex_model_m_gpu", "n1-standard-16", {"type": "NVIDIA_TESLA_T4", "count": 4}),
+    ("complex_model_l_gpu", "n1-standard-32", {"type": "NVIDIA_TESLA_V100", "count": 8}),  # T4 stops at 4 on N1
+])
+def test_legacy_k80_names_keep_their_count_on_offered_gpus(name: str, machine: str,
+                                                           accelerator: dict[str, object]) -> None:
+    native, diags = convert(f"trainingInput: {{scaleTier: CUSTOM, masterType: {name}, masterConfig: {{imageUri: a}}}}\n")
+    assert native.data["chief"]["machine_type"] == machine
+    assert native.data["chief"]["accelerator"] == accelerator
+    assert sorted(codes(diags)) == ["legacy-gpu-replaced", "legacy-machine-type"]
+    assert all(d.severity == "warning" for d in diags)
+
+
+@pytest.mark.parametrize("name", sorted(legacy.LEGACY_MACHINE_TYPES))
+def test_every_legacy_machine_maps_to_something_vertex_accepts(name: str) -> None:
+    from vxtrain import catalog
+
+    m = legacy.LEGACY_MACHINE_TYPES[name]
+    assert catalog.offered(m.machine_type)
+    if m.accelerator_type:
+        assert catalog.training_accelerator(m.accelerator_type)
+        allowed = catalog.allowed_accelerators(m.machine_type) or {}
+        assert m.accelerator_count in allowed.get(m.accelerator_type, ())
 
 
 def test_legacy_basic_tpu_is_refused() -> None:
@@ -464,8 +498,9 @@ def test_legacy_machine_names_map_with_a_warning() -> None:
           masterConfig: {imageUri: a}
         """)
     assert native.data["chief"]["machine_type"] == "n1-standard-16"
-    assert native.data["chief"]["accelerator"] == {"type": "NVIDIA_TESLA_K80", "count": 4}
-    assert codes(diags) == ["legacy-machine-type"] and diags[0].severity == "warning"
+    assert native.data["chief"]["accelerator"] == {"type": "NVIDIA_TESLA_T4", "count": 4}
+    assert codes(diags) == ["legacy-machine-type", "legacy-gpu-replaced"]
+    assert all(d.severity == "warning" for d in diags)
 
 
 def test_legacy_python_package_gets_an_executor_image() -> None:
@@ -564,7 +599,7 @@ def test_later_diagnostics_point_at_the_legacy_source() -> None:
 @pytest.mark.parametrize(("name", "fmt", "warnings"), [
     ("gcloud-config.yaml", "gcloud", []),
     ("legacy-config.yaml", "legacy", []),
-    ("legacy-basic-gpu.yaml", "legacy", ["legacy-scale-tier"]),
+    ("legacy-basic-gpu.yaml", "legacy", ["legacy-scale-tier", "legacy-gpu-replaced"]),
 ])
 def test_examples_convert_cleanly(name: str, fmt: str, warnings: list[str]) -> None:
     path = EXAMPLES / name

@@ -17,6 +17,12 @@ How each key maps:
   is refused: it ran on a TPU *node* beside the master, which Vertex AI custom
   training no longer offers in that form. A missing ``scaleTier`` is BASIC,
   AI Platform's default.
+- Legacy GPU machine names that meant K80s (``standard_gpu``,
+  ``complex_model_m_gpu``, ``complex_model_l_gpu``, and so ``BASIC_GPU``) map to
+  GPUs Vertex AI training offers, with the same count, and warn
+  ``legacy-gpu-replaced``: Vertex AI refuses K80 ("400 Accelerator
+  "NVIDIA_TESLA_K80" is not supported for machine type ..."), so a faithful
+  K80 mapping could never run.
 - Counts or machine types without ``scaleTier: CUSTOM`` are errors
   (README, "Validation rules").
 - ``*Config.imageUri`` → image; worker, parameter server and evaluator configs
@@ -54,30 +60,48 @@ LEGACY_MACHINE_SOURCE = "https://cloud.google.com/ai-platform/training/docs/mach
 PRICING_SOURCE = "https://cloud.google.com/ml-engine/docs/pricing"
 
 
+ML_V1_SOURCE = ("https://github.com/googleapis/google-api-ruby-client/blob/c6e1a022f393e225b3e22d7b78c727e40ea2fde1/"
+                "generated/google/apis/ml_v1/classes.rb")
+
+
 @dataclass(frozen=True)
 class Machine:
-    """A Compute Engine machine type with the accelerators it carries."""
+    """A Compute Engine machine type with the accelerators it carries.
+
+    ``replaces``: the GPUs the legacy name meant, when vxtrain maps it to others.
+    """
 
     machine_type: str
     accelerator_type: str | None = None
     accelerator_count: int = 0
+    replaces: str | None = None
 
 
 #: AI Platform's legacy machine names → Compute Engine equivalents (source:
 #: LEGACY_MACHINE_SOURCE). UNVERIFIED: the table is recalled, not re-read; the
 #: training-unit prices on PRICING_SOURCE agree with it (e.g. complex_model_s /
-#: standard = 1.49 = n1-highcpu-8 / n1-standard-4 list price). K80s reached end
-#: of support (https://cloud.google.com/compute/docs/eol/k80-eol): kept for
-#: fidelity; the semantic rules warn about deprecated accelerators.
+#: standard = 1.49 = n1-highcpu-8 / n1-standard-4 list price).
+#: The GPUs of each name are the ML Engine v1 API's own field docs (ML_V1_SOURCE,
+#: read 2026-11-23): standard_gpu = 1 × K80, complex_model_m_gpu = 4 × K80,
+#: complex_model_l_gpu = 8 × K80. Vertex AI training offers no K80 (end of support,
+#: https://cloud.google.com/compute/docs/eol/k80-eol; absent from
+#: https://cloud.google.com/vertex-ai/docs/training/configure-compute#gpus), so
+#: they get NVIDIA_TESLA_T4, the same count on the same N1 machine (the N1 table
+#: there allows 1 and 4 × T4 on n1-standard-8 / -16). T4 comes at most 4 to an N1
+#: machine, so 8 × K80 gets 8 × NVIDIA_TESLA_V100 (allowed on n1-standard-32):
+#: keeping the count keeps the trainer's device count, hence its strategy and
+#: per-device batch arithmetic.
 LEGACY_MACHINE_TYPES: dict[str, Machine] = {
     "standard": Machine("n1-standard-4"),
     "large_model": Machine("n1-highmem-8"),
-    "complex_model_s": Machine("n1-highcpu-8"),
+    # n1-highcpu-8 by price, but Vertex AI training does not offer n1-highcpu-2/4/8
+    # (configure-compute): the offered type with the same 8 vCPUs.
+    "complex_model_s": Machine("n1-standard-8"),
     "complex_model_m": Machine("n1-highcpu-16"),
     "complex_model_l": Machine("n1-highcpu-32"),
-    "standard_gpu": Machine("n1-standard-8", "NVIDIA_TESLA_K80", 1),
-    "complex_model_m_gpu": Machine("n1-standard-16", "NVIDIA_TESLA_K80", 4),
-    "complex_model_l_gpu": Machine("n1-standard-32", "NVIDIA_TESLA_K80", 8),
+    "standard_gpu": Machine("n1-standard-8", "NVIDIA_TESLA_T4", 1, replaces="1 × NVIDIA_TESLA_K80"),
+    "complex_model_m_gpu": Machine("n1-standard-16", "NVIDIA_TESLA_T4", 4, replaces="4 × NVIDIA_TESLA_K80"),
+    "complex_model_l_gpu": Machine("n1-standard-32", "NVIDIA_TESLA_V100", 8, replaces="8 × NVIDIA_TESLA_K80"),
     "standard_p100": Machine("n1-standard-8", "NVIDIA_TESLA_P100", 1),
     "complex_model_m_p100": Machine("n1-standard-16", "NVIDIA_TESLA_P100", 4),
     "standard_v100": Machine("n1-standard-8", "NVIDIA_TESLA_V100", 1),
@@ -99,7 +123,8 @@ class TierPool:
 #: Predefined scale tiers (source: SCALE_TIER_SOURCE). Pool sizes are the ones
 #: the tier descriptions give ("STANDARD_1: one master, four workers, three
 #: parameter servers"; "PREMIUM_1: one master, 19 workers, 11 parameter
-#: servers"; "BASIC_GPU: a single worker with one K80"), and they are checked
+#: servers"; "BASIC_GPU: a single worker with one K80" — mapped to one T4, see
+#: LEGACY_MACHINE_TYPES), and they are checked
 #: against the training units on PRICING_SOURCE: BASIC 0.5661 = standard;
 #: STANDARD_1 5.9234 = 5 × complex_model_s 0.845 + 3 × standard 0.5661;
 #: PREMIUM_1 49.323 = 20 × complex_model_m 1.69 + 11 × large_model 1.4111;
@@ -310,6 +335,7 @@ class _Legacy:
             self._put_machine(role, legacy, src)
             self.conv.warning("legacy-machine-type", f"legacy machine type {machine!r} mapped to "
                               f"{_describe_machine(legacy)} (approximate; {LEGACY_MACHINE_SOURCE})", src)
+            self._warn_replaced(machine, legacy, src)
         accel = self.config(role).get("acceleratorConfig")
         if accel is not None:
             self._accelerator(role, accel, self.src(ROLE_STEMS[role] + "Config", "acceleratorConfig"))
@@ -352,6 +378,19 @@ class _Legacy:
         self.conv.warning("legacy-scale-tier", f"scale tier {tier} has no Vertex AI equivalent; mapped "
                           f"approximately to {shape} ({SCALE_TIER_SOURCE}); use scaleTier: CUSTOM to choose "
                           "machines yourself", tier_src)
+        for pool in SCALE_TIERS[tier]:
+            self._warn_replaced(f"scale tier {tier}", LEGACY_MACHINE_TYPES[pool.legacy_machine], tier_src)
+
+    def _warn_replaced(self, what: str, machine: Machine, src: KeyPath) -> None:
+        """Say which GPUs a legacy name meant when vxtrain maps it to others (K80 → T4/V100)."""
+        if machine.replaces is None:
+            return
+        name = what if what.startswith("scale tier") else repr(what)
+        self.conv.warning("legacy-gpu-replaced", f"{name} meant {machine.replaces}, which Vertex AI training "
+                          f"does not offer (https://cloud.google.com/compute/docs/eol/k80-eol); vxtrain uses "
+                          f"{machine.accelerator_count} × {machine.accelerator_type} on {machine.machine_type} "
+                          "instead: check the trainer and the price, or choose GPUs with scaleTier: CUSTOM and "
+                          "masterConfig.acceleratorConfig", src)
 
     # --- what each replica runs --------------------------------------------------------
 

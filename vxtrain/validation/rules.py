@@ -21,7 +21,7 @@ from typing import Any
 from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.validation import extra as extra_rules
-from vxtrain.validation import package_rules, study_rules
+from vxtrain.validation import package_rules, region_rules, study_rules
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Accelerator, Job, Pool
 from vxtrain.slots import TRAINING_ROLES
@@ -30,7 +30,9 @@ Rule = Callable[[Job, NativeSpec], Iterable[Diagnostic]]
 
 RS = "reduction_server"
 DISTRIBUTED_DOC = "https://cloud.google.com/vertex-ai/docs/training/distributed-training"
-GPU_DOC = "https://cloud.google.com/compute/docs/gpus"
+#: Vertex AI training's machine types, GPUs and N1 GPU limits (the catalog's
+#: training_*.csv and n1_gpu_limits.csv were read from it, 2026-11-23).
+TRAINING_MACHINES_DOC = "https://cloud.google.com/vertex-ai/docs/training/configure-compute"
 TENSORBOARD_DOC = "https://cloud.google.com/vertex-ai/docs/experiments/tensorboard-training"
 LABELS_DOC = "https://cloud.google.com/resource-manager/docs/labels-overview#requirements"
 K80_DOC = "https://cloud.google.com/compute/docs/eol/k80-eol"
@@ -97,6 +99,10 @@ def _quote_list(values: Iterable[object]) -> str:
     return ", ".join(f'"{v}"' for v in values)
 
 
+def _or_list(values: Iterable[object]) -> str:
+    return " or ".join(f'"{v}"' for v in values)
+
+
 # --- pool 0 ----------------------------------------------------------------------
 
 def chief_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -144,7 +150,7 @@ def evaluator_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 # --- machine types and accelerators ------------------------------------------------
 
 def machine_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
-    """Machine types: missing, a typo of a catalog type (error), or unknown (warning)."""
+    """Machine types: missing, a typo of an offered type, or not offered for training (errors)."""
     for pool in job.ordered_pools():
         yield from _machine(pool, native)
 
@@ -157,33 +163,62 @@ def _machine(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
             yield error("missing-machine-type", f"{pool.role} has no machine_type: Vertex AI needs "
                         "machineSpec.machineType, e.g. n1-standard-8", **_at(native, path))
         return
-    if catalog.machine(mt) is not None:
+    if catalog.offered(mt):
         return
     near = catalog.near_miss(mt)
     if near is not None:
         yield error("unknown-machine-type", f'machine type "{mt}" does not exist; did you mean "{near}"?',
                     **_at(native, path))
+        return
+    yield _not_offered(mt, native, path)
+
+
+def _not_offered(mt: str, native: NativeSpec, path: KeyPath) -> Diagnostic:
+    # Vertex AI training offers a subset of Compute Engine's types, listed on
+    # TRAINING_MACHINES_DOC (vxtrain/catalog/training_machines.csv). A type added
+    # after the list's date is refused too, and the message says how to tell.
+    if catalog.machine(mt) is not None:
+        what = f'machine type "{mt}" is a Compute Engine type, but Vertex AI training does not offer it'
     else:
-        yield warning("unknown-machine", f'machine type "{mt}" is not in vxtrain\'s catalog: its network '
-                      "bandwidth is unknown (Vertex AI checks the type itself at submit)", **_at(native, path))
+        what = f'machine type "{mt}" is not one Vertex AI training offers'
+    nearest = catalog.nearest_offered(mt)
+    hint = f"; did you mean {_or_list(nearest)}?" if nearest else ""
+    return error("machine-not-offered", f"{what}{hint} (offered types: {TRAINING_MACHINES_DOC}, "
+                 f"list as of {catalog.training_list_as_of()})", **_at(native, path))
 
 
 def accelerator_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
-    """Accelerator type known, allowed on the machine, in an allowed count; A2/A3/G2 need theirs."""
+    """Accelerator type known, offered, allowed on the machine, in an allowed count; A2/A3/G2 need theirs."""
     for pool in job.ordered_pools():
         if pool.role == RS:
             continue  # reduction_server_rules reports any accelerator there
         if pool.accelerator is None:
             yield from _missing_builtin(pool, native)
         else:
+            yield from _type_and_count(pool, native)
             yield from _accelerator(pool, pool.accelerator, native)
 
 
+def _type_and_count(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
+    # Vertex AI rejects a MachineSpec with only one of the two (INVALID_ARGUMENT,
+    # quoted in tests/data/rejections/type-without-count.yaml). The native format
+    # defaults count to 1 and always compiles both; gcloud input states them as
+    # Vertex reads them, so a missing acceleratorCount is missing on the wire too.
+    if native.format != "gcloud":
+        return
+    raw = _raw_pool(native, pool.role).get("accelerator")
+    if isinstance(raw, Mapping) and ("type" in raw) != ("count" in raw):
+        present = "type" if "type" in raw else "count"
+        yield error("accelerator-type-and-count", "Both `accelerator_type` and `accelerator_count` should be "
+                    "specified or none. (set acceleratorType and acceleratorCount together)",
+                    **_at(native, (pool.role, "accelerator", present)))
+
+
 def _missing_builtin(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
-    # Accelerator-optimized types (A2/A3/G2) must state their built-in GPUs in
+    # Accelerator-optimized types (A2/A3/A4/G2/G4) must state their built-in GPUs in
     # machineSpec.acceleratorType/acceleratorCount, or Vertex AI rejects the job.
     builtin = catalog.builtin_accelerator(pool.machine_type or "")
-    if builtin is not None:
+    if builtin is not None and catalog.offered(pool.machine_type or ""):
         acc, count = builtin
         yield error("missing-accelerator", f'machine type "{pool.machine_type}" comes with {count} x {acc} and '
                     f"Vertex AI requires them to be stated: add accelerator: {{type: {acc}, count: {count}}}",
@@ -198,12 +233,25 @@ def _accelerator(pool: Pool, acc: Accelerator, native: NativeSpec) -> Iterator[D
     if acc_type not in catalog.accelerator_types():
         yield _unknown_accelerator(acc_type, native, base + ("type",))
         return
-    if catalog.deprecated_accelerator(acc_type):
-        yield warning("deprecated-accelerator", f"{acc_type} has reached end of support ({K80_DOC}); "
-                      "use NVIDIA_TESLA_T4 or NVIDIA_L4 instead", **_at(native, base + ("type",)))
+    if not catalog.training_accelerator(acc_type):
+        yield _not_offered_accelerator(pool.machine_type, acc_type, native, base)
+        return
     if count is None or count < 1 or pool.machine_type is None:
         return
     yield from _fit(pool.machine_type, acc_type, count, native, base)
+
+
+def _not_offered_accelerator(machine_type: str | None, acc_type: str, native: NativeSpec,
+                             base: KeyPath) -> Diagnostic:
+    # K80 (and TPU_V4_POD) are not on Vertex AI training's accelerator list
+    # (TRAINING_MACHINES_DOC#gpus, catalog/training_accelerators.csv). Vertex's own
+    # words: 400 Accelerator "NVIDIA_TESLA_K80" is not supported for machine type "n1-standard-4".
+    head = (f'Accelerator "{acc_type}" is not supported for machine type "{machine_type}"' if machine_type
+            else f'Accelerator "{acc_type}" is not supported')
+    eol = f" and has reached end of support ({K80_DOC})" if catalog.deprecated_accelerator(acc_type) else ""
+    return error("accelerator-not-supported",
+                 f"{head}: Vertex AI training does not offer {acc_type}{eol}; use NVIDIA_TESLA_T4 or "
+                 "NVIDIA_L4 (N1 or G2 machine types)", **_at(native, base + ("type",)))
 
 
 def _unknown_accelerator(acc_type: str, native: NativeSpec, path: KeyPath) -> Diagnostic:
@@ -216,7 +264,7 @@ def _unknown_accelerator(acc_type: str, native: NativeSpec, path: KeyPath) -> Di
 
 def _fit(machine_type: str, acc_type: str, count: int, native: NativeSpec,
          base: KeyPath) -> Iterator[Diagnostic]:
-    """Is ``count`` × ``acc_type`` offered on ``machine_type``? (unknown machines pass)."""
+    """Is ``count`` × ``acc_type`` offered on ``machine_type``? (untabulated machines pass)."""
     allowed = catalog.allowed_accelerators(machine_type)
     if allowed is None or count in allowed.get(acc_type, ()):
         return
@@ -234,7 +282,7 @@ def _not_supported(machine_type: str, acc_type: str, allowed: Mapping[str, tuple
     if allowed:
         takes = "it takes " + ", ".join(f"{a} x {list(c)}" for a, c in allowed.items())
     else:
-        takes = "it takes no accelerators (GPUs go on N1, A2, A3 or G2 machine types)"
+        takes = "it takes no accelerators (GPUs go on N1, A2, A3, A4, A4X, G2 or G4 machine types)"
     return error("accelerator-not-supported",
                  f'Accelerator "{acc_type}" is not supported for machine type "{machine_type}"; {takes}',
                  **_at(native, base + ("type",)))
@@ -251,7 +299,9 @@ def _bad_count(machine_type: str, acc_type: str, count: int, counts: tuple[int, 
 
 def _n1_too_large(machine_type: str, acc_type: str, count: int, allowed: Mapping[str, tuple[int, ...]],
                   native: NativeSpec, base: KeyPath) -> Diagnostic:
-    # N1 machines with GPUs are capped in vCPUs and memory per GPU count (GPU_DOC).
+    # N1 machines with GPUs are capped in vCPUs and memory per GPU count; Vertex
+    # AI's caps are stricter than Compute Engine's (4 x P100: 64 vCPUs, 208 GB):
+    # TRAINING_MACHINES_DOC#gpu-compatibility-table, catalog/n1_gpu_limits.csv.
     m = catalog.machine(machine_type)
     limit = catalog.n1_gpu_limits(acc_type, count)
     if m is None or limit is None:  # unreachable: _fit checked both; keep the message honest anyway
@@ -260,8 +310,9 @@ def _n1_too_large(machine_type: str, acc_type: str, count: int, allowed: Mapping
     instead = f"use count {' or '.join(map(str, fits))}" if fits else f"no {acc_type} count fits this machine"
     return error("n1-gpu-limits",
                  f'machine type "{machine_type}" ({m.vcpu} vCPUs, {m.memory_gb:g} GB) is too large for '
-                 f"{count} x {acc_type}: N1 allows at most {limit[0]} vCPUs and {limit[1]:g} GB with "
-                 f"{_plural(count, 'GPU')} ({GPU_DOC}); {instead}, or a smaller N1 machine type",
+                 f"{count} x {acc_type}: Vertex AI allows at most {limit[0]} vCPUs and {limit[1]:g} GB with "
+                 f"{_plural(count, 'GPU')} ({TRAINING_MACHINES_DOC}#gpu-compatibility-table); {instead}, "
+                 "or a smaller N1 machine type",
                  **_at(native, base + ("count",)))
 
 
@@ -444,5 +495,6 @@ RULES: tuple[Rule, ...] = (
     evaluator_rules,
     study_rules.check,  # the study: block (vxtrain/validation/study_rules.py)
     package_rules.check,  # python_package source/package_uris, staging_bucket
+    region_rules.check,  # region and accelerators per region (vxtrain/validation/region_rules.py)
     extra_rules.check,  # extra: field by field, value by value (vxtrain/validation/extra.py)
 )

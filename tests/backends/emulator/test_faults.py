@@ -75,7 +75,22 @@ def test_fault_parsing() -> None:
 
 def test_quota_metric_names() -> None:
     gpu = v1.CustomJob(custom_job(pools=[pool(accelerator_type="NVIDIA_L4", accelerator_count=1)]))
-    tpu = v1.CustomJob(custom_job(pools=[pool(accelerator_type="TPU_V2", accelerator_count=8)]))
+    tpu = v1.CustomJob(custom_job(pools=[pool(accelerator_type="TPU_V3", accelerator_count=8)]))
     assert quota_metric(gpu) == "aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus"
-    assert quota_metric(tpu) == "aiplatform.googleapis.com/custom_model_training_tpu_v2"
+    assert quota_metric(tpu) == "aiplatform.googleapis.com/custom_model_training_tpu_v3"
     assert quota_metric(v1.CustomJob(custom_job())) == "aiplatform.googleapis.com/custom_model_training_cpus"
+
+
+@pytest.mark.parametrize("accelerator, strategy, metric", [
+    ("NVIDIA_H100_80GB", None, "custom_model_training_nvidia_h100_gpus"),   # not ..._h100_80gb_gpus
+    ("NVIDIA_H100_80GB", "SPOT", "custom_model_training_preemptible_nvidia_h100_gpus"),
+    ("NVIDIA_H100_MEGA_80GB", "FLEX_START", "custom_model_training_preemptible_nvidia_h100_mega_gpus"),
+    ("NVIDIA_H100_MEGA_80GB", None, "custom_model_training_nvidia_h100_mega_gpus"),
+    ("NVIDIA_TESLA_A100", None, "custom_model_training_nvidia_a100_gpus"),
+    ("NVIDIA_B200", None, "custom_model_training_cpus"),                    # no source names the B200 metric
+])
+def test_quota_metric_names_come_from_the_sourced_table(accelerator: str, strategy: str | None, metric: str) -> None:
+    data = custom_job(pools=[pool(accelerator_type=accelerator, accelerator_count=8)])
+    if strategy:
+        data["job_spec"]["scheduling"] = {"strategy": strategy}
+    assert quota_metric(v1.CustomJob(data)) == f"aiplatform.googleapis.com/{metric}"

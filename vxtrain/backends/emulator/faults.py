@@ -17,6 +17,7 @@ from typing import Any
 
 import grpc
 
+from vxtrain import catalog
 from vxtrain.backends.emulator.common import RpcError, spec_of
 from vxtrain.errors import UsageError
 
@@ -111,15 +112,27 @@ def quota_metric(job: Any) -> str:
     Vertex words it "The following quota metrics exceed quota limits:
     aiplatform.googleapis.com/custom_model_training_nvidia_v100_gpus" (seen in
     GoogleCloudPlatform/vertex-ai-samples#700 and stable-diffusion-on-gcp#12).
+    The names are not mechanical (A100 40GB is ``nvidia_a100``, H100 80GB is
+    ``nvidia_h100``), so they come from the sourced table
+    vxtrain/catalog/quota_metrics.csv; Spot and FLEX_START jobs count against the
+    preemptible twin where one is published. An accelerator whose metric no
+    source names (B200, GB200, RTX PRO 6000, TPU v2) gets the CPU metric, which
+    every job also counts against, rather than a made-up name.
     """
-    pools = spec_of(job).worker_pool_specs if job is not None else []
+    spec = spec_of(job) if job is not None else None
+    pools = spec.worker_pool_specs if spec is not None else []
     accel = pools[0].machine_spec.accelerator_type.name if pools else "ACCELERATOR_TYPE_UNSPECIFIED"
-    if accel.startswith("TPU"):
-        return f"aiplatform.googleapis.com/custom_model_training_{accel.lower()}"
-    if accel.startswith("NVIDIA"):
-        gpu = accel.lower().replace("nvidia_tesla_", "nvidia_")
-        return f"aiplatform.googleapis.com/custom_model_training_{gpu}_gpus"
-    return "aiplatform.googleapis.com/custom_model_training_cpus"
+    strategy = spec.scheduling.strategy.name if spec is not None and "scheduling" in spec else ""
+    preemptible = strategy in _PREEMPTIBLE_STRATEGIES
+    accel_type = None if accel.endswith("_UNSPECIFIED") else accel
+    metric = catalog.quota_metric(accel_type, preemptible=preemptible) or catalog.quota_metric(None)
+    assert metric is not None, "quota_metrics.csv lost its CPU row"
+    return metric
+
+
+#: Scheduling strategies that use the preemptible quota ("preemptible quota is used
+#: only in name", https://cloud.google.com/vertex-ai/docs/training/schedule-jobs-dws#quota).
+_PREEMPTIBLE_STRATEGIES = frozenset({"SPOT", "FLEX_START"})
 
 
 def fault_error(fault: Fault, job: Any = None) -> RpcError:

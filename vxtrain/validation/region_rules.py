@@ -1,0 +1,110 @@
+"""Region rules: the job's region is a Vertex AI training location, and it
+offers the accelerators the pools ask for.
+
+The region checked is the effective one: ``--region`` beats the spec, the spec
+beats ``$CLOUD_ML_REGION`` (vxtrain/api.py applies them before validation and
+records where the value came from), so a bad region is reported at the flag,
+the variable or the spec's ``region:`` line, wherever it was written.
+
+Sources, read 2026-11-23 (vxtrain/catalog/regions.csv, region_accelerators.csv):
+LOCATIONS_DOC lists the regions with custom training and the accelerators of
+each region (a "†" marks one not available for training); QUOTAS_DOC gives each
+region's default training quotas. Where the two pages disagree, vxtrain warns
+instead of refusing: which page the API follows is not documented.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from vxtrain import catalog
+from vxtrain.diagnostics import Diagnostic, error, warning
+from vxtrain.loading.document import KeyPath, NativeSpec
+from vxtrain.model import Job, Pool
+
+LOCATIONS_DOC = "https://cloud.google.com/vertex-ai/docs/general/locations"
+QUOTAS_DOC = "https://cloud.google.com/vertex-ai/docs/quotas"
+RS = "reduction_server"
+
+
+def check(job: Job, native: NativeSpec) -> list[Diagnostic]:
+    """The region's diagnostics; accelerators are checked only in a known region."""
+    name = job.region
+    if not isinstance(name, str) or not name:
+        return []  # no region (submit asks for one), or a wrong type (the schema's)
+    out = list(_region(name, native))
+    if catalog.region(name) is not None:
+        out += _accelerators(job, name, native)
+    return out
+
+
+def _region(name: str, native: NativeSpec) -> Iterator[Diagnostic]:
+    known = catalog.region(name)
+    if known is not None and known.training == "yes":
+        return
+    where = native.where(("region",))
+    if known is None:
+        near = catalog.near_region(name)
+        if near:
+            hint = "did you mean " + " or ".join(f'"{r}"' for r in near) + "?"
+        elif name.lower() == "global":
+            hint = "Vertex AI has no global location for training; pick a region such as us-central1"
+        else:
+            hint = f"training regions: {', '.join(catalog.training_regions())}"
+        yield error("unknown-region", f'region "{name}" is not a Vertex AI location; {hint} ({LOCATIONS_DOC})',
+                    **where)
+    else:
+        yield warning("region-training-unverified", f'region "{name}" is a Vertex AI location, but the locations '
+                      f"page does not list custom training there ({LOCATIONS_DOC}); check before you submit",
+                      **where)
+
+
+def _accelerators(job: Job, region: str, native: NativeSpec) -> Iterator[Diagnostic]:
+    seen: set[str] = set()
+    for pool in job.ordered_pools():
+        if pool.role == RS:
+            continue  # Reduction Server takes no accelerators (rules.reduction_server_rules)
+        acc = pool.accelerator
+        key = catalog.region_accelerator_key(pool.machine_type, acc.type if acc else None,
+                                             acc.count if acc else None)
+        if key is None or key in seen:
+            continue
+        seen.add(key)
+        found = catalog.region_accelerator(region, key)
+        if found is None or (found.offered and not found.conflict):
+            continue  # fine, or not tabulated (an accelerator training does not offer: rules.py reports it)
+        path = _accelerator_path(native, pool)
+        if found.conflict:
+            yield _conflict(region, key, found, native, path)
+        else:
+            yield _not_in_region(region, key, native, path)
+
+
+def _not_in_region(region: str, key: str, native: NativeSpec, path: KeyPath) -> Diagnostic:
+    offering = catalog.regions_offering(key)
+    where = f"regions that offer it: {', '.join(offering)}" if offering else "no region lists it"
+    return error("accelerator-not-in-region", f"{key} is not offered for training in {region} "
+                 f"({LOCATIONS_DOC}); {where}", **native.where(path))
+
+
+def _conflict(region: str, key: str, found: catalog.RegionAccelerator, native: NativeSpec,
+              path: KeyPath) -> Diagnostic:
+    if found.offered:
+        why = f"the locations page lists it there, but the quotas page says {found.quota_page!r}"
+    else:
+        why = f"the locations page does not list it there, but the quotas page gives a quota ({found.quota_page})"
+    return warning("accelerator-region-unverified", f"{key} in {region} is uncertain: {why} "
+                   f"({LOCATIONS_DOC}, {QUOTAS_DOC}); the job may be refused or wait for quota",
+                   **native.where(path))
+
+
+def _accelerator_path(native: NativeSpec, pool: Pool) -> KeyPath:
+    """Where the pool's accelerator (or, for built-in GPUs and TPU VMs, its machine type) was written."""
+    key = "accelerator" if pool.accelerator is not None else "machine_type"
+    tail: tuple[str, ...] = ("type",) if pool.accelerator is not None else ()
+    raw = native.data.get(pool.role)
+    if isinstance(raw, dict) and key in raw:
+        return (pool.role, key, *tail)
+    defaults = native.data.get("defaults")
+    if isinstance(defaults, dict) and key in defaults:
+        return ("defaults", key, *tail)
+    return (pool.role,)
