@@ -54,7 +54,7 @@ def test_printed_schema_is_draft_2020_12_and_enriched(printed_schema: dict[str, 
     Draft202012Validator.check_schema(printed_schema)
     assert printed_schema == enriched_schema()
     machine = printed_schema["properties"]["workers"]["properties"]["machine_type"]
-    assert machine["anyOf"][0]["enum"] == catalog.machine_types()
+    assert machine["anyOf"][0]["enum"] == catalog.training_machine_types()
     assert "n1-highcpu-16" in machine["anyOf"][0]["enum"]
     rs_machine = printed_schema["properties"]["reduction_server"]["properties"]["machine_type"]
     assert rs_machine["default"] == "n1-highcpu-16" and "anyOf" in rs_machine

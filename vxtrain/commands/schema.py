@@ -4,10 +4,10 @@ What it prints is the shipped validation schema (vxtrain/validation/schema.json)
 enriched at print time with the catalog, so yaml-language-server can complete
 and hover machine and accelerator types:
 
-- ``machine_type``: ``anyOf: [{enum: <catalog>}, {type: string}]``. Editors
-  offer the catalog's types, yet a type the catalog does not know stays valid:
-  vxtrain's rules only *warn* about such a machine (it may be newer than the
-  catalog), so the schema must not make it an error.
+- ``machine_type``: ``anyOf: [{enum: <types Vertex AI training offers>}, {type: string}]``.
+  Editors offer the types ``validate`` accepts; any other string stays valid
+  for the schema because the rules refuse it with a better message (the
+  nearest offered types), located like every other diagnostic.
 - ``accelerator.type``: ``enum`` of the installed google-cloud-aiplatform's
   AcceleratorType, the real API enum. The shipped schema keeps a plain string
   there, so that ``validate`` reports a bad accelerator through its rules,
@@ -35,7 +35,7 @@ def enriched_schema() -> dict[str, Any]:
     from vxtrain.validation.schema import schema as native_schema
 
     out = copy.deepcopy(native_schema())
-    machines = catalog.machine_types()
+    machines = catalog.training_machine_types()
     for prop in _properties_named(out, _MACHINE_KEYS):
         prop["anyOf"] = [{"enum": machines}, {"type": "string"}]
     accelerator_type = out["$defs"]["accelerator"]["properties"]["type"]
