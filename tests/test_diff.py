@@ -109,9 +109,11 @@ def test_changes_lists_and_types() -> None:
     assert changes([{"a": 1}], [{"a": 1}, {"a": 2}]) == [{"path": "[1]", "op": "added", "after": {"a": 2}}]
 
 
-_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=3),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
-                     max_leaves=12)
+def _nest(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=3), _nest, max_leaves=12)
 
 
 @given(_json, _json)

@@ -25,9 +25,11 @@ _SCALARS = st.one_of(
     st.text(max_size=8),
     st.sampled_from(["auto", "n1-standard-4", "n1-highmem-96", "g2-standard-8", "NVIDIA_TESLA_V100",
                      "NVIDIA_L4", "CUSTOM", "BASIC", "2d", "SPOT", "us-central1", "${X}", "img"]))
-_TREES = st.recursive(_SCALARS, lambda kids: st.one_of(
-    st.lists(kids, max_size=4), st.dictionaries(st.sampled_from(_KEYS), kids, max_size=5)),
-    max_leaves=25)
+def _nest(kids: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(kids, max_size=4), st.dictionaries(st.sampled_from(_KEYS), kids, max_size=5))
+
+
+_TREES = st.recursive(_SCALARS, _nest, max_leaves=25)
 
 
 def _check(data: Any) -> api.Result:

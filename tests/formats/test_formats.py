@@ -678,8 +678,11 @@ _KEYS = st.sampled_from([
 ])
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 30), st.sampled_from(
     ["CUSTOM", "BASIC", "BASIC_TPU", "PREMIUM_1", "n1-standard-4", "standard_gpu", "2.8", "86400s", RS_US, ""]))
-_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=5), st.dictionaries(_KEYS, inner, max_size=5)), max_leaves=25)
+def _nest_values(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(inner, max_size=5), st.dictionaries(_KEYS, inner, max_size=5))
+
+
+_VALUES = st.recursive(_SCALARS, _nest_values, max_leaves=25)
 
 
 @settings(max_examples=150, deadline=None)
@@ -780,9 +783,12 @@ def test_wrong_shapes_name_the_value() -> None:
 
 # Structured documents of both foreign formats, with junk anywhere: the whole pipeline never
 # raises, and every diagnostic is located (line and column) in the file the user wrote.
+def _nest_junk(k: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(k, max_size=3), st.dictionaries(st.text(max_size=3), k, max_size=2))
+
+
 _JUNK = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2, 9), st.text(max_size=3)),
-                     lambda k: st.one_of(st.lists(k, max_size=3), st.dictionaries(st.text(max_size=3), k, max_size=2)),
-                     max_leaves=5)
+                     _nest_junk, max_leaves=5)
 
 
 def _v(*good: Any) -> Any:

@@ -20,8 +20,11 @@ from vxtrain.loading import load_text
 texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x85")).filter(lambda s: "${" not in s)
 keys = texts.filter(lambda s: s != "<<")
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts
-trees = st.recursive(scalars, lambda children: st.lists(children, max_size=4)
-                     | st.dictionaries(keys, children, max_size=4), max_leaves=25)
+def _nest(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=4)
+
+
+trees = st.recursive(scalars, _nest, max_leaves=25)
 documents = st.dictionaries(keys, trees, max_size=6)
 
 

@@ -302,8 +302,11 @@ _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 200), st.text(max
                      st.sampled_from(["n1-standard-8", "auto", V100, "NVIDIA_L4", "g2-standard-8", "6h", "0"]))
 _KEYS = st.sampled_from(["replicas", "machine_type", "accelerator", "type", "count", "image", "env",
                          "python_package", "executor_image", "module", "package_uris", "FOO", "1X"])
-_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                         st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=12)
+def _nest(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=4))
+
+
+_VALUES = st.recursive(_SCALARS, _nest, max_leaves=12)
 _TOP = st.fixed_dictionaries({}, optional={
     k: _VALUES for k in ["display_name", "labels", "scheduling", "defaults", "tensorboard", "service_account",
                          "chief", "workers", "parameter_servers", "reduction_server", "evaluators"]})

@@ -76,9 +76,11 @@ _scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 300), st.text(max
 _keys = st.sampled_from(["display_name", "chief", "workers", "replicas", "machine_type", "accelerator",
                          "type", "count", "image", "command", "args", "env", "scheduling", "timeout",
                          "strategy", "reduction_server", "labels", "study", "metric", "goal", "x"])
-_values = st.recursive(_scalars, lambda kids: st.one_of(st.lists(kids, max_size=3),
-                                                        st.dictionaries(_keys, kids, max_size=4)),
-                       max_leaves=12)
+def _nest(kids: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.lists(kids, max_size=3), st.dictionaries(_keys, kids, max_size=4))
+
+
+_values = st.recursive(_scalars, _nest, max_leaves=12)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
