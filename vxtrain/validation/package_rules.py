@@ -35,9 +35,10 @@ STAGING_BUCKET = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](?:/[^\s]*
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     """Every python_package and staging_bucket diagnostic of ``job``."""
     yield from _staging_bucket(job, native)
-    base = spec_folder(native)
+    base: Path | None = None  # resolved only for a spec with a package: a syscall per file in bulk
     for pool in job.ordered_pools():
         if pool.python_package is not None and pool.role != "reduction_server":
+            base = base or spec_folder(native)
             yield from _package(pool, native, base)
 
 
