@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,9 +126,13 @@ def as_int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
         return int(value.strip())
     return None
+
+
+#: ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and "٣".
+_DECIMAL = re.compile(r"-?[0-9]+")
 
 
 def int_or_same(value: Any) -> Any:
