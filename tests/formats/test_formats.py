@@ -256,6 +256,12 @@ def test_gcloud_bad_duration_is_an_error() -> None:
     assert codes(diags) == ["bad-value"] and diags[0].path == "scheduling.timeout"
 
 
+@pytest.mark.parametrize("timeout", ["infs", "nans", "1e400s", ".inf", ".nan"])
+def test_gcloud_infinite_duration_is_an_error(timeout: str) -> None:
+    _, diags = convert(f"workerPoolSpecs: [{{}}]\nscheduling: {{timeout: {timeout}}}\n")
+    assert codes(diags) == ["bad-value"] and diags[0].path == "scheduling.timeout"
+
+
 def test_gcloud_fields_without_a_native_key_go_to_extra_and_compile_back() -> None:
     native, diags = convert("""
         workerPoolSpecs:

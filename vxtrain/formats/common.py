@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -154,12 +155,16 @@ def proto_duration(value: Any) -> str | None:
     """Proto JSON duration (``"86400s"``, ``"1.5s"``) or a number of seconds → native form."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return humanize_seconds(int(value)) if value >= 0 else None
-    if not isinstance(value, str) or not value.strip().endswith("s"):
+    if isinstance(value, int):
+        return humanize_seconds(value) if value >= 0 else None
+    if isinstance(value, float):
+        seconds = value
+    elif isinstance(value, str) and value.strip().endswith("s"):
+        try:
+            seconds = float(value.strip()[:-1])
+        except ValueError:
+            return None
+    else:
         return None
-    try:
-        seconds = float(value.strip()[:-1])
-    except ValueError:
-        return None
-    return humanize_seconds(int(seconds)) if seconds >= 0 else None
+    # NaN and infinity ("infs", .inf) are no duration: the caller reports the value.
+    return humanize_seconds(int(seconds)) if math.isfinite(seconds) and seconds >= 0 else None
