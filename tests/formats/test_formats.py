@@ -189,6 +189,17 @@ def test_gcloud_replica_count_as_int64_string() -> None:
     assert native.data["workers"]["replicas"] == 4
 
 
+@pytest.mark.parametrize("count", ["²", "٣"])
+def test_gcloud_replica_count_of_non_ascii_digits_is_left_for_the_schema(count: str) -> None:
+    native, _ = convert(f"""
+        workerPoolSpecs:
+          - machineSpec: {{machineType: n1-standard-8}}
+          - machineSpec: {{machineType: n1-standard-8}}
+            replicaCount: "{count}"
+        """)
+    assert native.data["workers"]["replicas"] == count  # the schema reports it, at its line
+
+
 def test_gcloud_whole_custom_job() -> None:
     native, diags = convert("""
         displayName: from-file
@@ -242,6 +253,12 @@ def test_gcloud_job_fields_and_durations() -> None:
 
 def test_gcloud_bad_duration_is_an_error() -> None:
     _, diags = convert("workerPoolSpecs: [{}]\nscheduling: {timeout: two days}\n")
+    assert codes(diags) == ["bad-value"] and diags[0].path == "scheduling.timeout"
+
+
+@pytest.mark.parametrize("timeout", ["infs", "nans", "1e400s", ".inf", ".nan"])
+def test_gcloud_infinite_duration_is_an_error(timeout: str) -> None:
+    _, diags = convert(f"workerPoolSpecs: [{{}}]\nscheduling: {{timeout: {timeout}}}\n")
     assert codes(diags) == ["bad-value"] and diags[0].path == "scheduling.timeout"
 
 

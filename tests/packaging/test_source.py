@@ -26,6 +26,13 @@ def test_project_name_comes_from_pyproject_normalized(project_source: Path) -> N
     assert (src.kind, src.name) == ("project", "my_trainer")
 
 
+@pytest.mark.parametrize("toml", ['project = "x"', "[project]\nname = 3", "not toml ["])
+def test_a_pyproject_without_a_usable_name_falls_back_to_the_folder(tmp_path: Path, toml: str) -> None:
+    root = write_bare(tmp_path / "code")
+    (root / "pyproject.toml").write_text(toml)
+    assert describe(root).name == "code"
+
+
 def test_same_tree_same_hash_wherever_it_is_and_however_it_was_written(tmp_path: Path) -> None:
     a = write_bare(tmp_path / "a" / "code")
     b = tmp_path / "b" / "code"

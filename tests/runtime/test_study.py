@@ -81,6 +81,8 @@ RULE_CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
     ("grid-double", spec_with(algorithm="grid"), [("error", "study-grid-double", f"{P}.lr.type")]),
     ("integer-fraction", spec_with(p__layers={"type": "integer", "min": 1.5, "max": 4}),
      [("error", "study-integer-bounds", f"{P}.layers.min")]),
+    ("integer-infinite", spec_with(p__layers={"type": "integer", "min": 1, "max": float("inf")}),
+     [("error", "study-integer-bounds", f"{P}.layers.max")]),
     ("parallel-gt-max", spec_with(parallel_trials=9), [("error", "study-parallel-exceeds", "study.parallel_trials")]),
     ("max-failed-gt-max", spec_with(max_failed_trials=9),
      [("warning", "study-max-failed-unreachable", "study.max_failed_trials")]),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,9 +127,13 @@ def as_int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
         return int(value.strip())
     return None
+
+
+#: ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and "٣".
+_DECIMAL = re.compile(r"-?[0-9]+")
 
 
 def int_or_same(value: Any) -> Any:
@@ -149,12 +155,16 @@ def proto_duration(value: Any) -> str | None:
     """Proto JSON duration (``"86400s"``, ``"1.5s"``) or a number of seconds → native form."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return humanize_seconds(int(value)) if value >= 0 else None
-    if not isinstance(value, str) or not value.strip().endswith("s"):
+    if isinstance(value, int):
+        return humanize_seconds(value) if value >= 0 else None
+    if isinstance(value, float):
+        seconds = value
+    elif isinstance(value, str) and value.strip().endswith("s"):
+        try:
+            seconds = float(value.strip()[:-1])
+        except ValueError:
+            return None
+    else:
         return None
-    try:
-        seconds = float(value.strip()[:-1])
-    except ValueError:
-        return None
-    return humanize_seconds(int(seconds)) if seconds >= 0 else None
+    # NaN and infinity ("infs", .inf) are no duration: the caller reports the value.
+    return humanize_seconds(int(seconds)) if math.isfinite(seconds) and seconds >= 0 else None

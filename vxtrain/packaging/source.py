@@ -137,7 +137,8 @@ def _pyproject_name(pyproject: Path) -> str | None:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
         return None  # the build reports a broken pyproject.toml with its own words
-    name = data.get("project", {}).get("name")
+    project = data.get("project")
+    name = project.get("name") if isinstance(project, dict) else None
     return name if isinstance(name, str) else None
 
 

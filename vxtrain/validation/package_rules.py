@@ -86,7 +86,13 @@ def _package(pool: Pool, native: NativeSpec, base: Path) -> Iterator[Diagnostic]
 
 
 def _source(source: str, module: str | None, role: str, native: NativeSpec, base: Path) -> Iterator[Diagnostic]:
-    folder = source_folder(base, source)
+    try:
+        folder = source_folder(base, source)
+    except (ValueError, RuntimeError) as exc:  # a NUL byte; ``~user`` with no such user
+        yield error("package-source-missing", f"python_package.source {source!r} is not a usable path ({exc}); "
+                    "give the folder that holds the package (relative to the spec)",
+                    **native.where(_path(native, role, "source")))
+        return
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
         yield error("package-source-missing", f"python_package.source {source!r} {what} (looked for {folder}); "

@@ -14,6 +14,7 @@ would make trials misbehave. Sources:
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -134,7 +135,7 @@ def _bounds(param: StudyParameter, kind: str, native: NativeSpec) -> Iterator[Di
             value = getattr(param, key)
             if not float(value).is_integer():
                 yield error("study-integer-bounds", f'integer parameter "{param.name}" has {key} {value:g}: '
-                            f"integer bounds must be whole numbers (e.g. {int(value)}), or make it type double",
+                            f"integer bounds must be whole numbers{_example(value)}, or make it type double",
                             **_at(native, *where, key))
     if param.min >= param.max:
         yield error("study-min-max", f'parameter "{param.name}" has min {param.min:g} ≥ max {param.max:g}: '
@@ -236,3 +237,8 @@ def _args(job: Job) -> Iterator[tuple[str, str]]:
     if job.local is not None:
         for arg in job.local.command:
             yield "local.command", arg
+
+
+def _example(value: float) -> str:
+    """`` (e.g. 3)`` for a fraction; nothing for infinity or NaN, which have no whole neighbour."""
+    return f" (e.g. {int(value)})" if math.isfinite(value) else ""

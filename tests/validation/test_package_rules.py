@@ -1,0 +1,29 @@
+"""python_package.source rules: any path a spec can hold gives a located diagnostic."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vxtrain import api
+
+EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest"
+
+
+def _codes(tmp_path: Path, source: str) -> list[tuple[str, str, int | None]]:
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  python_package:\n"
+                    f"    executor_image: {EXECUTOR}\n    module: trainer.task\n"
+                    f"    source: {json.dumps(source)}\n")
+    result = api.check_file(spec)
+    return [(d.code, d.path, d.line) for d in result.diagnostics if d.severity == "error"]
+
+
+@pytest.mark.parametrize("source", ["a\u0000b", "~no-such-user-vxtrain/code"])
+def test_an_unusable_source_path_is_a_located_error(tmp_path: Path, source: str) -> None:
+    assert _codes(tmp_path, source) == [("package-source-missing", "chief.python_package.source", 7)]
+
+
+def test_a_missing_source_folder_is_a_located_error(tmp_path: Path) -> None:
+    assert _codes(tmp_path, "nowhere") == [("package-source-missing", "chief.python_package.source", 7)]
