@@ -317,3 +317,9 @@ _TOP = st.fixed_dictionaries({}, optional={
 def test_rules_never_crash(data: dict[str, Any]) -> None:
     for d in run(data):
         assert d.severity in ("error", "warning") and d.code and d.message
+
+
+def test_an_unknown_accelerator_is_never_told_to_try_one_training_refuses() -> None:
+    diags = run(spec(chief={"accelerator": {"type": "nvidia_tesla_k8", "count": 1}}))
+    (d,) = [d for d in diags if d.code == "unknown-accelerator"]
+    assert "did you mean" in d.message and "K80" not in d.message

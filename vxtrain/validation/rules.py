@@ -255,7 +255,8 @@ def _not_offered_accelerator(machine_type: str | None, acc_type: str, native: Na
 
 
 def _unknown_accelerator(acc_type: str, native: NativeSpec, path: KeyPath) -> Diagnostic:
-    known = catalog.accelerator_types()
+    # Suggest only what training offers: "did you mean K80?" would lead to the next error.
+    known = [a for a in catalog.accelerator_types() if catalog.training_accelerator(a)]
     close = difflib.get_close_matches(acc_type.upper(), known, n=3, cutoff=0.5)
     hint = f"did you mean {_quote_list(close)}?" if close else f"accepted: {', '.join(known)}"
     return error("unknown-accelerator", f'accelerator type "{acc_type}" is not a Vertex AI AcceleratorType; '
