@@ -166,6 +166,13 @@ def test_target_local_shows_each_line_once(tmp_path: Path, capsys: pytest.Captur
     assert code == 0 and err.count("only once") == 1 and "[workerpool0-0] only once" in err
 
 
+def test_target_local_no_logs_shows_no_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "submit", str(spec(tmp_path, "print('not shown')")), "--target", "local",
+                         "--no-logs", "--output", "json")
+    assert code == 0 and json.loads(out)["state"] == "JOB_STATE_SUCCEEDED"
+    assert "not shown" not in err and "JOB_STATE_SUCCEEDED" in err
+
+
 def test_validate_and_plan_never_import_google_cloud_logging() -> None:
     code = ("import sys; from vxtrain.cli import main; "
             f"main(['validate', {str(EXAMPLES)!r}]); main(['plan', {str(EXAMPLES / 'quickstart.yaml')!r}]); "

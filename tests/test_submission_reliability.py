@@ -144,7 +144,11 @@ def test_without_the_grace_the_late_commit_makes_a_second_job(emulator: Emulator
 def test_two_submits_with_one_key_at_once_keep_one_job(emulator: EmulatorHandle) -> None:
     """Both list nothing and both create; the younger job is cancelled and both adopt the older."""
     raced: list[bool] = []
-    for round_ in range(3):
+    # Up to 10 rounds: on a loaded machine one thread may list, create and commit
+    # before the other lists at all (no race that round); every round checks the outcome.
+    for round_ in range(10):
+        if round_ >= 3 and any(raced):
+            break
         key = f"race-{round_}"
         barrier = threading.Barrier(2)
 

@@ -162,7 +162,10 @@ class Follower:
         """The lines not seen yet, oldest first; the next delay backs off when there were none."""
         self.reads += 1
         query = log_filter(self.job_id, replica=self.replica, since=self._start())
-        fresh = [e for e in map(entry_of, self.reader.list_entries(self.project, query)) if self._is_new(e)]
+        # Every page first: a page that fails must not leave the lines of the pages
+        # before it marked seen, or they would never be shown.
+        entries = [entry_of(raw) for raw in self.reader.list_entries(self.project, query)]
+        fresh = [e for e in entries if self._is_new(e)]
         self._prune()
         self._delay = (self.cadence.initial if fresh
                        else min(self._delay * self.cadence.multiplier, self.cadence.maximum))

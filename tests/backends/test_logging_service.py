@@ -17,7 +17,7 @@ from google.cloud.logging_v2.services.logging_service_v2.transports import Loggi
 from vxtrain import joblogs
 from vxtrain.backends.cloud_logging import CloudLoggingReader
 from vxtrain.backends.emulator.logging_service import LogStore, generic_handler, split_line
-from vxtrain.errors import InvalidArgumentError, UsageError
+from vxtrain.errors import InvalidArgumentError, UnavailableError, UsageError
 
 PROJECT = "test-project"
 
@@ -276,3 +276,30 @@ def test_watch_backs_off_on_quota_and_stops_reading_without_permission() -> None
     watch.sleep(20.0)
     watch.finish()
     assert len(denied.filters) == 1 and len(warned) == 1 and "following its state only" in warned[0]
+
+
+class SecondPageFails(FakeReader):
+    """Yields the first entry (page one), then fails once (page two is unavailable)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+
+    def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
+                     page_size: int = 1000) -> Iterator[dict[str, Any]]:
+        pages = super().list_entries(project, filter, order_by=order_by, page_size=page_size)
+        yield next(pages)
+        if not self.failed:
+            self.failed = True
+            raise UnavailableError("page two")
+        yield from pages
+
+
+def test_a_read_that_fails_on_a_later_page_loses_no_line() -> None:
+    fake = SecondPageFails()
+    fake.add(1, "a", "i1")
+    fake.add(2, "b", "i2")
+    follower = joblogs.Follower(fake, PROJECT, "1", cadence=joblogs.Cadence(1.0, 8.0, overlap=30.0))
+    with pytest.raises(UnavailableError, match="page two"):
+        follower.read()
+    assert [e.text for e in follower.read()] == ["a", "b"]

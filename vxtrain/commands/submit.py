@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import nullcontext
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -32,6 +32,10 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
     # Locally the job's processes are ours: a stop signal must stop them, not orphan them.
     with interrupt_on_signals() if local else nullcontext(), c.progress(wait or local) as progress:
         sink = progress.log if progress is not None and logs else None
+        if local and sink is None:
+            # Given no sink, the in-process emulator prints the replicas' output to
+            # stderr itself; --no-logs means none of it.
+            sink = _discard
         try:
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink)
@@ -41,6 +45,10 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
             raise
     c.print_view(view, output)
     return 0
+
+
+def _discard(entries: list[Any]) -> None:
+    """A log sink that shows nothing (``--target local --no-logs``)."""
 
 
 def _say(message: str) -> None:

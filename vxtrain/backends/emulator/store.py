@@ -152,9 +152,9 @@ class Emulator:
                 pass  # e.g. the emulator closed meanwhile: nothing is stored
 
         thread = threading.Thread(target=commit, name="vxtrain-emulator-late-commit", daemon=True)
-        with self._lock:
+        with self._lock:  # started under the lock: close() must never join a thread not started yet
             self._threads.append(thread)
-        thread.start()
+            thread.start()
 
     def create(self, kind: Kind, parent: str, job: Any) -> Any:
         """Validate and store ``job``, start its lifecycle; return the stored copy."""
