@@ -573,7 +573,8 @@ def read_logs(name: str, *, endpoint: str | None = None, replica: str | None = N
     project, _, _, job_id = split_name(name)
     retry = backoff or (LOCAL_RETRY if endpoint else VERTEX_RETRY)
     with open_log_reader(endpoint) as reader:
-        return retrying(lambda: read_entries(reader, project, job_id, replica=replica, since=since), retry)
+        return retrying(lambda: read_entries(reader, project, job_id, replica=replica, since=since), retry,
+                        f"read the logs of {name}")
 
 
 def raise_for_state(view: Mapping[str, Any]) -> None:

@@ -135,7 +135,7 @@ def test_split_endpoint(endpoint: str, expected: tuple[str, int]) -> None:
     assert vertex.split_endpoint(endpoint) == expected
 
 
-@pytest.mark.parametrize("endpoint", ["127.0.0.1", ":8470", "host:port", "host:0", "host:70000", ""])
+@pytest.mark.parametrize("endpoint", ["127.0.0.1", ":8470", "host:port", "host:0", "host:70000", "", "host:²", "host:٣"])
 def test_split_endpoint_refuses_malformed(endpoint: str) -> None:
     with pytest.raises(errors.UsageError, match="HOST:PORT"):
         vertex.split_endpoint(endpoint)

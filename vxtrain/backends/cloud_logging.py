@@ -122,7 +122,7 @@ def _explain(mapped: errors.ApiError, exc: BaseException) -> errors.ApiError:
     else:
         text = f"Cloud Logging ({kind}): {message}"
     out = type(mapped)(text)
-    out.transient = mapped.transient
+    out.transient, out.unresolved_host, out.timed_out = mapped.transient, mapped.unresolved_host, mapped.timed_out
     return out
 
 

@@ -188,7 +188,7 @@ def split_endpoint(endpoint: str) -> tuple[str, int]:
     """``HOST:PORT`` (or ``[::1]:PORT``) → (host, port); a usage error otherwise."""
     host, sep, port = endpoint.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise errors.UsageError(f"--endpoint takes HOST:PORT (e.g. 127.0.0.1:8471), got {endpoint!r}")
     return host, int(port)
 

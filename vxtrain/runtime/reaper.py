@@ -69,6 +69,8 @@ class _Watchdog:
     def _writer(self) -> IO[bytes] | None:
         if self._pipe is not None and self._pid == os.getpid():
             return self._pipe
+        if self._proc is not None:
+            self._proc.poll()  # a watchdog that died: reap it rather than leave a zombie
         read_end, write_end = os.pipe()  # both close-on-exec: no replica inherits the write end
         try:
             self._proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", WATCHDOG], stdin=read_end,

@@ -314,7 +314,7 @@ def best_trial(trials: Iterable[TrialResult], goals: Sequence[MetricGoal]) -> Tr
 
 
 def _trial_number(trial_id: str) -> int:
-    return int(trial_id) if trial_id.isdigit() else 0
+    return int(trial_id) if trial_id.isascii() and trial_id.isdigit() else 0
 
 
 # --- scheduling ---------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def test_fault_count_and_other_methods(make_emulator: Any, connect: Any) -> None
     assert len(handle.jobs()) == 1
 
 
-@pytest.mark.parametrize("text", ["create", "create:quota:x", "create:quota:0", "submit:quota:1",
+@pytest.mark.parametrize("text", ["create", "create:quota:x", "create:quota:0", "create:quota:²", "submit:quota:1",
                                   "create:flaky:1", "a:b:c:d"])
 def test_bad_fault_specs_are_usage_errors(text: str) -> None:
     with pytest.raises(UsageError):

@@ -60,7 +60,7 @@ def parse_fault(text: str) -> Fault:
         raise UsageError(f"fault method {method!r} in {text!r} is not one of {', '.join(FAULT_METHODS)}")
     if kind not in FAULT_KINDS:
         raise UsageError(f"fault kind {kind!r} in {text!r} is not one of {', '.join(FAULT_KINDS)}")
-    if not count.isdigit() or int(count) < 1:
+    if not (count.isascii() and count.isdigit()) or int(count) < 1:
         raise UsageError(f"fault count {count!r} in {text!r} must be a whole number ≥ 1")
     return Fault(method, kind, int(count))
 
