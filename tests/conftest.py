@@ -129,3 +129,17 @@ def _guarded_lookup(real: Any) -> Any:
         _check_lookup(host)
         return real(host, *args, **kwargs)
     return lookup
+
+
+@pytest.fixture
+def emulator() -> Iterator[Any]:
+    """A JobService (and Logging) emulator on a free loopback port, stopped after the test."""
+    import io
+
+    from vxtrain.backends.emulator import start_emulator  # grpc + aiplatform: only for tests that use it
+
+    handle = start_emulator(out=io.StringIO())
+    try:
+        yield handle
+    finally:
+        handle.stop(grace=None)

@@ -2,12 +2,10 @@
 read with the real google-cloud-logging client from the emulator's LoggingServiceV2."""
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -17,20 +15,11 @@ from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2
 from google.cloud.logging_v2.services.logging_service_v2.transports import LoggingServiceV2GrpcTransport
 
 import vxtrain
-from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.backends.emulator import EmulatorHandle
 from vxtrain.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "configs" / "examples"
-
-
-@pytest.fixture
-def emulator() -> Iterator[EmulatorHandle]:
-    handle = start_emulator(out=io.StringIO())
-    try:
-        yield handle
-    finally:
-        handle.stop(grace=None)
 
 
 def spec(tmp_path: Path, chief: str, worker: str | None = None) -> Path:

@@ -33,15 +33,6 @@ FAST = api.Backoff(initial=0.01, maximum=0.05, deadline=5.0)
 
 
 @pytest.fixture
-def emulator() -> Iterator[EmulatorHandle]:
-    handle = start_emulator(out=io.StringIO())
-    try:
-        yield handle
-    finally:
-        handle.stop(grace=None)
-
-
-@pytest.fixture
 def backend(emulator: EmulatorHandle) -> Iterator[VertexBackend]:
     with vertex.connect(endpoint=emulator.address) as client:
         yield client

@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import csv
 import importlib.util
-import io
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import pytest
 import yaml
 
 from vxtrain import api, model
-from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.backends.emulator import EmulatorHandle
 from vxtrain.cli import main
 from vxtrain.catalog import prices
 from vxtrain.loading.document import Document, NativeSpec, Position
@@ -321,15 +319,6 @@ def test_the_python_api_plan_has_the_cost(tmp_path: Path) -> None:
 
 
 # --- the guardrail sends nothing -------------------------------------------------------
-
-@pytest.fixture
-def emulator() -> Iterator[EmulatorHandle]:
-    handle = start_emulator(out=io.StringIO())
-    try:
-        yield handle
-    finally:
-        handle.stop(grace=None)
-
 
 def listed(capsys: pytest.CaptureFixture[str], emulator: EmulatorHandle) -> list[Any]:
     code, doc = run_json(capsys, "list", "--endpoint", emulator.address, "--project", "p",
