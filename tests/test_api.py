@@ -92,3 +92,16 @@ def test_bulk_validation_in_worker_processes_gives_the_same_results_in_order(tmp
     assert [r.file for r in forked] == [str(p) for p in files]
     assert [(r.file, r.diagnostics) for r in forked] == [(r.file, r.diagnostics) for r in alone]
     assert sum(not r.valid for r in forked) >= 40  # the bad ones really were checked
+
+
+def test_a_folder_is_recursed_without_hidden_folders_virtual_envs_or_node_modules(tmp_path: Path) -> None:
+    good = (ROOT / "configs" / "examples" / "quickstart.yaml").read_text()
+    for rel in ("job.yaml", "jobs/a.yml", ".github/workflows/ci.yaml", ".pre-commit-config.yaml",
+                "node_modules/x/c.yaml", "env/lib/conf.yaml", "src/__pycache__/x.yaml"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(good)
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert api.spec_files([tmp_path]) == [tmp_path / "job.yaml", tmp_path / "jobs" / "a.yml"]
+    # a folder or file named on the command line is checked, hidden or not
+    assert api.spec_files([tmp_path / ".github"]) == [tmp_path / ".github" / "workflows" / "ci.yaml"]
+    assert api.spec_files([tmp_path / ".pre-commit-config.yaml"]) == [tmp_path / ".pre-commit-config.yaml"]

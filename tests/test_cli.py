@@ -192,3 +192,22 @@ def test_a_bad_flag_value_is_located_at_the_flag(capsys: pytest.CaptureFixture[s
     (diag,) = doc["files"][0]["diagnostics"]
     assert diag["file"] == "--display-name" and diag["path"] == "display_name"
     assert "128" in diag["message"]
+
+
+@pytest.mark.parametrize("command", [c.name for c in app.registered_commands])
+def test_every_command_prints_its_help(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    # help strings are rich markup: `gs://BUCKET[/PREFIX]` read as a closing tag crashed --help
+    code, out, err = run(capsys, command, "--help")
+    assert code == 0, err
+    assert "Usage:" in out and "unexpected error" not in out + err
+
+
+def test_plan_text_prints_the_jobs_strings_as_written_not_as_markup(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = tmp_path / "job.yaml"
+    spec.write_text('display_name: "[/red] x"\nregion: us-central1\n'
+                    'chief: {machine_type: n1-standard-4, image: x, args: ["--filter=[abc]", "--t=[bold]b"]}\n')
+    code, out, err = run(capsys, "plan", str(spec))
+    assert code == 0, err
+    assert "CustomJob [/red] x" in out
+    assert '"--filter=[abc]"' in out and '"--t=[bold]b"' in out

@@ -187,16 +187,36 @@ def _finish(result: Result) -> Result:
     return result
 
 
+# Folders a recursive validate never enters: `vxtrain validate .` in a project must not
+# check the YAML of its tools (.git, .github workflows, .pre-commit-config.yaml), of
+# its virtual envs (site-packages ship YAML) or of node_modules. Named paths are
+# always checked, hidden or not.
+_SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+_VENV_MARKER = "pyvenv.cfg"
+
+
 def spec_files(paths: Sequence[str | Path]) -> list[Path]:
-    """Files named, and *.yaml / *.yml under folders named (recursively, sorted)."""
+    """Files named, and *.yaml / *.yml under folders named (recursively, sorted),
+    leaving out hidden files and folders, virtual envs and node_modules."""
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
-            out += sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
-        else:
-            out.append(p)
+        out += sorted(_walk_specs(p)) if p.is_dir() else [p]
     return out
+
+
+def _walk_specs(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):  # symlinked folders not followed
+        here = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if not _skipped_dir(here / d)]
+        found += [here / f for f in filenames
+                  if not f.startswith(".") and f.endswith((".yaml", ".yml")) and (here / f).is_file()]
+    return found
+
+
+def _skipped_dir(path: Path) -> bool:
+    return path.name.startswith(".") or path.name in _SKIPPED_DIRS or (path / _VENV_MARKER).is_file()
 
 
 def validate(paths: Sequence[str | Path], options: Options | None = None) -> list[Result]:

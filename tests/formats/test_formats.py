@@ -852,3 +852,18 @@ def test_foreign_formats_never_crash_and_every_diagnostic_is_located(data: dict[
     for d in result.diagnostics:
         assert d.file == "f.yaml" and d.line is not None and d.column is not None, d
         assert d.code != "internal-error", d
+
+
+def test_legacy_package_fields_beside_a_custom_container_are_warned_not_dropped_silently() -> None:
+    native, diags = convert("""\
+        trainingInput:
+          scaleTier: CUSTOM
+          masterType: n1-standard-8
+          masterConfig: {imageUri: gcr.io/p/trainer}
+          packageUris: [gs://b/trainer-1.tar.gz]
+          pythonModule: trainer.task
+        """)
+    assert native.data["chief"] == {"machine_type": "n1-standard-8", "image": "gcr.io/p/trainer"}
+    warned = [d for d in diags if d.code == "legacy-package-ignored"]
+    assert len(warned) == 1 and warned[0].severity == "warning" and warned[0].line == 6
+    assert "packageUris and pythonModule" in warned[0].message

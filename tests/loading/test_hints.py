@@ -15,6 +15,8 @@ from tests.loading.helpers import errors
     ("a: b: c\n", 1, 5, "mapping values are not allowed", "quote the value"),
     ("a:\n  - x\n  y: 1\n", 3, 3, "expected", "indentation"),
     ("a: \x07\n", 1, 4, "control characters", "remove the control character"),
+    ("w: {replicas: ${N}, m: x}\n", 1, 16, "expected ','", "${VAR} inside [ ] or { } must be quoted"),
+    ("args: [--n=${N:-2}]\n", 1, 13, "expected ','", "${VAR} inside [ ] or { } must be quoted"),
 ])
 def test_yaml_syntax_errors(text: str, line: int | None, column: int | None, fragment: str,
                             hint: str) -> None:

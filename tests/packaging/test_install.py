@@ -24,3 +24,17 @@ def test_a_local_sdist_in_package_uris_is_installed_and_run(bare_source: Path, t
     assert result.succeeded, out.getvalue()
     line = next(x for x in out.getvalue().splitlines() if "TRAINED" in x)
     assert "TRAINED 42" in line and "site-packages" in line and "--x=1" in line
+
+
+def test_no_credentials_to_download_a_package_says_download_not_upload(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vxtrain.errors import PermissionError_
+    from vxtrain.packaging.install import download
+
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-key.json"))
+    with pytest.raises(PermissionError_) as caught:
+        download("gs://b/pkgs/trainer-1.tar.gz", tmp_path)
+    message = str(caught.value)
+    assert "to download gs://b/pkgs/trainer-1.tar.gz" in message and "upload" not in message
+    assert "STORAGE_EMULATOR_HOST" in message

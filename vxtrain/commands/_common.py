@@ -46,7 +46,7 @@ SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="dotted.key=v
 VarOpt = Annotated[Optional[list[str]], typer.Option("--var", help="NAME=VALUE for ${NAME} in the spec (wins over the environment).")]
 ProjectOpt = Annotated[Optional[str], typer.Option("--project", help="Google Cloud project (else spec, else GOOGLE_CLOUD_PROJECT).")]
 RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI region (else spec, else CLOUD_ML_REGION).")]
-StagingBucketOpt = Annotated[Optional[str], typer.Option("--staging-bucket", help="gs://BUCKET[/PREFIX] for python_package.source packages (else the spec's staging_bucket).")]
+StagingBucketOpt = Annotated[Optional[str], typer.Option("--staging-bucket", help="gs://BUCKET or gs://BUCKET/PREFIX for python_package.source packages (else the spec's staging_bucket).")]
 DisplayNameOpt = Annotated[Optional[str], typer.Option("--display-name", help="Overrides display_name (gcloud configs: default is the file stem).")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
 EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="HOST:PORT of a vxtrain emulator instead of Vertex AI.")]

@@ -52,13 +52,17 @@ def _print_text(result: Result) -> None:
     if not result.valid:
         return
     out = console()
-    out.rule(f"CustomJob {result.custom_job.get('displayName', '') if result.custom_job else ''}")
+    from rich.markup import escape
+
+    # The job's own strings are data, not rich markup: `args: ["--filter=[abc]"]` must print as
+    # written (markup would drop "[abc]"), and a "[/x]" in them must not raise MarkupError.
+    out.rule(f"CustomJob {escape(result.custom_job.get('displayName', '')) if result.custom_job else ''}")
     out.print_json(json.dumps(result.custom_job)) if out.is_terminal else out.print(
-        json.dumps(result.custom_job, indent=2))
+        json.dumps(result.custom_job, indent=2), markup=False, highlight=False)
     if result.hyperparameter_tuning_job is not None:
         out.rule("HyperparameterTuningJob (studySpec)")
         study = {k: v for k, v in result.hyperparameter_tuning_job.items() if k != "trialJobSpec"}
-        out.print(json.dumps(study, indent=2))
+        out.print(json.dumps(study, indent=2), markup=False, highlight=False)
         for line in _study_lines(result):
             out.print(line, markup=False, highlight=False)
     if result.packages:

@@ -404,6 +404,7 @@ class _Legacy:
             image, image_src = self.config("chief").get("imageUri"), self.src("masterConfig", "imageUri")
         if image is not None:
             self.conv.put((role, "image"), image, image_src)
+            self._warn_package_ignored(role)
             if "containerCommand" in config:
                 self.conv.put((role, "command"), config["containerCommand"], cfg_src + ("containerCommand",))
         else:
@@ -414,6 +415,16 @@ class _Legacy:
             self.conv.put((role, "args"), self.ti["args"], self.src("args"))
         if "diskConfig" in config:
             self._disk(role, config["diskConfig"], cfg_src + ("diskConfig",))
+
+    def _warn_package_ignored(self, role: str) -> None:
+        # A custom container runs its own code, so the converted pool has no place for
+        # the package fields: say so rather than drop them silently.
+        given = [k for k in ("packageUris", "pythonModule") if k in self.ti]
+        if role == "chief" and given:
+            self.conv.warning("legacy-package-ignored",
+                              f"{' and '.join(given)} (here or from --package-path/--module-name) are not used: "
+                              "masterConfig.imageUri runs a custom container; drop them, or drop imageUri to "
+                              "run the package in a prebuilt image (runtimeVersion)", self.src(given[-1]))
 
     def _python_package(self, role: str) -> None:
         missing = [k for k in ("packageUris", "pythonModule") if k not in self.ti]

@@ -11,6 +11,10 @@ from vxtrain.diagnostics import Diagnostic, error
 
 _TAB_HINT = "YAML does not allow tabs for indentation: indent with spaces"
 _CONTROL_HINT = "remove the control character, or write it as an escape (\\x07) in a double-quoted string"
+# '{' ends a plain scalar inside [ ] and { } (YAML's flow indicators), so `{replicas: ${N}}`
+# is a syntax error before any ${VAR} is substituted: https://yaml.org/spec/1.2.2/#flow-collections
+_VAR_IN_FLOW_HINT = ("a ${VAR} inside [ ] or { } must be quoted (\"${VAR}\" gives a string), or write that "
+                     "mapping or list in block style, where a plain ${VAR} is typed like YAML")
 # (fragment of the problem, fragment of the context, hint): both must match.
 _HINTS = (
     ("end of stream", "quoted scalar", "a quoted string is not closed: check for a missing ' or \""),
@@ -33,7 +37,8 @@ def syntax_diag(exc: yaml.YAMLError, text: str, file: str) -> Diagnostic:
     mark = getattr(exc, "problem_mark", None)
     line, column = (mark.line + 1, mark.column + 1) if mark is not None else offset_mark(exc, text)
     message = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
-    hint = _TAB_HINT if _tab_at(text, line, column) else next(
+    hint = _TAB_HINT if _tab_at(text, line, column) else _VAR_IN_FLOW_HINT if (
+        "flow" in context and _var_at(text, line, column)) else next(
         (h for p, c, h in _HINTS if p in problem and c in context), "")
     return error("yaml-syntax", message + (f"; hint: {hint}" if hint else ""),
                  file=file, line=line, column=column)
@@ -47,6 +52,14 @@ def _tab_at(text: str, line: int | None, column: int | None) -> bool:
     here = lines[line - 1]
     indent = here[:len(here) - len(here.lstrip(" \t"))]
     return "\t" in indent or here[column - 1:column] == "\t"
+
+
+def _var_at(text: str, line: int | None, column: int | None) -> bool:
+    """Whether a ``${`` ends just before the error (the '{' a flow collection stopped at)."""
+    lines = text.splitlines()
+    if line is None or column is None or not 0 < line <= len(lines):
+        return False
+    return lines[line - 1][max(column - 2, 0):column] == "${"
 
 
 def offset_mark(exc: Exception, text: str) -> tuple[int | None, int | None]:

@@ -70,7 +70,7 @@ def download(uri: str, folder: Path) -> Path:
     bucket, name = split_gs_uri(uri)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / Path(name).name
-    client = storage_client()
+    client = storage_client(purpose=f"download {uri}")  # in the emulator: its own environment
     try:
         client.bucket(bucket).blob(name).download_to_filename(str(target))
     except gexc.NotFound as exc:

@@ -48,8 +48,9 @@ def split_gs_uri(uri: str) -> tuple[str, str]:
     return bucket, name
 
 
-def storage_client(project: str | None = None) -> Client:
-    """A storage client: anonymous against ``STORAGE_EMULATOR_HOST``, else default credentials."""
+def storage_client(project: str | None = None, purpose: str = "upload the package") -> Client:
+    """A storage client: anonymous against ``STORAGE_EMULATOR_HOST``, else default credentials
+    (``purpose`` says what they were needed for when there are none)."""
     from google.auth.exceptions import GoogleAuthError
     from google.cloud import storage
 
@@ -57,8 +58,9 @@ def storage_client(project: str | None = None) -> Client:
         return storage.Client(project=project)
     except GoogleAuthError as exc:
         raise PermissionError_(
-            f"no Google Cloud credentials to upload the package with ({exc}); "
-            "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS") from exc
+            f"no Google Cloud credentials to {purpose} with ({exc}); "
+            "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS "
+            "(for a GCS emulator: set STORAGE_EMULATOR_HOST where this runs)") from exc
 
 
 def existing_generation(uri: str, client: Client) -> int | None:

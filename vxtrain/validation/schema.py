@@ -171,7 +171,9 @@ def _unknown_keys(err: Any, path: KeyPath, native: NativeSpec) -> list[Diagnosti
 
 def _bad_enum(err: Any, path: KeyPath, native: NativeSpec) -> Diagnostic:
     choices = [str(c) for c in err.validator_value]
-    close = difflib.get_close_matches(str(err.instance), choices, n=1, cutoff=0.5)
+    by_case = {c.casefold(): c for c in choices}  # `strategy: spot` is SPOT in the wrong case
+    close = ([by_case[str(err.instance).casefold()]] if str(err.instance).casefold() in by_case
+             else difflib.get_close_matches(str(err.instance), choices, n=1, cutoff=0.5))
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     msg = f"{_describe(err.instance)} is not accepted{hint}; expected one of {', '.join(choices)}"
     return error("bad-value", msg, **native.where(path))
