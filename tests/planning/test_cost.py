@@ -145,6 +145,9 @@ def test_without_a_timeout_the_bound_is_vertex_default_of_seven_days() -> None:
     assert c.timeout_default and c.timeout_seconds == 7 * 24 * 3600
     assert c.max_total == pytest.approx(3 * N1S4 * 168)
     assert c.to_json()["timeout_hours"] == 168
+    # The plan contract: max_total is null without a timeout; the 7-day bound sits beside it.
+    assert c.to_json()["max_total"] is None
+    assert c.to_json()["max_total_at_default_timeout"] == pytest.approx(3 * N1S4 * 168)
 
 
 def test_a_study_multiplies_by_trials_and_runs_parallel_trials_per_hour() -> None:
@@ -156,6 +159,14 @@ def test_a_study_multiplies_by_trials_and_runs_parallel_trials_per_hour() -> Non
     assert c.per_hour == pytest.approx(3 * trial)
     assert c.max_total == pytest.approx(trial * 0.5 * 10)
     assert c.to_json()["study"] == {"per_trial_hour": round(trial, 8), "max_trials": 10, "parallel_trials": 3}
+    assert "3 trials at a time" in cost.total_lines(c)[0] and "(10 trials × 0.5 h timeout)" in cost.total_lines(c)[0]
+
+
+def test_a_one_trial_at_a_time_study_says_trial() -> None:
+    study = {"metric": {"id": "acc", "goal": "maximize"}, "max_trials": 1, "parallel_trials": 1,
+             "parameters": {"lr": {"type": "double", "min": 0.001, "max": 0.1}}}
+    line = cost.total_lines(cost_of(job(study=study, scheduling={"timeout": "1h"})))[0]
+    assert "1 trial at a time" in line and "(1 trial × 1 h timeout)" in line
 
 
 def test_spot_uses_spot_prices(monkeypatch: pytest.MonkeyPatch) -> None:

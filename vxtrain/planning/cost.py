@@ -373,9 +373,13 @@ def total_lines(cost: Cost) -> list[str]:
         return [head] if cost.unknown else ["Job: cost unknown"]
     if cost.study:
         return [f"Study: {usd(cost.per_trial_hour)}/h per trial, {usd(cost.per_hour)}/h with "
-                f"{cost.parallel_trials or 1} trials at a time; at most {usd(cost.max_total)} "
-                f"({cost.max_trials} trials × {timeout}) [{cost.confidence}]"]
+                f"{_trials(cost.parallel_trials or 1)} at a time; at most {usd(cost.max_total)} "
+                f"({_trials(cost.max_trials or 0)} × {timeout}) [{cost.confidence}]"]
     return [f"Job: {usd(cost.per_hour)}/h; at most {usd(cost.max_total)} up to {timeout} [{cost.confidence}]"]
+
+
+def _trials(n: int) -> str:
+    return f"{n} trial" if n == 1 else f"{n} trials"
 
 
 def _short(u: Unknown) -> str:
