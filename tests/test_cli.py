@@ -211,3 +211,22 @@ def test_plan_text_prints_the_jobs_strings_as_written_not_as_markup(
     assert code == 0, err
     assert "CustomJob [/red] x" in out
     assert '"--filter=[abc]"' in out and '"--t=[bold]b"' in out
+
+
+def test_with_output_json_an_error_is_still_one_document_on_stdout(capsys: pytest.CaptureFixture[str],
+                                                                    tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("display_name: x\nchief: {machine_type: n1-standrd-4, image: i}\n")
+    code, doc = run_json(capsys, "submit", str(bad), "--target", "local")
+    assert code == 1
+    (d,) = doc["error"]["diagnostics"]
+    assert doc["error"]["exit_code"] == 1 and d["code"] == "unknown-machine-type" and (d["line"], d["column"]) == (2, 9)
+    code, doc = run_json(capsys, "env", str(EXAMPLES / "quickstart.yaml"), "--replica", "workerpool9:0")
+    assert code == 1 and "no replica workerpool9:0" in doc["error"]["message"]
+
+
+def test_without_output_json_an_error_leaves_stdout_empty(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("display_name: x\nchief: {machine_type: n1-standrd-4, image: i}\n")
+    code, out, err = run(capsys, "submit", str(bad), "--target", "local")
+    assert code == 1 and out == "" and "unknown-machine-type" in err

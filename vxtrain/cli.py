@@ -21,7 +21,8 @@ from typing_extensions import Annotated
 from vxtrain import __version__
 from vxtrain.commands import COMMANDS
 from vxtrain.commands._common import print_diagnostics
-from vxtrain.errors import SpecError, VxtrainError
+from vxtrain.commands._common import emit_json
+from vxtrain.errors import JobFailedError, LocalRunError, SpecError, VxtrainError
 
 app = typer.Typer(
     name="vxtrain",
@@ -73,10 +74,32 @@ def _interrupted(exc: BaseException) -> bool:
     return False
 
 
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for ``--output json`` (``-o json``, ``--output=json``)."""
+    for flag, value in zip(argv, [*argv[1:], ""]):
+        if flag in ("--output", "-o") and value == "json" or flag in ("--output=json", "-ojson"):
+            return True
+    return False
+
+
+def _error_document(exc: VxtrainError) -> None:
+    """With ``--output json`` an error still leaves one JSON document on stdout, so a
+    script that parses stdout gets the reason instead of nothing. A job that ended
+    FAILED (or a replica that failed) is reported by the command's own document."""
+    if isinstance(exc, (JobFailedError, LocalRunError)):
+        return
+    error: dict[str, object] = {"type": type(exc).__name__.rstrip("_"), "exit_code": exc.exit_code,
+                                "message": str(exc)}
+    if isinstance(exc, SpecError):
+        error["diagnostics"] = [d.to_json() for d in exc.diagnostics]
+    emit_json({"error": error})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns (and exits with) the exit code."""
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        app(args=list(argv) if argv is not None else None, prog_name="vxtrain")
+        app(args=args, prog_name="vxtrain")
         code = 0
     except SystemExit as exc:  # typer/click exit with the command's code (2 for usage)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -86,9 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as exc:
         print_diagnostics(exc.diagnostics)
         code = exc.exit_code
+        if _wants_json(args):
+            _error_document(exc)
     except VxtrainError as exc:
         typer.echo(f"vxtrain: error: {exc}", err=True)
         code = exc.exit_code
+        if _wants_json(args):
+            _error_document(exc)
     except KeyboardInterrupt:
         typer.echo("vxtrain: interrupted", err=True)
         code = 130
