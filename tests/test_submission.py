@@ -429,7 +429,9 @@ def test_cli_permanent_errors_exit_4_with_no_job(emulator: EmulatorHandle, tmp_p
     emulator.add_fault(fault)
     code, out, err = run(capsys, "submit", str(write_spec(tmp_path)), "--endpoint", emulator.address,
                          "--output", "json")
-    assert code == 4 and out == "" and emulator.jobs() == []
+    # stdout: the one JSON document --output json promises, here the error's.
+    assert code == 4 and out["error"]["exit_code"] == 4 and emulator.jobs() == []
+    assert out["error"]["message"] in err
     assert err.startswith("vxtrain: error: ") and len(err.strip().splitlines()) == 1
     assert ("try another region/machine type" in err) if "quota" in fault else ("actAs" in err)
 
@@ -519,3 +521,20 @@ def test_a_server_refusal_of_a_pool_points_into_the_spec(tmp_path: Path) -> None
     assert spec_location(result, message) == f" (at {spec}:2:1, key chief)"
     assert spec_location(result, "workerPoolSpecs[1] is wrong") == ""  # no workers in this spec
     assert spec_location(result, "Quota exceeded") == ""
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_waiting_says_the_remote_job_keeps_running() -> None:
+    with start_emulator(simulate_seconds=60, environ={}) as handle, \
+            vertex.connect(endpoint=handle.address) as client:
+        name = submit(client)["name"]
+        proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "wait", name, "--endpoint", handle.address,
+                                 "--no-logs"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.0)  # the CLI is started and polling
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert f"the job keeps running: `vxtrain cancel {name}` stops it" in err
+        assert "vxtrain: interrupted" in err and "Traceback" not in err
+        assert api.get(name, backend=client)["state"] not in api.TERMINAL_STATES  # still running, as said
+        api.cancel(name, backend=client, backoff=FAST)

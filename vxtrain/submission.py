@@ -522,21 +522,27 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
         retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
         delays = _delays(_default_backoff(api, poll, LOCAL_POLL, VERTEX_POLL))
         start = time.monotonic()
-        while True:
-            view = job_view(_get(api, name, retry), emulated=api.emulated)
-            elapsed = time.monotonic() - start
-            ended = view["state"] in TERMINAL_STATES
-            if ended and watch is not None:
-                watch.finish()  # the job's last lines before the line that says it ended
-            if progress is not None:
-                progress(view, elapsed)
-            if ended:
-                break
-            if timeout is not None and elapsed >= timeout:
-                raise errors.UnavailableError(f"{name} is still {view['state']} after {timeout:.0f} s")
-            delay = next(delays)
-            # The last poll comes at the timeout, not up to a whole backoff step past it.
-            pause(delay if timeout is None else min(delay, max(timeout - elapsed, 0.0)))
+        try:
+            while True:
+                view = job_view(_get(api, name, retry), emulated=api.emulated)
+                elapsed = time.monotonic() - start
+                ended = view["state"] in TERMINAL_STATES
+                if ended and watch is not None:
+                    watch.finish()  # the job's last lines before the line that says it ended
+                if progress is not None:
+                    progress(view, elapsed)
+                if ended:
+                    break
+                if timeout is not None and elapsed >= timeout:
+                    raise errors.UnavailableError(f"{name} is still {view['state']} after {timeout:.0f} s")
+                delay = next(delays)
+                # The last poll comes at the timeout, not up to a whole backoff step past it.
+                pause(delay if timeout is None else min(delay, max(timeout - elapsed, 0.0)))
+        except KeyboardInterrupt:
+            # Ctrl-C stops the following, not the job (unless this process runs it).
+            if not getattr(api, "in_process", False):
+                _say(f"stopped following {name}; the job keeps running: `vxtrain cancel {name}` stops it")
+            raise
     if check:
         raise_for_state(view)
     return view

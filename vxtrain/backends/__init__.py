@@ -56,6 +56,7 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
         for labels, local in local_jobs:
             handle.emulator.register_local(labels, local)
         with connect(endpoint=handle.address) as backend:
+            backend.in_process = True  # its jobs stop with this process (wait's Ctrl-C says so)
             yield backend
 
 

@@ -230,6 +230,8 @@ class VertexBackend:
         self.region = region
         self.endpoint = endpoint
         self.emulated = endpoint is not None
+        #: True for `--target local`'s in-process emulator: its jobs end with this process.
+        self.in_process = False
         self.timeout = timeout
         self._credentials = credentials
         self._host = split_endpoint(endpoint)[0] if endpoint else vertex_host(region or "")
