@@ -1,7 +1,9 @@
 """What every part of the emulator shares: the error its RPCs answer with, the
-two job kinds it stores, the job states it walks through, and message helpers."""
+two job kinds it stores, the job states it walks through, page tokens (cursors, not
+offsets) and message helpers."""
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -86,3 +88,23 @@ def copy(message: Any) -> Any:
     """A deep copy of a proto-plus message (stored jobs are never handed out)."""
     cls = type(message)
     return cls.deserialize(cls.serialize(message))
+
+
+def encode_cursor(direction: str, seq: int) -> str:
+    """A page cursor, not an offset: the next page starts ``direction`` ("before" or
+    "after") the item numbered ``seq``, so items added or removed between two pages
+    neither repeat nor vanish."""
+    return base64.urlsafe_b64encode(f"{direction}:{seq}".encode()).decode()
+
+
+def decode_cursor(direction: str, token: str) -> int | None:
+    """The ``seq`` a :func:`encode_cursor` continues from (None: the first page)."""
+    if not token:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(token.encode()).decode()
+        if not text.startswith(f"{direction}:"):
+            raise ValueError(text)
+        return int(text.removeprefix(f"{direction}:"))
+    except (ValueError, UnicodeDecodeError):
+        raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"Invalid page_token {token!r}.") from None

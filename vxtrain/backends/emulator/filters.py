@@ -2,11 +2,10 @@
 
 Filters are the AIP-160 subset clients use on jobs (https://google.aip.dev/160):
 ``labels.K=V``, ``labels.K:*``, ``state=S``, ``state!=S``, ``display_name="x"``
-and ``display_name:"x_*"``, joined by AND. Page tokens are cursors, not offsets.
+and ``display_name:"x_*"``, joined by AND. (Page tokens: common.encode_cursor.)
 """
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -96,23 +95,4 @@ def _state_predicate(op: str, value: str) -> Predicate:
                        f"Invalid state {value!r} in filter: use a JobState name such as JOB_STATE_RUNNING.")
     state = JobState.__members__[value]
     return _negate(lambda job: job.state == state, op == "!=")
-
-
-def page_token(seq: int) -> str:
-    """A cursor, not an offset: the next page starts after the job numbered ``seq``,
-    so jobs created or deleted between two pages neither repeat nor vanish."""
-    return base64.urlsafe_b64encode(f"before:{seq}".encode()).decode()
-
-
-def page_cursor(token: str) -> int | None:
-    """The ``seq`` a page token continues from (None: the first page)."""
-    if not token:
-        return None
-    try:
-        text = base64.urlsafe_b64decode(token.encode()).decode()
-        if not text.startswith("before:"):
-            raise ValueError(text)
-        return int(text.removeprefix("before:"))
-    except (ValueError, UnicodeDecodeError):
-        raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, f"Invalid page_token {token!r}.") from None
 

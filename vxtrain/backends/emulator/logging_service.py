@@ -17,7 +17,6 @@ other method answers UNIMPLEMENTED. The handler is built like the JobService's
 """
 from __future__ import annotations
 
-import base64
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,7 +30,7 @@ from google.cloud.logging_v2.types import logging as lg
 from google.logging.type import log_severity_pb2
 
 from vxtrain.backends.base import ML_JOB, SERVICE_TASK, parse_time
-from vxtrain.backends.emulator.common import RpcError, unary_handler
+from vxtrain.backends.emulator.common import RpcError, decode_cursor, encode_cursor, unary_handler
 
 SERVICE = "google.logging.v2.LoggingServiceV2"
 #: ListLogEntriesRequest.page_size: "Default is 50. Maximum is 1000"
@@ -105,7 +104,7 @@ class LogStore:
         predicates = parse_filter(filter_)
         descending = _descending(order_by)
         size = _page_size(page_size)
-        after = _page_cursor(page_token)
+        after = decode_cursor("after", page_token)
         with self._lock:
             stored = list(self._entries)
         ordered: Iterable[_Stored] = reversed(stored) if descending else stored
@@ -120,7 +119,7 @@ class LogStore:
                 more = True
                 break
             page.append(item)
-        token = _page_token(page[-1].seq) if more else ""
+        token = encode_cursor("after", page[-1].seq) if more else ""
         return [s.entry for s in page], token
 
 
@@ -166,24 +165,6 @@ def _page_size(size: int) -> int:
     if size < 0:
         raise _invalid(f"Invalid page_size {size}.")
     return min(size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-
-
-def _page_token(seq: int) -> str:
-    """A cursor (the last entry given), not an offset: lines written between two pages
-    neither repeat nor shift a page."""
-    return base64.urlsafe_b64encode(f"after:{seq}".encode()).decode()
-
-
-def _page_cursor(token: str) -> int | None:
-    if not token:
-        return None
-    try:
-        text = base64.urlsafe_b64decode(token.encode()).decode()
-        if not text.startswith("after:"):
-            raise ValueError(text)
-        return int(text.removeprefix("after:"))
-    except (ValueError, UnicodeDecodeError):
-        raise _invalid(f"Invalid page_token {token!r}.") from None
 
 
 # --- the query language subset ----------------------------------------------------------

@@ -28,6 +28,7 @@ from vxtrain.backends.emulator import filters
 from vxtrain.backends.emulator.checks import check_name, invalid_argument, job_problems, parse_parent
 from vxtrain.backends.emulator.common import (
     CANCELLING, FAILED, PENDING, QUEUED, RUNNING, SUCCEEDED, TERMINAL_STATES, Kind, RpcError, copy, now,
+    decode_cursor, encode_cursor,
 )
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS, Fault, FaultPlan, fault_error
 from vxtrain.backends.emulator.logging_service import LogStore
@@ -183,7 +184,7 @@ class Emulator:
         """One page of the jobs under ``parent`` matching ``filter_``, newest first."""
         parse_parent(parent)
         preds = filters.parse_filter(filter_)
-        before = filters.page_cursor(page_token)
+        before = decode_cursor("before", page_token)
         size = page_size if page_size > 0 else filters.DEFAULT_PAGE_SIZE
         prefix = f"{parent}/{kind.collection}/"
         with self._lock:
@@ -192,7 +193,7 @@ class Emulator:
                        and (before is None or r.seq < before) and all(p(r.job) for p in preds)]
             page = [copy(r.job) for r in matched[:size]]
         more = len(matched) > size
-        return page, filters.page_token(matched[size - 1].seq) if more else ""
+        return page, encode_cursor("before", matched[size - 1].seq) if more else ""
 
     def cancel(self, kind: Kind, name: str) -> None:
         """Ask a job to stop: CANCELLING now, CANCELLED once its processes ended."""
