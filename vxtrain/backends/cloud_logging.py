@@ -19,7 +19,7 @@ from typing import Any
 
 from vxtrain import errors
 from vxtrain.backends.base import MAX_PAGE_SIZE, EntryDict
-from vxtrain.backends.vertex import DEFAULT_TIMEOUT, check_guard, split_endpoint, translate
+from vxtrain.backends.vertex import DEFAULT_TIMEOUT, check_guard, gapic_client, guarded, split_endpoint
 
 #: Cloud Logging's API endpoint (https://cloud.google.com/logging/docs/reference/v2/rpc).
 LOGGING_HOST = "logging.googleapis.com"
@@ -46,24 +46,18 @@ class CloudLoggingReader:
     def _client(self) -> Any:
         if self._client_obj is None:
             check_guard(self._host)
-            self._client_obj = _guarded(self._make_client)
+            self._client_obj = self._guarded(self._make_client)
         return self._client_obj
 
     def _make_client(self) -> Any:
         from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
+        from google.cloud.logging_v2.services.logging_service_v2.transports import LoggingServiceV2GrpcTransport
 
-        if not self.emulated:
-            return LoggingServiceV2Client(credentials=self._credentials,
-                                          client_options={"api_endpoint": self._host})
-        import grpc
-        from google.auth.credentials import AnonymousCredentials
-        from google.cloud.logging_v2.services.logging_service_v2.transports import (
-            LoggingServiceV2GrpcTransport,
-        )
+        return gapic_client(LoggingServiceV2Client, LoggingServiceV2GrpcTransport, host=self._host,
+                            endpoint=self.endpoint, credentials=self._credentials)
 
-        channel = grpc.insecure_channel(self.endpoint or "")
-        return LoggingServiceV2Client(transport=LoggingServiceV2GrpcTransport(
-            channel=channel, credentials=AnonymousCredentials()))
+    def _guarded(self, call: Callable[[], Any]) -> Any:
+        return guarded(call, host=self._host, explain=_explain)
 
     def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
                      page_size: int = MAX_PAGE_SIZE) -> Iterator[EntryDict]:
@@ -74,10 +68,10 @@ class CloudLoggingReader:
         request = {"resource_names": [f"projects/{project}"], "filter": filter, "order_by": order_by,
                    "page_size": page_size}
         # retry=None: the caller decides (a follower backs off rather than hammering a quota).
-        pager = _guarded(lambda: client.list_log_entries(request=request, retry=None, timeout=self.timeout))
+        pager = self._guarded(lambda: client.list_log_entries(request=request, retry=None, timeout=self.timeout))
         pages = iter(pager.pages)
         while True:
-            page = _guarded(lambda: next(pages, None))
+            page = self._guarded(lambda: next(pages, None))
             if page is None:
                 return
             self.calls += 1
@@ -89,23 +83,6 @@ class CloudLoggingReader:
         if self._client_obj is not None:
             self._client_obj.transport.close()
         self._client_obj = None
-
-
-def _guarded(call: Callable[[], Any]) -> Any:
-    """Run ``call``, translating google.api_core and google.auth errors into vxtrain.errors."""
-    from google.api_core import exceptions as gexc
-    from google.auth import exceptions as auth_exc
-
-    try:
-        return call()
-    except gexc.GoogleAPICallError as exc:
-        raise _explain(translate(exc), exc) from exc
-    except auth_exc.DefaultCredentialsError as exc:
-        raise errors.PermissionError_(
-            f"no Application Default Credentials: {exc}; run `gcloud auth application-default login` "
-            f"or set GOOGLE_APPLICATION_CREDENTIALS") from exc
-    except auth_exc.GoogleAuthError as exc:
-        raise errors.PermissionError_(f"authentication failed: {exc}") from exc
 
 
 def _explain(mapped: errors.ApiError, exc: BaseException) -> errors.ApiError:

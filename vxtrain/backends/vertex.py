@@ -184,6 +184,42 @@ def region_of(name: str) -> str | None:
 
 # --- endpoints and the guard -------------------------------------------------
 
+def gapic_client(client_cls: Any, transport_cls: Any, *, host: str, endpoint: str | None,
+                 credentials: Any = None) -> Any:
+    """A GAPIC client (JobService, LoggingServiceV2…) for ``host`` with Application
+    Default Credentials, or for the emulator at ``endpoint``: an insecure loopback
+    channel with anonymous credentials, which the real client talks to unchanged."""
+    if endpoint is None:
+        return client_cls(credentials=credentials, client_options={"api_endpoint": host})
+    import grpc
+    from google.auth.credentials import AnonymousCredentials
+
+    channel = grpc.insecure_channel(endpoint)
+    return client_cls(transport=transport_cls(channel=channel, credentials=AnonymousCredentials()))
+
+
+def guarded(call: Callable[[], Any], *, host: str, region: str | None = None,
+            explain: Callable[[errors.ApiError, BaseException], errors.ApiError] | None = None) -> Any:
+    """Run ``call``, translating every google.api_core / google.auth error into
+    vxtrain.errors (``explain`` rewords a translated API error for its service)."""
+    from google.api_core import exceptions as gexc
+    from google.auth import exceptions as auth_exc
+
+    try:
+        return call()
+    except gexc.GoogleAPICallError as exc:
+        mapped = translate(exc, region=region)
+        if mapped.transient and _UNRESOLVED.search(str(exc)):
+            mapped.unresolved_host = host  # retried for a bounded time only
+        raise (explain(mapped, exc) if explain else mapped) from exc
+    except auth_exc.DefaultCredentialsError as exc:
+        raise errors.PermissionError_(
+            f"no Application Default Credentials: {exc}; run `gcloud auth "
+            f"application-default login` or set GOOGLE_APPLICATION_CREDENTIALS") from exc
+    except auth_exc.GoogleAuthError as exc:
+        raise errors.PermissionError_(f"authentication failed: {exc}") from exc
+
+
 def split_endpoint(endpoint: str) -> tuple[str, int]:
     """``HOST:PORT`` (or ``[::1]:PORT``) → (host, port); a usage error otherwise."""
     host, sep, port = endpoint.rpartition(":")
@@ -236,7 +272,6 @@ class VertexBackend:
         self._credentials = credentials
         self._host = split_endpoint(endpoint)[0] if endpoint else vertex_host(region or "")
         self._client_obj: Any = None
-        self._channel: Any = None
 
     def __repr__(self) -> str:
         target = f"emulator {self.endpoint}" if self.emulated else f"Vertex AI {self._host}"
@@ -252,38 +287,13 @@ class VertexBackend:
 
     def _make_client(self) -> Any:
         from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
+        from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
 
-        if not self.emulated:
-            return JobServiceClient(credentials=self._credentials,
-                                    client_options={"api_endpoint": self._host})
-        import grpc
-        from google.auth.credentials import AnonymousCredentials
-        from google.cloud.aiplatform_v1.services.job_service.transports import (
-            JobServiceGrpcTransport,
-        )
-
-        self._channel = grpc.insecure_channel(self.endpoint or "")
-        transport = JobServiceGrpcTransport(channel=self._channel, credentials=AnonymousCredentials())
-        return JobServiceClient(transport=transport)
+        return gapic_client(JobServiceClient, JobServiceGrpcTransport, host=self._host,
+                            endpoint=self.endpoint, credentials=self._credentials)
 
     def _guarded(self, call: Callable[[], Any], region: str | None) -> Any:
-        """Run ``call``, translating every lower-level error into vxtrain.errors."""
-        from google.api_core import exceptions as gexc
-        from google.auth import exceptions as auth_exc
-
-        try:
-            return call()
-        except gexc.GoogleAPICallError as exc:
-            mapped = translate(exc, region=region)
-            if mapped.transient and _UNRESOLVED.search(str(exc)):
-                mapped.unresolved_host = self._host  # retried for a bounded time only
-            raise mapped from exc
-        except auth_exc.DefaultCredentialsError as exc:
-            raise errors.PermissionError_(
-                f"no Application Default Credentials: {exc}; run `gcloud auth "
-                f"application-default login` or set GOOGLE_APPLICATION_CREDENTIALS") from exc
-        except auth_exc.GoogleAuthError as exc:
-            raise errors.PermissionError_(f"authentication failed: {exc}") from exc
+        return guarded(call, host=self._host, region=region)
 
     def _rpc(self, method: str, region_hint: str, **request: Any) -> Any:
         client = self._client()
@@ -354,7 +364,6 @@ class VertexBackend:
         if self._client_obj is not None:
             self._client_obj.transport.close()
         self._client_obj = None
-        self._channel = None
 
     def __enter__(self) -> VertexBackend:
         return self
