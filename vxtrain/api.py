@@ -352,9 +352,8 @@ def _publish(result: Result, project: str) -> None:
     """Build and upload the job's source packages that are not in the staging bucket yet."""
     if not result.packages:
         return
-    import sys
-
     from vxtrain.packaging import jobs
+    from vxtrain.submission import say  # lazy: as in submit()
 
     if any(p.uri.startswith(jobs.UNSET_BUCKET) for p in result.packages):
         assert result.native is not None
@@ -363,7 +362,7 @@ def _publish(result: Result, project: str) -> None:
             "no-staging-bucket", "python_package.source must be uploaded before the job is created, and no "
             "staging bucket is set: pass --staging-bucket gs://BUCKET[/PREFIX] or set staging_bucket: in the spec",
             **result.native.where(_source_key(result.native, roles[0])))])
-    jobs.publish(result.packages, project, say=lambda m: sys.stderr.write(f"vxtrain: {m}\n"))
+    jobs.publish(result.packages, project, say=say)
 
 
 def _source_key(native: NativeSpec, role: str) -> tuple[str, ...]:

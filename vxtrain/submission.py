@@ -192,7 +192,7 @@ def _is_transient(exc: Exception) -> bool:
     return isinstance(exc, errors.ApiError) and exc.transient
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
     """Report on stderr as it happens (the CLI's progress and log lines go there too)."""
     sys.stderr.write(f"vxtrain: {line}\n")
     sys.stderr.flush()
@@ -244,7 +244,7 @@ class _RetryReport:
 
 
 def retrying(call: Callable[[], T], backoff: Backoff, what: str = "the call",
-             say: Callable[[str], None] = _say) -> T:
+             say: Callable[[str], None] = say) -> T:
     """Run ``call`` under google.api_core.retry, retrying transient ApiErrors only and
     reporting every retry through ``say`` (stderr); ``what`` names the call in reports."""
     # Lazy: google.api_core costs start-up time, and only a call to an API retries.
@@ -379,7 +379,7 @@ class _CreateAttempt:
 
 
 def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
-                backoff: Backoff, say: Callable[[str], None] = _say) -> tuple[JobDict, bool]:
+                backoff: Backoff, say: Callable[[str], None] = say) -> tuple[JobDict, bool]:
     """Create ``job`` labelled with ``key`` at most once; return (job, adopted).
 
     When the calls end in an error while a create's outcome is unknown, a last
@@ -541,7 +541,7 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
         except KeyboardInterrupt:
             # Ctrl-C stops the following, not the job (unless this process runs it).
             if not getattr(api, "in_process", False):
-                _say(f"stopped following {name}; the job keeps running: `vxtrain cancel {name}` stops it")
+                say(f"stopped following {name}; the job keeps running: `vxtrain cancel {name}` stops it")
             raise
     if check:
         raise_for_state(view)

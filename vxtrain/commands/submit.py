@@ -8,7 +8,6 @@ google.cloud.aiplatform is imported by the backend only when the call is made.
 """
 from __future__ import annotations
 
-import sys
 from contextlib import nullcontext
 from typing import Annotated, Any
 
@@ -28,7 +27,9 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
     While it waits, the job's log lines stream to stderr unless not ``logs``."""
     local = target is c.Target.local
     if local and not wait:
-        _say("--target local runs the job in this process: following it to the end")
+        from vxtrain.submission import say  # lazy: the CLI imports every command at start-up
+
+        say("--target local runs the job in this process: following it to the end")
     # Locally the job's processes are ours: a stop signal must stop them, not orphan them.
     with interrupt_on_signals() if local else nullcontext(), c.progress(wait or local) as progress:
         sink = progress.log if progress is not None and logs else None
@@ -49,10 +50,6 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
 
 def _discard(entries: list[Any]) -> None:
     """A log sink that shows nothing (``--target local --no-logs``)."""
-
-
-def _say(message: str) -> None:
-    sys.stderr.write(f"vxtrain: {message}\n")
 
 
 def register(app: typer.Typer) -> None:
