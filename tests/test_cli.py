@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 
 from vxtrain.cli import app, main
 from vxtrain.commands import COMMANDS
@@ -202,6 +203,22 @@ def test_every_command_prints_its_help(capsys: pytest.CaptureFixture[str], comma
     assert "Usage:" in out and "unexpected error" not in out + err
 
 
+def _help_texts() -> list[tuple[str, str]]:
+    root: Any = typer.main.get_command(app)
+    texts = [("vxtrain", root.help or "")]
+    for name, cmd in root.commands.items():
+        texts.append((name, cmd.help or ""))
+        texts += [(f"{name} {p.name}", getattr(p, "help", None) or "") for p in cmd.params]
+    return texts
+
+
+@pytest.mark.parametrize(("where", "text"), _help_texts())
+def test_help_text_shows_its_brackets(where: str, text: str) -> None:
+    # typer renders help as rich markup: an unescaped `[workerpoolK-I]` vanished from `logs --help`
+    from rich.text import Text
+    assert Text.from_markup(text).plain == text.replace("\\[", "["), where
+
+
 def test_plan_text_prints_the_jobs_strings_as_written_not_as_markup(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     spec = tmp_path / "job.yaml"
@@ -223,6 +240,17 @@ def test_with_output_json_an_error_is_still_one_document_on_stdout(capsys: pytes
     assert doc["error"]["exit_code"] == 1 and d["code"] == "unknown-machine-type" and (d["line"], d["column"]) == (2, 9)
     code, doc = run_json(capsys, "env", str(EXAMPLES / "quickstart.yaml"), "--replica", "workerpool9:0")
     assert code == 1 and "no replica workerpool9:0" in doc["error"]["message"]
+
+
+@pytest.mark.parametrize("argv", [["plan", "--bogus", "x.yaml"], ["plan"], ["submit", "x.yaml", "--target", "moon"]])
+def test_with_output_json_a_usage_error_is_one_document_too(capsys: pytest.CaptureFixture[str],
+                                                            argv: list[str]) -> None:
+    code, out, err = run(capsys, *argv, "--output", "json")
+    assert code == 2 and json.loads(out)["error"]["type"] == "UsageError"
+    message = json.loads(out)["error"]["message"]
+    assert message and message.split()[-1].strip("'.") in err  # the same reason as on stderr
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
 
 
 def test_without_output_json_an_error_leaves_stdout_empty(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

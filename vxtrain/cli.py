@@ -13,9 +13,10 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
-from typing import Optional
+from typing import Optional, TypeVar
 
 import typer
+from typer._click.exceptions import UsageError  # typer vendors click since 0.24 (pinned <0.29)
 from typing_extensions import Annotated
 
 from vxtrain import __version__
@@ -61,17 +62,21 @@ def _log_unexpected() -> str:
     return path
 
 
-def _interrupted(exc: BaseException) -> bool:
-    """True when ``exc`` comes from a KeyboardInterrupt (typer raises Exit(130) from it,
-    and sys.exit raises SystemExit while handling that Exit)."""
+E = TypeVar("E", bound=BaseException)
+
+
+def _in_chain(exc: BaseException, kind: type[E]) -> E | None:
+    """The first exception of ``kind`` among ``exc`` and what it was raised from or while
+    handling: typer turns Ctrl-C into Exit(130) and a usage error into sys.exit(2), and
+    sys.exit raises SystemExit while handling those."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, KeyboardInterrupt):
-            return True
+        if isinstance(current, kind):
+            return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return False
+    return None
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -103,9 +108,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = 0
     except SystemExit as exc:  # typer/click exit with the command's code (2 for usage)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if _interrupted(exc):  # typer turns Ctrl-C into a silent Exit(130)
+        if _in_chain(exc, KeyboardInterrupt):  # typer turns Ctrl-C into a silent Exit(130)
             typer.echo("vxtrain: interrupted", err=True)
             code = 130
+        usage = _in_chain(exc, UsageError)
+        if usage is not None and _wants_json(args):
+            emit_json({"error": {"type": "UsageError", "exit_code": usage.exit_code,
+                                 "message": usage.format_message()}})
     except SpecError as exc:
         print_diagnostics(exc.diagnostics)
         code = exc.exit_code

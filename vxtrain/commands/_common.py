@@ -49,6 +49,8 @@ RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI re
 StagingBucketOpt = Annotated[Optional[str], typer.Option("--staging-bucket", help="gs://BUCKET or gs://BUCKET/PREFIX for python_package.source packages (else the spec's staging_bucket).")]
 DisplayNameOpt = Annotated[Optional[str], typer.Option("--display-name", help="Overrides display_name (gcloud configs: default is the file stem).")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
+SpecArg = Annotated[str, typer.Argument(metavar="FILE", help="Spec file (native, gcloud config or legacy).")]
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="Full resource name, or a bare id with --project/--region.")]
 EndpointOpt = Annotated[Optional[str], typer.Option("--endpoint", help="HOST:PORT of a vxtrain emulator instead of Vertex AI.")]
 TargetOpt = Annotated[Target, typer.Option("--target", help="vertex, or local (an in-process emulator running the job here).")]
 MaxHourlyCostOpt = Annotated[Optional[float], typer.Option(

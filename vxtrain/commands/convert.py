@@ -91,7 +91,7 @@ def register(app: typer.Typer) -> None:
     @app.command("convert")
     @c.spec_options
     def _cmd(
-        path: Annotated[str, typer.Argument(help="Spec file in any format.")],
+        path: Annotated[str, typer.Argument(metavar="FILE", help="Spec file in any format.")],
         to: Annotated[ConvertTarget, typer.Option("--to", help="native, gcloud or gcloud-command.")],
         package_path: Annotated[Optional[str], typer.Option(
             "--package-path", help="Legacy configs: the package folder gcloud's --package-path gave "

@@ -189,8 +189,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("diff")
     def _cmd(
-        before: Annotated[str, typer.Argument(help="The spec before (e.g. the base branch's).")],
-        after: Annotated[Optional[str], typer.Argument(help="The spec after (default: BEFORE again, with --after-overlay/--after-set).")] = None,
+        before: Annotated[str, typer.Argument(metavar="BEFORE", help="The spec before (e.g. the base branch's).")],
+        after: Annotated[Optional[str], typer.Argument(metavar="[AFTER]", help="The spec after (default: BEFORE again, with --after-overlay/--after-set).")] = None,
         after_overlay: Annotated[Optional[list[str]], typer.Option("--after-overlay", help="Overlay applied to the after side only.")] = None,
         after_set: Annotated[Optional[list[str]], typer.Option("--after-set", help="dotted.key=value applied to the after side only.")] = None,
         output: c.OutputOpt = c.OutputFormat.text,

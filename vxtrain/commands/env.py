@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
     @app.command("env")
     @c.spec_options
     def _cmd(
-        path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
+        path: c.SpecArg,
         replica: Annotated[str, typer.Option("--replica", "-r", help="workerpoolK:I, e.g. workerpool1:0.")],
         trial: Annotated[Optional[str], typer.Option("--trial", help="Trial id (from 1) of a tuning job.")] = None,
         output: c.OutputOpt = c.OutputFormat.text,

@@ -82,20 +82,17 @@ def _print_table(views: Sequence[dict[str, Any]]) -> None:
         typer.echo(f"{job_id}\t{view['state']}\t{view['display_name']}\t{view.get('create_time') or ''}")
 
 
-NameArg = Annotated[str, typer.Argument(help="Full resource name, or a bare id with --project/--region.")]
-
-
 def register(app: typer.Typer) -> None:
     """Add ``status``, ``wait``, ``cancel`` and ``list``."""
 
     @app.command("status")
-    def _status(name: NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
+    def _status(name: c.NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
                 endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text) -> None:
         """Show a job's state, console URL and error."""
         raise typer.Exit(status(name, project=project, region=region, endpoint=endpoint, output=output))
 
     @app.command("wait")
-    def _wait(name: NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
+    def _wait(name: c.NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
               endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text,
               timeout: Annotated[Optional[float], typer.Option(
                   "--timeout", help="Give up (exit 4) after this many seconds.")] = None,
@@ -105,7 +102,7 @@ def register(app: typer.Typer) -> None:
                               timeout=timeout, logs=not no_logs))
 
     @app.command("cancel")
-    def _cancel(name: NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
+    def _cancel(name: c.NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
                 endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text) -> None:
         """Ask for a job to be cancelled."""
         raise typer.Exit(cancel(name, project=project, region=region, endpoint=endpoint, output=output))

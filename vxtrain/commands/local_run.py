@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
     @app.command("local-run")
     @c.spec_options
     def _cmd(
-        path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
+        path: c.SpecArg,
         trial: Annotated[Optional[str], typer.Option("--trial", help="Run as trial N (from 1) of a tuning job.")] = None,
         seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of a study's random search (reproducible trials).")] = None,
         output: c.OutputOpt = c.OutputFormat.text,

@@ -60,13 +60,13 @@ def register(app: typer.Typer) -> None:
 
     @app.command("logs")
     def _logs(
-        name: Annotated[str, typer.Argument(help="Full resource name, or a bare id with --project/--region.")],
+        name: c.NameArg,
         follow: Annotated[bool, typer.Option("--follow", help="Print lines as they arrive, until the job ends.")] = False,
         replica: Annotated[Optional[str], typer.Option("--replica", help="Only this replica's lines: workerpoolK-I (e.g. workerpool1-0).")] = None,
         since: Annotated[Optional[str], typer.Option("--since", help="Start at a time: a duration back (30s, 10m, 2h, 1d) or RFC 3339.")] = None,
         project: c.ProjectOpt = None, region: c.RegionOpt = None, endpoint: c.EndpointOpt = None,
         output: c.OutputOpt = c.OutputFormat.text,
     ) -> None:
-        """A job's log lines, [workerpoolK-I] text, oldest first (Cloud Logging, or the emulator's)."""
+        """A job's log lines, each after its replica (workerpoolK-I), oldest first (Cloud Logging, or the emulator's)."""
         raise typer.Exit(logs(name, project=project, region=region, endpoint=endpoint, follow=follow,
                               replica=replica, since=since, output=output))

@@ -114,7 +114,7 @@ def register(app: typer.Typer) -> None:
     @app.command("plan")
     @c.spec_options
     def _cmd(
-        path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
+        path: c.SpecArg,
         gradient_size: Annotated[Optional[str], typer.Option(
             "--gradient-size", help="Gradient size per step (e.g. 1.3GB) for the all-reduce estimate.")] = None,
         max_hourly_cost: c.MaxHourlyCostOpt = None,

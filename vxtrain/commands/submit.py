@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
     @app.command("submit")
     @c.spec_options
     def _cmd(
-        path: Annotated[str, typer.Argument(help="Spec file (native, gcloud config or legacy).")],
+        path: c.SpecArg,
         wait: Annotated[bool, typer.Option("--wait", help="Follow the job to the end (exit 3 if it fails).")] = False,
         endpoint: c.EndpointOpt = None,
         target: c.TargetOpt = c.Target.vertex,

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
     @app.command("validate")
     @c.spec_options
     def _cmd(
-        paths: Annotated[list[str], typer.Argument(help="Spec files or folders (recursed for *.yaml, *.yml).")],
+        paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Spec files or folders (recursed for *.yaml, *.yml).")],
         output: c.OutputOpt = c.OutputFormat.text,
         strict: c.StrictOpt = False,
         *,
