@@ -43,9 +43,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+WORKER = "import sys\nprint('worker ready')\nprint('worker warning', file=sys.stderr)"
+
+
 def finished_job(emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
     chief = "import time\nfor i in range(3):\n    print('chief', i, flush=True); time.sleep(0.05)"
-    code, out, _ = run(capsys, "submit", str(spec(tmp_path, chief, "print('worker ready')")),
+    code, out, _ = run(capsys, "submit", str(spec(tmp_path, chief, WORKER)),
                        "--endpoint", emulator.address, "--wait", "--no-logs", "--output", "json")
     assert code == 0
     return str(json.loads(out)["name"])
@@ -65,8 +68,9 @@ def test_logs_of_a_finished_job(emulator: EmulatorHandle, tmp_path: Path, capsys
                        "--replica", "workerpool1-0", "--output", "json")
     doc = json.loads(out)
     assert code == 0 and doc["name"] == name
-    assert [(e["replica"], e["text"], e["severity"]) for e in doc["entries"]] == [
-        ("workerpool1-0", "worker ready", "INFO")]
+    # as on Vertex AI, what a replica prints on stderr is logged as ERROR (the two streams' order may differ)
+    assert sorted((e["replica"], e["text"], e["severity"]) for e in doc["entries"]) == [
+        ("workerpool1-0", "worker ready", "INFO"), ("workerpool1-0", "worker warning", "ERROR")]
     assert set(doc["entries"][0]) == {"replica", "timestamp", "severity", "text"}
 
     code, out, _ = run(capsys, "logs", name, "--endpoint", emulator.address, "--since", "2000-01-01T00:00:00Z",

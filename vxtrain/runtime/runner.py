@@ -118,13 +118,17 @@ def write_line(out: Output, text: str) -> None:
 
 
 class _Printer:
-    """Writes whole lines to one output (see :func:`write_line`)."""
+    """Writes whole lines to the run's output (see :func:`write_line`); what replicas
+    print on stderr goes to ``err`` when there is one (the emulator logs it as ERROR)."""
 
-    def __init__(self, out: Output) -> None:
-        self._out = out
+    def __init__(self, out: Output, err: Output | None = None) -> None:
+        self._out, self._err = out, err
 
     def line(self, text: str) -> None:
         write_line(self._out, text)
+
+    def error_line(self, text: str) -> None:
+        write_line(self._out if self._err is None else self._err, text)
 
 
 # --- planning the processes ---------------------------------------------------
@@ -336,18 +340,23 @@ def _torch_vars(pool: Pool, i: int, world_size: int, port: int) -> dict[str, str
 
 # --- running them -------------------------------------------------------------
 
-def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], _Reader]:
+def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], list[_Reader]]:
+    # stdout and stderr stay apart, as on Vertex AI, where Cloud Logging gives a
+    # replica's stderr lines severity ERROR and its stdout lines INFO (seen in
+    # https://github.com/GoogleCloudPlatform/vertex-ai-samples/issues/242).
     try:
         proc = subprocess.Popen(plan.replica.command, cwd=plan.cwd, env=plan.env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
         raise LocalRunError(f"{plan.replica.name}: cannot start {plan.replica.command[0]!r} "
                             f"in {plan.cwd}: {exc.strerror or exc}") from exc
     reaper.guard(proc.pid)  # the replica leads its own group: pgid == pid
     plan.replica.pid = proc.pid
-    assert proc.stdout is not None
-    return proc, _Reader(proc.stdout, f"[{plan.replica.name}] ", printer, plan.replica.name)
+    assert proc.stdout is not None and proc.stderr is not None
+    prefix, name = f"[{plan.replica.name}] ", plan.replica.name
+    return proc, [_Reader(proc.stdout, prefix, printer.line, name),
+                  _Reader(proc.stderr, prefix, printer.error_line, f"{name}-stderr")]
 
 
 #: Seconds a reader may wait for more output, once its replica is gone, before
@@ -359,10 +368,10 @@ _DRAIN_LIMIT = 60.0
 
 
 class _Reader:
-    """Copies a replica's output, one whole line at a time, with its prefix (a daemon thread)."""
+    """Copies one output stream of a replica, one whole line at a time, with its prefix (a daemon thread)."""
 
-    def __init__(self, stream: IO[bytes], prefix: str, printer: _Printer, name: str) -> None:
-        self._stream, self._prefix, self._printer = stream, prefix, printer
+    def __init__(self, stream: IO[bytes], prefix: str, write: Callable[[str], None], name: str) -> None:
+        self._stream, self._prefix, self._write = stream, prefix, write
         self._waiting_since: float | None = None  # set while blocked reading, not while writing
         self._thread = threading.Thread(target=self._pump, name=f"vxtrain-{name}", daemon=True)
         self._thread.start()
@@ -375,7 +384,7 @@ class _Reader:
                 self._waiting_since = None
                 if not raw:
                     return
-                self._printer.line(self._prefix + raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+                self._write(self._prefix + raw.decode("utf-8", errors="replace").rstrip("\r\n"))
 
     def finish(self, idle: float = _IDLE_READER, limit: float = _DRAIN_LIMIT) -> None:
         """Wait until every line the replica wrote is out, even into a slow output; give up
@@ -432,9 +441,9 @@ class _Running:
 
     def start(self, plans: Sequence[_Plan]) -> None:
         for plan in plans:
-            proc, reader = _start(plan, self.printer)
+            proc, readers = _start(plan, self.printer)
             self.procs.append((plan.replica, proc))
-            self.readers.append(reader)
+            self.readers += readers
 
     def poll(self) -> list[ReplicaRun]:
         """Replicas that ended since the last poll (not reaped: see :func:`_peek`)."""
@@ -527,20 +536,21 @@ def _announce(job: Job, plans: Sequence[_Plan], printer: _Printer) -> None:
 
 def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
             extra_args: Sequence[str] = (), stop: threading.Event | None = None,
-            out: Output = sys.stdout, workdir: str | Path | None = None,
+            out: Output = sys.stdout, err: Output | None = None, workdir: str | Path | None = None,
             base_dir: str | Path | None = None, job_id: str | None = None,
             grace: float = DEFAULT_GRACE, settle: float = DEFAULT_SETTLE) -> LocalRunResult:
     """Run every replica of ``job`` as a local process; returns how the run ended.
 
     ``job_spec`` is the compiled CustomJobSpec (camelCase) that CLUSTER_SPEC
-    carries. ``base_dir`` is the spec file's folder (``local.workdir`` is
+    carries. Replicas' lines go to ``out``, those they print on stderr to ``err``
+    when given. ``base_dir`` is the spec file's folder (``local.workdir`` is
     relative to it); ``workdir`` overrides the working directory. Setting
     ``stop`` cancels the run. Once the chief succeeded, workers and evaluators
     get ``settle`` seconds to end by themselves; then whatever still runs gets
     SIGTERM and, ``grace`` seconds later, SIGKILL. Raises LocalRunError when a replica cannot be
     started (nothing is left running then either).
     """
-    printer = _Printer(out)
+    printer = _Printer(out, err)
     base = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
     addresses = draw_addresses(job, reserve=True)
     packages = Path(tempfile.mkdtemp(prefix="vxtrain-job-"))  # this run's installed package_uris

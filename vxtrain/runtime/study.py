@@ -453,6 +453,7 @@ class LocalTrials:
     out: Output | None = None
     base_dir: str | Path | None = None
     job_id: str | None = None
+    err: Output | None = None  # where replicas' stderr lines go (else ``out``)
 
     def __call__(self, trial_id: str, params: dict[str, Any]) -> TrialResult:
         """Run trial ``trial_id`` to its end and measure it."""
@@ -462,6 +463,8 @@ class LocalTrials:
         metrics_dir = self.workspace / f"trial-{trial_id}"
         metrics_dir.mkdir(parents=True, exist_ok=True)
         kwargs: dict[str, Any] = {} if self.out is None else {"out": prefixed(self.out, f"[trial {trial_id}] ")}
+        if self.err is not None:
+            kwargs["err"] = prefixed(self.err, f"[trial {trial_id}] ")
         try:
             run = local.run_job(trial_job(self.job, metrics_dir), self.job_spec, trial=trial_id,
                                 extra_args=trial_args(params), stop=self.stop, base_dir=self.base_dir,
@@ -497,7 +500,8 @@ def _trial_outcome(trial_id: str, params: dict[str, Any], run: Any, measured: Me
 def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, seed: int | None = None,
               stop: threading.Event | None = None, out: Output | None = None,
               base_dir: str | Path | None = None, job_id: str | None = None,
-              on_start: TrialHook | None = None, on_end: TrialHook | None = None) -> StudyResult:
+              on_start: TrialHook | None = None, on_end: TrialHook | None = None,
+              err: Output | None = None) -> StudyResult:
     """Run the study's trials on this host, ``parallel_trials`` at a time; never raises for a
     failed trial (the result says which failed and whether the study did)."""
     suggestions = suggest(config.study_spec, config.max_trials, seed=seed)
@@ -506,7 +510,7 @@ def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, see
         if out is not None:
             prefixed(out, "[vxtrain] ")(f"note: {note}\n")
     with tempfile.TemporaryDirectory(prefix="vxtrain-study-") as workspace:
-        runner = LocalTrials(job, job_spec, goals, Path(workspace), stop, out, base_dir, job_id)
+        runner = LocalTrials(job, job_spec, goals, Path(workspace), stop, out, base_dir, job_id, err)
         trials = schedule(suggestions.points, runner, parallel=config.parallel_trials,
                           failure_limit=config.failure_limit, stop=stop, on_start=on_start, on_end=on_end)
     return judge(trials, goals, config, cancelled=stop is not None and stop.is_set(), notes=suggestions.notes)

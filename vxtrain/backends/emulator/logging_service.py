@@ -83,13 +83,13 @@ class LogStore:
             self._entries.append(_Stored(seq, entry, when, _flatten(entry, project, job_id, task_name, severity)))
             return entry
 
-    def feed(self, project: str, job_id: str) -> Callable[[str], None]:
+    def feed(self, project: str, job_id: str, severity: str = "INFO") -> Callable[[str], None]:
         """An output for the local runner: each ``[workerpoolK-I] text`` line becomes an
         entry of that replica; the runner's own ``[vxtrain] …`` lines the service's."""
         def write(line: str) -> None:
             for one in line.splitlines() or [""]:
                 task, text = split_line(one)
-                self.append(project=project, job_id=job_id, task_name=task, text=text)
+                self.append(project=project, job_id=job_id, task_name=task, text=text, severity=severity)
         return write
 
     def entries(self) -> list[le.LogEntry]:

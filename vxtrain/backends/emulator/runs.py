@@ -158,9 +158,10 @@ class JobRunner:
 
         # Job output goes to stderr by default: with --target local stdout
         # carries the command's JSON document only.
+        out, err = self._outputs(record)
         try:
             result = runner.run_job(model, spec, trial=trial, extra_args=tuple(extra_args), stop=record.stop,
-                                    out=self._output(record), base_dir=self.workdir,
+                                    out=out, err=err, base_dir=self.workdir,
                                     job_id=record.job.name.rsplit("/", 1)[-1])
         except LocalRunError as exc:  # a replica could not start: nothing is left running
             return Outcome(FAILED, 9, f"The job could not start on this host: {exc}")
@@ -170,18 +171,23 @@ class JobRunner:
             return Outcome(SUCCEEDED)
         return Outcome(FAILED, 3, _failure_message(result))
 
-    def _output(self, record: Record) -> Callable[[str], None]:
-        """Where a job's lines go: ``out`` (stderr when None, looked up now: tests swap
-        it), and the Logging service's store, as entries of the job's replicas."""
+    def _outputs(self, record: Record) -> tuple[Callable[[str], None], Callable[[str], None]]:
+        """Where a job's lines go (the runner's ``out`` and ``err``): ``self.out`` (stderr
+        when None, looked up now: tests swap it), and the Logging service's store, as
+        entries of the job's replicas: INFO, or ERROR for what a replica printed on
+        stderr, as Vertex AI logs them."""
         out = self.out or sys.stderr
         _, project, _, _, _, job_id = record.job.name.split("/")
-        feed = self.logs.feed(project, job_id)
 
-        def write(text: str) -> None:
-            out.write(text)
-            out.flush()
-            feed(text)
-        return write
+        def writer(severity: str) -> Callable[[str], None]:
+            feed = self.logs.feed(project, job_id, severity)
+
+            def write(text: str) -> None:
+                out.write(text)
+                out.flush()
+                feed(text)
+            return write
+        return writer("INFO"), writer("ERROR")
 
     def _run_trials(self, record: Record, model: Job, spec: dict[str, Any]) -> Outcome:
         """The study's trials with the local runner (vxtrain.runtime.study), ``parallel_trial_count`` at once."""
@@ -189,7 +195,8 @@ class JobRunner:
 
         with self._lock:
             config = study.StudyConfig.from_hpt_json(_study_json(record.job))
-        result = study.run_study(model, spec, config, seed=self.seed, stop=record.stop, out=self._output(record),
+        out, err = self._outputs(record)
+        result = study.run_study(model, spec, config, seed=self.seed, stop=record.stop, out=out, err=err,
                                  base_dir=self.workdir, job_id=record.job.name.rsplit("/", 1)[-1],
                                  on_start=lambda t: self._trial_started(record, t),
                                  on_end=lambda t: self._trial_ended(record, t))
