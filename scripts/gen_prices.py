@@ -3,20 +3,42 @@
 No network: the inputs are hand-transcribed cells, each with its source.
     python scripts/gen_prices.py
 
-- ``prices/vertex_prices.csv``: Vertex AI figures read from
-  https://cloud.google.com/vertex-ai/pricing (``documented``) or from a copy of
-  it (``copied``); they win over the rule below.
-- ``prices/compute_engine_n1.csv``: Compute Engine N1 list prices per region.
+How Vertex AI bills custom training, as far as the sources show it:
 
-The N1 rows are built from two parts, both recorded in the output: Compute
-Engine's N1 price (vCPUs × the region's vCPU rate + GB × its memory rate, the
-structure of https://cloud.google.com/compute/vm-instance-pricing#n1_predefined;
-the two rates are solved from two transcribed sizes and checked against the
-others), and a Vertex AI training premium of 15 %. Google does not publish the
-premium: it is what the one copied N1 figure shows (n1-standard-4 in
-us-central1 = 1.15 × Compute Engine's price, to the last digit), so those rows
-are ``unverified``. Accelerators get no rule: the one copied GPU figure (H100)
-shows no premium, so a GPU the copy lacks is left out, never guessed.
+- On demand, each resource (vCPU, GB of memory, GPU, disk) is a Vertex AI SKU
+  priced at Compute Engine's price for it plus 15 %. Every Vertex training SKU
+  whose price could be read says so to the last digit (``prices/vertex_skus.csv``:
+  H100, A3 vCPU and RAM in us-central1; ``prices/vertex_prices.csv``:
+  n1-standard-4), but Google publishes the SKUs, not the percentage.
+- Spot (and reservations, DWS): Compute Engine's price for that mode plus the
+  Vertex AI "management fee" SKU, which Google's pricing page states
+  (https://cloud.google.com/vertex-ai/pricing#custom-trained_models, as quoted
+  by the walk-through in ``vertex_skus.csv``); every fee SKU read is 15 % of
+  Compute Engine's on-demand price.
+
+So a row is ``compute_engine_usd_per_hour`` + ``management_fee_usd_per_hour``,
+both recorded. Figures read from Vertex AI's own SKUs or page are ``copied``;
+shapes priced from copied per-unit SKUs are ``derived``; figures built with
+the 15 % rule from Compute Engine prices are ``unverified`` (the rule is
+inferred, and the Compute Engine inputs may be stale: see the input files).
+Inputs:
+
+- ``prices/vertex_prices.csv``: Vertex AI figures from a copy of the pricing page.
+- ``prices/vertex_skus.csv``: Vertex AI SKUs (training and management fee).
+- ``prices/compute_engine_n1.csv``: Compute Engine N1 prices per region,
+  on-demand and Spot (other sizes follow Compute Engine's N1 rule: vCPUs × the
+  region's vCPU rate + GB × its memory rate,
+  https://cloud.google.com/compute/vm-instance-pricing#n1_predefined).
+- ``prices/compute_engine_gpus.csv``: Compute Engine per-GPU prices.
+- ``prices/compute_engine_vms.csv``: Compute Engine prices of the VM part of
+  A2/A3/G2 types (Vertex AI bills their GPUs as accelerator lines).
+- ``prices/compute_engine_a2_totals.csv``: a2-highgpu-1g with its A100, whose
+  price is that total minus the VM part.
+
+Where two inputs price the same row, the better-sourced wins: Vertex AI's own
+SKUs, then the copy of its page, then the rule.
+
+Machine shapes come from vxtrain/catalog/machines.csv.
 tests/planning/test_cost.py fails when prices.csv and this script drift.
 """
 from __future__ import annotations
@@ -25,32 +47,35 @@ import csv
 import io
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 INPUTS = ROOT / "scripts" / "prices"
+MACHINES = ROOT / "vxtrain" / "catalog" / "machines.csv"
 OUT = ROOT / "vxtrain" / "catalog" / "prices.csv"
 
 CE_SOURCE = ("https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
              "0166a59ebba7c36f2cc8c931d9f258dcebc44776/pricing.yml")
 CE_AS_OF = "2025-03-06"  # the export's "generated:" date
+GPU_SOURCE = ("https://github.com/skypilot-org/skypilot-catalog/blob/"
+              "006059e0f18acb1341e22a27751e9f80df6ba92f/catalogs/v8/gcp/vms.csv")
+GPU_AS_OF = "2026-11-23"  # the copy is undated: the day it was read
 REGIONS = ("us-central1", "us-east1", "us-west1", "us-east4",
            "europe-west1", "europe-west4", "asia-east1", "asia-southeast1")
-PREMIUM = Decimal("0.15")  # inferred from the copied n1-standard-4 figure; see the docstring
-# N1 shapes: GB of memory per vCPU (Compute Engine machine-family table).
-SHAPES = (("standard", Decimal("3.75"), (1, 2, 4, 8, 16, 32, 64, 96)),
-          ("highmem", Decimal("6.5"), (2, 4, 8, 16, 32, 64, 96)),
-          ("highcpu", Decimal("0.9"), (2, 4, 8, 16, 32, 64, 96)))
-HEADER = ("region", "kind", "name", "usd_per_hour", "spot_usd_per_hour",
-          "compute_engine_usd_per_hour", "training_premium", "confidence", "source", "as_of")
+FEE = Decimal("0.15")  # the management fee, a fraction of Compute Engine's on-demand price
+ON_DEMAND, SPOT = "on_demand", "spot"
+HEADER = ("region", "kind", "name", "pricing", "usd_per_hour", "compute_engine_usd_per_hour",
+          "management_fee_usd_per_hour", "confidence", "source", "as_of")
 COMMENT = """\
-# Vertex AI custom-training list prices, USD per node-hour (kind=machine) or per accelerator-hour
-# (kind=accelerator): on-demand, no committed-use or savings-plan discounts, boot disk NOT included.
-# Generated by scripts/gen_prices.py from scripts/prices/ -- edit the inputs, not this file.
-# as_of = when the price was seen in its source. Empty spot_usd_per_hour = no Vertex Spot price known.
-# copied: read from a copy of cloud.google.com/vertex-ai/pricing (source = the copy).
-# unverified: usd_per_hour = compute_engine_usd_per_hour x (1 + training_premium). Compute Engine's N1
-# price is copied or derived (N1 vCPU + memory rates) from source; the 15% premium is inferred from
-# the one copied N1 figure, not published by Google.
+# Vertex AI custom-training list prices, USD per node-hour (kind=machine: vCPUs and memory, GPUs excluded)
+# or per accelerator-hour (kind=accelerator), per pricing (on_demand, spot): no committed-use or savings-plan
+# discounts, boot disk NOT included. Generated by scripts/gen_prices.py from scripts/prices/ -- edit the inputs.
+# usd_per_hour = compute_engine_usd_per_hour (the Compute Engine price for that pricing) + management_fee_usd_per_hour
+# (15% of Compute Engine's on-demand price), the parts as the sources give them. as_of = when the price was seen.
+# copied: a Vertex AI figure read from a copy of Google's pricing page or SKU catalog (source = the copy).
+# derived: a machine priced from copied per-vCPU and per-GB Vertex AI SKUs.
+# unverified: Compute Engine's price (source) + the 15% fee, a rule inferred from every Vertex SKU read, not
+# published by Google; Spot rows use Compute Engine Spot prices, which change up to once a month.
 """
 
 
@@ -58,65 +83,139 @@ def _q(value: Decimal) -> str:
     return str(value.quantize(Decimal("0.00000001"), rounding=ROUND_HALF_UP).normalize())
 
 
-def _rows(name: str) -> list[dict[str, str]]:
-    with open(INPUTS / name, newline="", encoding="utf-8") as f:
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
-def _n1_shapes() -> list[tuple[str, int, Decimal]]:
-    return [(f"n1-{kind}-{n}", n, per_cpu * n) for kind, per_cpu, sizes in SHAPES for n in sizes]
+def _shapes() -> dict[str, tuple[Decimal, Decimal]]:
+    """Machine type → (vCPUs, memory GB), from the catalog's one table of shapes."""
+    return {r["name"]: (Decimal(r["vcpu"]), Decimal(r["memory_gb"])) for r in _rows(MACHINES)}
 
 
-def _shape(name: str) -> tuple[int, Decimal]:
-    return next((cpu, mem) for n, cpu, mem in _n1_shapes() if n == name)
+def _row(region: str, kind: str, name: str, pricing: str, ce: Decimal, fee: Decimal,
+         confidence: str, source: str, as_of: str, usd: str | None = None) -> list[str]:
+    return [region, kind, name, pricing, usd or _q(ce + fee), _q(ce), _q(fee), confidence, source, as_of]
 
 
-def _unit_rates(cells: dict[tuple[str, str], Decimal]) -> dict[str, tuple[Decimal, Decimal]]:
-    """Region → (USD per vCPU-hour, per GB-hour), solved from n1-highcpu-16 and n1-highmem-16."""
+# --- N1: Compute Engine's rule per region, the copied figures where there are some --------
+
+def _n1_rates(cells: dict[tuple[str, str], Decimal], shapes: dict[str, tuple[Decimal, Decimal]]
+              ) -> dict[str, tuple[Decimal, Decimal]]:
+    """Region → (USD per vCPU-hour, per GB-hour), solved from n1-highcpu-16 and n1-highmem-16,
+    and checked against every other transcribed cell of the region."""
+    (cpu_low, mem_low), (cpu_high, mem_high) = shapes["n1-highcpu-16"], shapes["n1-highmem-16"]
     rates = {}
     for region in REGIONS:
         low, high = cells[("n1-highcpu-16", region)], cells[("n1-highmem-16", region)]
-        gb = (high - low) / (_shape("n1-highmem-16")[1] - _shape("n1-highcpu-16")[1])
-        rates[region] = ((low - _shape("n1-highcpu-16")[1] * gb) / 16, gb)
-    return rates
-
-
-def _check(cells: dict[tuple[str, str], Decimal], rates: dict[str, tuple[Decimal, Decimal]]) -> None:
-    """Every transcribed cell must follow the N1 rule (the two solved from included)."""
+        gb = (high - low) / (mem_high - mem_low)
+        rates[region] = ((low - mem_low * gb) / cpu_low, gb)
     for (name, region), price in cells.items():
-        cpu, mem = _shape(name)
+        cpu, mem = shapes[name]
         got = cpu * rates[region][0] + mem * rates[region][1]
         if abs(got - price) > Decimal("0.000001"):
             raise SystemExit(f"N1 rule misses {name} {region}: {got} != {price}")
+    return rates
+
+
+def _n1(shapes: dict[str, tuple[Decimal, Decimal]]) -> Iterator[list[str]]:
+    transcribed = _rows(INPUTS / "compute_engine_n1.csv")
+    on_demand = _n1_rates({(r["machine"], r["region"]): Decimal(r["usd_per_hour"]) for r in transcribed}, shapes)
+    spot = _n1_rates({(r["machine"], r["region"]): Decimal(r["spot_usd_per_hour"]) for r in transcribed}, shapes)
+    read = {(r["region"], r["name"]): r for r in _rows(INPUTS / "vertex_prices.csv")}
+    for region in REGIONS:
+        for name in sorted((n for n in shapes if n.startswith("n1-")), key=_size_order):
+            cpu, mem = shapes[name]
+            ce = cpu * on_demand[region][0] + mem * on_demand[region][1]
+            fee = ce * FEE
+            copied = read.get((region, name))
+            if copied is None:
+                yield _row(region, "machine", name, ON_DEMAND, ce, fee, "unverified", CE_SOURCE, CE_AS_OF)
+            else:  # the copied figure is the price; the parts are kept only where the rule gives it exactly
+                if _q(ce + fee) != copied["usd_per_hour"]:
+                    raise SystemExit(f"{name} {region}: the copy's {copied['usd_per_hour']} is not CE + 15 %")
+                yield _row(region, "machine", name, ON_DEMAND, ce, fee, copied["confidence"], copied["source"],
+                           copied["as_of"], usd=copied["usd_per_hour"])
+            ce_spot = cpu * spot[region][0] + mem * spot[region][1]
+            yield _row(region, "machine", name, SPOT, ce_spot, fee, "unverified", CE_SOURCE, CE_AS_OF)
+
+
+def _size_order(name: str) -> tuple[str, int]:
+    family, _, size = name.rpartition("-")
+    return family, int(size) if size.isdigit() else 0
+
+
+# --- accelerators: Compute Engine per-GPU prices + the fee ----------------------------------
+
+def _gpus() -> Iterator[list[str]]:
+    for r in _rows(INPUTS / "compute_engine_gpus.csv"):
+        ce, fee = Decimal(r["usd_per_hour"]), Decimal(r["usd_per_hour"]) * FEE
+        yield _row(r["region"], "accelerator", r["accelerator"], ON_DEMAND, ce, fee, "unverified",
+                   GPU_SOURCE, GPU_AS_OF)
+        if r["spot_usd_per_hour"]:
+            yield _row(r["region"], "accelerator", r["accelerator"], SPOT, Decimal(r["spot_usd_per_hour"]), fee,
+                       "unverified", GPU_SOURCE, GPU_AS_OF)
+
+
+def _vms() -> Iterator[list[str]]:
+    for r in _rows(INPUTS / "compute_engine_vms.csv"):
+        ce = Decimal(r["usd_per_hour"])
+        yield _row(r["region"], "machine", r["machine"], ON_DEMAND, ce, ce * FEE, "unverified", GPU_SOURCE, GPU_AS_OF)
+        if r["spot_usd_per_hour"]:
+            yield _row(r["region"], "machine", r["machine"], SPOT, Decimal(r["spot_usd_per_hour"]), ce * FEE,
+                       "unverified", GPU_SOURCE, GPU_AS_OF)
+
+
+def _a100() -> Iterator[list[str]]:
+    """NVIDIA_TESLA_A100 = a2-highgpu-1g's Compute Engine total minus its VM part, + the fee."""
+    vm = {r["region"]: Decimal(r["usd_per_hour"]) for r in _rows(INPUTS / "compute_engine_vms.csv")
+          if r["machine"] == "a2-highgpu-1g"}
+    for r in _rows(INPUTS / "compute_engine_a2_totals.csv"):
+        if r["machine"] == "a2-highgpu-1g" and r["region"] in vm:
+            ce = Decimal(r["usd_per_hour"]) - vm[r["region"]]
+            yield _row(r["region"], "accelerator", "NVIDIA_TESLA_A100", ON_DEMAND, ce, ce * FEE, "unverified",
+                       CE_SOURCE, CE_AS_OF)
+
+
+# --- Vertex AI SKUs: GPUs as copied, machines from their per-vCPU and per-GB SKUs ---------
+
+def _skus(shapes: dict[str, tuple[Decimal, Decimal]]) -> Iterator[list[str]]:
+    skus = {(r["region"], r["resource"], r["charge"]): Decimal(r["usd"]) for r in _rows(INPUTS / "vertex_skus.csv")}
+    about = {(r["region"], r["resource"]): r for r in _rows(INPUTS / "vertex_skus.csv") if r["charge"] == "training"}
+
+    def fee_of(region: str, resource: str) -> Decimal:
+        """The fee SKU, or the fee part the rule gives when only the training SKU was read."""
+        usd = skus[(region, resource, "training")]
+        return skus.get((region, resource, "management_fee"), usd * FEE / (1 + FEE))
+
+    for (region, resource), sku in about.items():
+        kind, _, name = resource.partition(":")
+        usd, fee = skus[(region, resource, "training")], fee_of(region, resource)
+        if kind == "gpu":
+            yield _row(region, "accelerator", name, ON_DEMAND, usd - fee, fee, "copied", sku["source"], sku["as_of"])
+        elif kind == "core":
+            ram, ram_fee = skus[(region, f"ram:{name}", "training")], fee_of(region, f"ram:{name}")
+            for machine in sorted((m for m in shapes if m.startswith(name + "-")), key=_size_order):
+                cpu, mem = shapes[machine]
+                total = cpu * usd + mem * ram
+                fees = cpu * fee + mem * ram_fee
+                yield _row(region, "machine", machine, ON_DEMAND, total - fees, fees, "derived", sku["source"],
+                           sku["as_of"])
 
 
 def build() -> str:
     """The text of prices.csv."""
-    cells = {(r["machine"], r["region"]): Decimal(r["usd_per_hour"])
-             for r in _rows("compute_engine_n1.csv")}
-    rates = _unit_rates(cells)
-    _check(cells, rates)
-    read = {(r["region"], r["name"]): r for r in _rows("vertex_prices.csv")}
+    shapes = _shapes()
+    ranked: dict[tuple[str, ...], list[str]] = {}
+    for row in [*_gpus(), *_a100(), *_vms(), *_n1(shapes), *_skus(shapes)]:  # weakest first: later rows win
+        ranked[tuple(row[:4])] = row
+    order = {region: i for i, region in enumerate(REGIONS)}
+    rows = sorted(ranked.values(), key=lambda r: (order[r[0]], r[1] != "machine", _size_order(r[2]), r[3] != ON_DEMAND))
     out = io.StringIO()
     out.write(COMMENT)
     w = csv.writer(out, lineterminator="\n")
     w.writerow(HEADER)
-    for region in REGIONS:
-        for name, cpu, mem in _n1_shapes():
-            ce = cpu * rates[region][0] + mem * rates[region][1]
-            vertex = read.pop((region, name), None)
-            if vertex is None:
-                w.writerow([region, "machine", name, _q(ce * (1 + PREMIUM)), "", _q(ce), PREMIUM,
-                            "unverified", CE_SOURCE, CE_AS_OF])
-                continue
-            parts = ["", ""]  # the parts are kept only where the rule gives this very figure
-            if _q(ce * (1 + PREMIUM)) == vertex["usd_per_hour"]:
-                parts = [_q(ce), str(PREMIUM)]
-            w.writerow([region, "machine", name, vertex["usd_per_hour"], vertex["spot_usd_per_hour"],
-                        *parts, vertex["confidence"], vertex["source"], vertex["as_of"]])
-    for (region, name), vertex in read.items():  # no Compute Engine part or rule known
-        w.writerow([region, vertex["kind"], name, vertex["usd_per_hour"], vertex["spot_usd_per_hour"],
-                    "", "", vertex["confidence"], vertex["source"], vertex["as_of"]])
+    w.writerows(rows)
     return out.getvalue()
 
 

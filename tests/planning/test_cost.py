@@ -20,7 +20,7 @@ from vxtrain.planning import bandwidth, cost
 
 PRICES_CSV = Path(prices.__file__).with_name("prices.csv")
 N1S4 = 0.21849885  # copied: n1-standard-4, us-central1
-H100 = 9.79655057  # copied: NVIDIA_H100_80GB, us-central1
+H100 = 11.2660332  # copied: NVIDIA_H100_80GB, us-central1 (the billed SKU)
 HIGHCPU16 = 0.65180712  # unverified: n1-highcpu-16, us-central1 (Compute Engine × 1.15)
 
 
@@ -40,6 +40,13 @@ def job(**over: Any) -> dict[str, Any]:
     return data
 
 
+def prices_of(name: str) -> float:
+    """The on-demand us-central1 price of a machine type or accelerator."""
+    row = prices.machine_price("us-central1", name) or prices.accelerator_price("us-central1", name)
+    assert row is not None
+    return row.usd_per_hour
+
+
 def cost_of(data: dict[str, Any]) -> cost.Cost:
     return cost.plan(model.build(data))
 
@@ -52,23 +59,37 @@ def test_every_price_row_is_sourced_dated_and_positive(row: dict[str, str]) -> N
     assert row["confidence"] in {"documented", "copied", "derived", "unverified"}, row
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", row["as_of"]), row
     assert row["kind"] in {prices.MACHINE, prices.ACCELERATOR}, row
+    assert row["pricing"] in {prices.ON_DEMAND, prices.SPOT}, row
     assert float(row["usd_per_hour"]) > 0, row
-    assert not row["spot_usd_per_hour"] or float(row["spot_usd_per_hour"]) > 0, row
 
 
-@pytest.mark.parametrize("row", [r for r in _rows() if r["training_premium"]],
-                         ids=lambda r: f"{r['region']}/{r['name']}")
-def test_a_price_with_two_parts_is_compute_engine_plus_the_premium(row: dict[str, str]) -> None:
-    ce, premium = float(row["compute_engine_usd_per_hour"]), float(row["training_premium"])
-    assert ce > 0 and premium >= 0
-    assert float(row["usd_per_hour"]) == pytest.approx(ce * (1 + premium), abs=1e-8)
+def _on_demand_ce(row: dict[str, str]) -> float:
+    (base,) = [r for r in _rows() if (r["region"], r["kind"], r["name"], r["pricing"])
+               == (row["region"], row["kind"], row["name"], prices.ON_DEMAND)]
+    return float(base["compute_engine_usd_per_hour"])
 
 
-def test_the_inferred_premium_is_never_more_than_unverified() -> None:
-    """Only a figure read from Google's page (or a copy) may be better than unverified."""
+@pytest.mark.parametrize("row", _rows(), ids=lambda r: f"{r['region']}/{r['name']}/{r['pricing']}")
+def test_a_price_is_compute_engine_plus_a_fee_of_15_percent_of_its_on_demand_price(row: dict[str, str]) -> None:
+    ce, fee = float(row["compute_engine_usd_per_hour"]), float(row["management_fee_usd_per_hour"])
+    assert ce > 0 and fee > 0
+    assert float(row["usd_per_hour"]) == pytest.approx(ce + fee, abs=1e-8)
+    # the copied SKUs are rounded to 7 decimals, the Compute Engine copies to 5: hence the tolerance
+    assert fee == pytest.approx(0.15 * _on_demand_ce(row), rel=1e-4)
+
+
+def test_spot_is_cheaper_than_on_demand() -> None:
     for row in _rows():
-        if "vertex-ai" not in row["source"]:
-            assert row["confidence"] == "unverified", row
+        if row["pricing"] == prices.SPOT:
+            assert float(row["compute_engine_usd_per_hour"]) < _on_demand_ce(row), row
+
+
+def test_only_vertex_ai_figures_are_better_than_unverified() -> None:
+    """A figure read from Vertex AI's page or SKUs (a copy's URL) may be copied or derived; one built
+    from Compute Engine prices with the inferred rule is unverified."""
+    compute_engine = ("Cyclenerd/google-cloud-pricing-cost-calculator", "skypilot-org/skypilot-catalog")
+    for row in _rows():
+        assert (row["confidence"] == "unverified") == any(s in row["source"] for s in compute_engine), row
 
 
 def test_the_copied_figures_are_the_ones_read() -> None:
@@ -77,12 +98,19 @@ def test_the_copied_figures_are_the_ones_read() -> None:
     assert n1s4 is not None and h100 is not None
     assert (n1s4.usd_per_hour, n1s4.confidence) == (N1S4, "copied")
     assert (h100.usd_per_hour, h100.confidence) == (H100, "copied")
-    assert (n1s4.compute_engine_usd_per_hour, n1s4.training_premium) == (0.189999, 0.15)
+    assert (n1s4.compute_engine_usd_per_hour, n1s4.management_fee_usd_per_hour) == (0.189999, 0.02849985)
+    assert (h100.compute_engine_usd_per_hour, h100.management_fee_usd_per_hour) == (9.7965506, 1.4694826)
 
 
-def test_no_accelerator_optimized_machine_is_priced_as_a_vertex_machine() -> None:
-    """A2/A3/G2 Compute Engine totals include their GPUs; Vertex bills GPUs as separate lines."""
-    assert not [r for r in _rows() if r["kind"] == prices.MACHINE and not r["name"].startswith("n1-")]
+def test_an_a3_node_costs_what_the_billed_skus_add_up_to() -> None:
+    """The walk-through's on-demand a3-highgpu-8g bill: $101.5429684/h, of which $0.53561644 is its
+    2,000 GB boot disk (not in vxtrain's figures); the machine is priced without its GPUs."""
+    data = {"display_name": "j", "region": "us-central1",
+            "chief": {"image": "i", "machine_type": "a3-highgpu-8g",
+                      "accelerator": {"type": "NVIDIA_H100_80GB", "count": 8}}}
+    c = cost_of(data)
+    assert c.per_hour == pytest.approx(101.5429684 - 0.53561644, abs=1e-6)
+    assert c.confidence == "derived"
 
 
 def test_prices_csv_is_what_the_generator_writes() -> None:
@@ -95,8 +123,9 @@ def test_prices_csv_is_what_the_generator_writes() -> None:
 
 
 def test_a_price_the_catalog_lacks_is_none() -> None:
-    assert prices.machine_price("us-central1", "a3-highgpu-8g") is None
-    assert prices.accelerator_price("us-central1", "NVIDIA_TESLA_V100") is None
+    assert prices.machine_price("us-east1", "a3-highgpu-8g") is None  # not in the copy
+    assert prices.accelerator_price("us-central1", "NVIDIA_H200_141GB") is None
+    assert prices.accelerator_price("us-central1", "NVIDIA_H100_80GB", prices.SPOT) is None
     assert prices.machine_price("mars-north1", "n1-standard-4") is None
 
 
@@ -169,35 +198,38 @@ def test_a_one_trial_at_a_time_study_says_trial() -> None:
     assert "1 trial at a time" in line and "(1 trial × 1 h timeout)" in line
 
 
-def test_spot_uses_spot_prices(monkeypatch: pytest.MonkeyPatch) -> None:
-    row = prices.machine_price("us-central1", "n1-standard-4")
-    assert row is not None
-    spot = prices.Price(**{**row.__dict__, "spot_usd_per_hour": 0.06})
-    monkeypatch.setitem(prices._prices(), ("us-central1", "machine", "n1-standard-4"), spot)
+def test_spot_uses_spot_prices() -> None:
+    row = prices.machine_price("us-central1", "n1-standard-4", prices.SPOT)
+    assert row is not None and row.usd_per_hour < N1S4
     c = cost_of(job(scheduling={"timeout": "1h", "strategy": "SPOT"}))
-    assert c.pricing == "spot"
-    assert c.per_hour == pytest.approx(3 * 0.06)
+    assert c.pricing == "spot" and c.confidence == "unverified"
+    assert c.per_hour == pytest.approx(3 * row.usd_per_hour)
     assert cost_of(job()).per_hour == pytest.approx(3 * N1S4)  # on-demand unchanged
 
 
 # --- unknown prices ------------------------------------------------------------------
 
 def test_an_unknown_price_nulls_the_pool_and_the_job_and_is_listed() -> None:
-    data = job(workers={"replicas": 2, "accelerator": {"type": "NVIDIA_TESLA_V100", "count": 1}})
+    data = job(workers={"replicas": 2, "accelerator": {"type": "NVIDIA_H200_141GB", "count": 1}})
     out = cost_of(data).to_json()
     assert out["per_hour"] is None and out["max_total"] is None
     assert out["pools"][0]["per_hour"] == pytest.approx(N1S4)  # the known pool keeps its figure
     assert out["pools"][1]["per_node_hour"] is None and out["pools"][1]["confidence"] == "unknown"
     assert out["unknown"] == [{"pool": 1, "role": "workers", "kind": "accelerator",
-                               "name": "NVIDIA_TESLA_V100", "region": "us-central1",
+                               "name": "NVIDIA_H200_141GB", "region": "us-central1",
                                "pricing": "on_demand"}]
     json.dumps(out)
 
 
+H100_SPOT = {"scheduling": {"strategy": "SPOT"},
+             "workers": {"replicas": 2, "machine_type": "a3-highgpu-8g",
+                         "accelerator": {"type": "NVIDIA_H100_80GB", "count": 8}}}
+
+
 def test_spot_without_a_spot_price_is_unknown_not_the_on_demand_price() -> None:
-    c = cost_of(job(scheduling={"strategy": "SPOT"}))
+    c = cost_of(job(**H100_SPOT))
     assert c.per_hour is None
-    assert {(u.kind, u.name, u.pricing) for u in c.unknown} == {("machine", "n1-standard-4", "spot")}
+    assert {(u.kind, u.name, u.pricing) for u in c.unknown} == {("accelerator", "NVIDIA_H100_80GB", "spot")}
 
 
 def test_flex_start_and_no_region_are_unknown_once_for_the_job() -> None:
@@ -210,8 +242,8 @@ def test_flex_start_and_no_region_are_unknown_once_for_the_job() -> None:
 
 
 def test_unknown_prices_are_warnings_at_the_key_that_asks_for_them() -> None:
-    data = job(workers={"replicas": 2, "accelerator": {"type": "NVIDIA_TESLA_V100", "count": 1}},
-               defaults={"image": "i", "machine_type": "a3-highgpu-8g"})
+    data = job(workers={"replicas": 2, "accelerator": {"type": "NVIDIA_H200_141GB", "count": 1}},
+               defaults={"image": "i", "machine_type": "a3-ultragpu-8g"})
     positions: dict[tuple[str | int, ...], Position] = {("defaults", "machine_type"): Position("job.yaml", 5, 3),
                  ("workers", "accelerator", "type"): Position("job.yaml", 9, 11)}
     native = NativeSpec(data=data, format="native", source=Document(data, "job.yaml", positions))
@@ -219,7 +251,7 @@ def test_unknown_prices_are_warnings_at_the_key_that_asks_for_them() -> None:
     assert {(d.severity, d.code, d.path, d.line) for d in diags} == {
         ("warning", "price-unknown", "defaults.machine_type", 5),
         ("warning", "price-unknown", "workers.accelerator.type", 9)}
-    assert all("a3-highgpu-8g" in d.message or "NVIDIA_TESLA_V100" in d.message for d in diags)
+    assert all("a3-ultragpu-8g" in d.message or "NVIDIA_H200_141GB" in d.message for d in diags)
 
 
 # --- the guardrail ------------------------------------------------------------------
@@ -233,8 +265,8 @@ def test_over_limit_refuses_a_job_above_the_limit_and_passes_one_below() -> None
 
 
 def test_over_limit_refuses_an_unknown_cost() -> None:
-    refused = cost.over_limit(cost_of(job(scheduling={"strategy": "SPOT"})), 1000.0)
-    assert refused is not None and "unknown" in refused.message and "n1-standard-4" in refused.message
+    refused = cost.over_limit(cost_of(job(**H100_SPOT)), 1000.0)
+    assert refused is not None and "unknown" in refused.message and "NVIDIA_H100_80GB" in refused.message
 
 
 # --- text --------------------------------------------------------------------------
@@ -247,11 +279,14 @@ def test_text_shows_pools_totals_and_the_reduction_server_trade_off() -> None:
     j = model.build(data)
     bw = bandwidth.plan(j, gradient_bytes=1.3e9)
     console = Console(width=140, record=True)
-    for item in cost.render(cost.plan(j), bw):
+    c = cost.plan(j)
+    for item in cost.render(c, bw):
         console.print(item)
     text = console.export_text()
     assert "n1-highcpu-16" in text and "unverified" in text
-    assert "Job: cost unknown (no price for NVIDIA_TESLA_V100 in us-central1)" in text
+    assert c.per_hour == pytest.approx(5 * (prices_of("n1-highmem-96") + 8 * prices_of("NVIDIA_TESLA_V100"))
+                                       + 16 * HIGHCPU16)
+    assert f"Job: {cost.usd(c.per_hour)}/h" in text
     assert f"Reduction Server: {cost.usd(16 * HIGHCPU16)}/h" in text and "saved per step" in text
 
 
@@ -288,21 +323,26 @@ def test_plan_json_has_the_cost_shape(capsys: pytest.CaptureFixture[str], tmp_pa
         1, "workers", "copied")
 
 
-def test_plan_warns_about_an_unknown_price_and_validate_does_not(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = run_json(capsys, "plan", str(RS))
+def test_plan_warns_about_an_unknown_price_and_validate_does_not(capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path) -> None:
+    h200 = tmp_path / "h200.yaml"  # no H200 or A3 Ultra price is in the catalog
+    h200.write_text("display_name: h200\nregion: us-central1\nchief:\n  machine_type: a3-ultragpu-8g\n"
+                    "  image: gcr.io/p/t:1\n  accelerator: {type: NVIDIA_H200_141GB, count: 8}\n")
+    code, doc = run_json(capsys, "plan", str(h200))
     assert code == 0 and doc["cost"]["per_hour"] is None and doc["cost"]["max_total"] is None
-    warned = [(d["code"], d["path"]) for d in doc["diagnostics"]]
-    assert warned == [("price-unknown", "chief.accelerator.type"), ("price-unknown", "workers.accelerator.type")]
-    assert all(d["line"] for d in doc["diagnostics"])
-    code, doc = run_json(capsys, "validate", str(RS))
+    warned = [(d["code"], d["path"], d["line"]) for d in doc["diagnostics"]]
+    assert warned == [("price-unknown", "chief.machine_type", 4), ("price-unknown", "chief.accelerator.type", 6)]
+    code, doc = run_json(capsys, "validate", str(h200))
     assert code == 0 and doc["files"][0]["diagnostics"] == []
+    code, doc = run_json(capsys, "plan", str(RS))  # the Reduction Server example is priced in full
+    assert code == 0 and doc["cost"]["per_hour"] > 0 and doc["diagnostics"] == []
 
 
 def test_plan_text_has_the_cost_table_under_the_bandwidth_plan(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", str(RS), "--gradient-size", "1.3GB"]) == 0
     out = capsys.readouterr().out
     assert out.index("Bandwidth plan") < out.index("Cost plan")
-    assert "Reduction Server: $10.43/h for all-reduce" in out and "saved per step" in out
+    assert "Reduction Server: $10.43/h (7% of the job's cost) for all-reduce" in out and "saved per step" in out
 
 
 def test_max_hourly_cost_on_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -338,10 +378,10 @@ def listed(capsys: pytest.CaptureFixture[str], emulator: EmulatorHandle) -> list
     return list(doc["jobs"])
 
 
-@pytest.mark.parametrize("scheduling", [{"timeout": "2h"}, {"strategy": "SPOT"}], ids=["over", "unknown"])
+@pytest.mark.parametrize("over", [{"scheduling": {"timeout": "2h"}}, H100_SPOT], ids=["over", "unknown"])
 def test_submit_over_the_limit_sends_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                                             emulator: EmulatorHandle, scheduling: dict[str, Any]) -> None:
-    spec = str(spec_file(tmp_path, scheduling=scheduling))
+                                             emulator: EmulatorHandle, over: dict[str, Any]) -> None:
+    spec = str(spec_file(tmp_path, **over))
     code = main(["submit", spec, "--endpoint", emulator.address, "--project", "p", "--max-hourly-cost", "0.5"])
     err = capsys.readouterr().err
     assert code == 1 and "[max-hourly-cost]" in err

@@ -16,31 +16,28 @@ _FILE = Path(__file__).resolve().parent / "prices.csv"
 
 MACHINE = "machine"
 ACCELERATOR = "accelerator"
+ON_DEMAND, SPOT = "on_demand", "spot"
 
 
 @dataclass(frozen=True)
 class Price:
-    """One row: USD per node-hour (machine) or per accelerator-hour, in one region.
+    """One row: USD per node-hour (machine: vCPUs and memory) or per accelerator-hour, in
+    one region, under one pricing (on-demand or Spot).
 
-    ``spot_usd_per_hour`` is None when no Vertex Spot price is known. For a
-    price built as Compute Engine's plus a training premium, both parts are
-    kept (``compute_engine_usd_per_hour``, ``training_premium`` as a fraction).
+    ``usd_per_hour`` is Compute Engine's price for that pricing plus Vertex AI's
+    management fee; both parts are kept when the source gives or implies them.
     """
 
     region: str
     kind: str
     name: str
+    pricing: str
     usd_per_hour: float
-    spot_usd_per_hour: float | None
     compute_engine_usd_per_hour: float | None
-    training_premium: float | None
+    management_fee_usd_per_hour: float | None
     confidence: str
     source: str
     as_of: str
-
-    def usd(self, spot: bool) -> float | None:
-        """The on-demand price, or the Spot price (None when unknown) when ``spot``."""
-        return self.spot_usd_per_hour if spot else self.usd_per_hour
 
 
 def _number(text: str) -> float | None:
@@ -48,34 +45,34 @@ def _number(text: str) -> float | None:
 
 
 def _price(row: dict[str, str]) -> Price:
-    return Price(region=row["region"], kind=row["kind"], name=row["name"],
+    return Price(region=row["region"], kind=row["kind"], name=row["name"], pricing=row["pricing"],
                  usd_per_hour=float(row["usd_per_hour"]),
-                 spot_usd_per_hour=_number(row["spot_usd_per_hour"]),
                  compute_engine_usd_per_hour=_number(row["compute_engine_usd_per_hour"]),
-                 training_premium=_number(row["training_premium"]),
+                 management_fee_usd_per_hour=_number(row["management_fee_usd_per_hour"]),
                  confidence=row["confidence"], source=row["source"], as_of=row["as_of"])
 
 
 @functools.cache
-def _prices() -> dict[tuple[str, str, str], Price]:
+def _prices() -> dict[tuple[str, str, str, str], Price]:
     with open(_FILE, newline="", encoding="utf-8") as f:
         rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return {(r["region"], r["kind"], r["name"]): _price(r) for r in rows}
+        return {(r["region"], r["kind"], r["name"], r["pricing"]): _price(r) for r in rows}
 
 
-def price(region: str, kind: str, name: str) -> Price | None:
-    """The price of machine type or accelerator ``name`` in ``region`` (None: not in the catalog)."""
-    return _prices().get((region, kind, name))
+def price(region: str, kind: str, name: str, pricing: str = ON_DEMAND) -> Price | None:
+    """The price of machine type or accelerator ``name`` in ``region`` under ``pricing``
+    (None: not in the catalog)."""
+    return _prices().get((region, kind, name, pricing))
 
 
-def machine_price(region: str, machine_type: str) -> Price | None:
+def machine_price(region: str, machine_type: str, pricing: str = ON_DEMAND) -> Price | None:
     """Vertex AI's price of one node of ``machine_type`` in ``region``, accelerators excluded."""
-    return price(region, MACHINE, machine_type)
+    return price(region, MACHINE, machine_type, pricing)
 
 
-def accelerator_price(region: str, accelerator_type: str) -> Price | None:
+def accelerator_price(region: str, accelerator_type: str, pricing: str = ON_DEMAND) -> Price | None:
     """Vertex AI's price of one accelerator (``NVIDIA_H100_80GB``…) in ``region``."""
-    return price(region, ACCELERATOR, accelerator_type)
+    return price(region, ACCELERATOR, accelerator_type, pricing)
 
 
 def all_prices() -> list[Price]:
@@ -83,5 +80,5 @@ def all_prices() -> list[Price]:
     return list(_prices().values())
 
 
-__all__ = ["ACCELERATOR", "MACHINE", "Price", "accelerator_price", "all_prices",
+__all__ = ["ACCELERATOR", "MACHINE", "ON_DEMAND", "SPOT", "Price", "accelerator_price", "all_prices",
            "machine_price", "price"]

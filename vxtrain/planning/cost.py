@@ -38,7 +38,8 @@ UNKNOWN = "unknown"
 #: (the JSON's ``max_total`` stays null without a timeout, as the plan contract says).
 DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
 SECONDS_PER_HOUR = 3600
-ON_DEMAND, SPOT, FLEX_START = "on_demand", "spot", "flex_start"
+ON_DEMAND, SPOT = prices.ON_DEMAND, prices.SPOT
+FLEX_START = "flex_start"  # Dynamic Workload Scheduler: the catalog has no such prices yet
 # Weakest last: a pool is as sure as its least sure price.
 _CONFIDENCE_ORDER = ("documented", "copied", "derived", "unverified", UNKNOWN)
 _DIGITS = 8  # the catalog's precision
@@ -257,8 +258,8 @@ def pool_cost(pool: Pool, cost: Cost) -> PoolCost:
 
 
 def _line(pool: Pool, kind: str, name: str, count: int, cost: Cost) -> PriceLine:
-    row = prices.price(cost.region, kind, name) if cost.region else None
-    usd = row.usd(cost.pricing == SPOT) if row is not None and cost.pricing != FLEX_START else None
+    row = prices.price(cost.region, kind, name, cost.pricing) if cost.region else None
+    usd = row.usd_per_hour if row is not None else None
     if usd is None:
         if cost.region and cost.pricing != FLEX_START:  # else one job-level entry says why
             cost.unknown.append(Unknown(pool.index, pool.role, kind, name, cost.region, cost.pricing))
