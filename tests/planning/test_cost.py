@@ -395,3 +395,9 @@ def test_submit_under_the_limit_is_sent(capsys: pytest.CaptureFixture[str], tmp_
     assert main(["submit", spec, "--endpoint", emulator.address, "--project", "p", "--max-hourly-cost", "1"]) == 0
     capsys.readouterr()
     assert len(emulator.jobs()) == 1 and len(listed(capsys, emulator)) == 1
+
+
+def test_the_text_says_which_prices_it_used() -> None:
+    spot = cost.source_lines(cost_of(job(scheduling={"strategy": "SPOT"})))
+    assert spot[0].startswith("Spot list prices") and "Cyclenerd" in spot[1]
+    assert cost.source_lines(cost_of(job()))[0].startswith("On-demand list prices")

@@ -356,9 +356,10 @@ def source_lines(cost: Cost) -> list[str]:
     """What the figures include, and the source and date of every price used."""
     seen = dict.fromkeys((line.source, line.as_of, line.confidence) for p in cost.pools
                          for line in p.lines if line.unit_usd_per_hour is not None)
-    return ["On-demand list prices (no committed-use discounts); boot disk, network and storage "
-            "not included.", *(f"  {confidence}, as of {as_of}: {source}"
-                                for source, as_of, confidence in seen)]
+    what = ("Spot list prices (a snapshot: Compute Engine changes them up to once a month)"
+            if cost.pricing == SPOT else "On-demand list prices (no committed-use discounts)")
+    return [f"{what}; boot disk, network and storage not included.",
+            *(f"  {confidence}, as of {as_of}: {source}" for source, as_of, confidence in seen)]
 
 
 def _node_text(p: PoolCost) -> str:
