@@ -16,13 +16,13 @@ _FILE = Path(__file__).resolve().parent / "prices.csv"
 
 MACHINE = "machine"
 ACCELERATOR = "accelerator"
-ON_DEMAND, SPOT = "on_demand", "spot"
+ON_DEMAND, SPOT, FLEX_START = "on_demand", "spot", "flex_start"
 
 
 @dataclass(frozen=True)
 class Price:
     """One row: USD per node-hour (machine: vCPUs and memory) or per accelerator-hour, in
-    one region, under one pricing (on-demand or Spot).
+    one region, under one pricing (on-demand, Spot or Dynamic Workload Scheduler Flex-Start).
 
     ``usd_per_hour`` is Compute Engine's price for that pricing plus Vertex AI's
     management fee; both parts are kept when the source gives or implies them.
@@ -80,5 +80,5 @@ def all_prices() -> list[Price]:
     return list(_prices().values())
 
 
-__all__ = ["ACCELERATOR", "MACHINE", "ON_DEMAND", "SPOT", "Price", "accelerator_price", "all_prices",
+__all__ = ["ACCELERATOR", "FLEX_START", "MACHINE", "ON_DEMAND", "SPOT", "Price", "accelerator_price", "all_prices",
            "machine_price", "price"]

@@ -38,8 +38,9 @@ UNKNOWN = "unknown"
 #: (the JSON's ``max_total`` stays null without a timeout, as the plan contract says).
 DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
 SECONDS_PER_HOUR = 3600
-ON_DEMAND, SPOT = prices.ON_DEMAND, prices.SPOT
-FLEX_START = "flex_start"  # Dynamic Workload Scheduler: the catalog has no such prices yet
+ON_DEMAND, SPOT, FLEX_START = prices.ON_DEMAND, prices.SPOT, prices.FLEX_START
+#: How each pricing is named in messages.
+_TIER = {ON_DEMAND: "", SPOT: "Spot ", FLEX_START: "FLEX_START (Dynamic Workload Scheduler) "}
 # Weakest last: a pool is as sure as its least sure price.
 _CONFIDENCE_ORDER = ("documented", "copied", "derived", "unverified", UNKNOWN)
 _DIGITS = 8  # the catalog's precision
@@ -71,11 +72,11 @@ class PriceLine:
 
 @dataclass(frozen=True)
 class Unknown:
-    """A price the catalog does not have (or cannot have: no region, FLEX_START)."""
+    """A price the catalog does not have (or cannot have: no region)."""
 
     pool: int | None
     role: str | None
-    kind: str  # machine | accelerator | region | pricing
+    kind: str  # machine | accelerator | region
     name: str | None
     region: str | None
     pricing: str
@@ -90,11 +91,7 @@ class Unknown:
         if self.kind == "region":
             return ("cost unknown: no region, and Vertex AI prices differ per region; "
                     "set region: or pass --region")
-        if self.kind == "pricing":
-            return (f"cost unknown: {self.name} jobs are billed at Dynamic Workload Scheduler "
-                    "prices, which the price catalog does not have")
-        tier = "Spot price" if self.pricing == SPOT else "price"
-        return (f"cost unknown: the price catalog has no Vertex AI {tier} for {self.kind} "
+        return (f"cost unknown: the price catalog has no Vertex AI {_TIER[self.pricing]}price for {self.kind} "
                 f"{self.name} in {self.region} ({self.role}); the job's cost per hour is not "
                 "summed without it")
 
@@ -238,8 +235,6 @@ def plan(job: Job) -> Cost:
         cost.max_trials, cost.parallel_trials = job.study.max_trials, job.study.parallel_trials
     if job.region is None:
         cost.unknown.append(Unknown(None, None, "region", None, None, cost.pricing))
-    elif cost.pricing == FLEX_START:
-        cost.unknown.append(Unknown(None, None, "pricing", "FLEX_START", job.region, cost.pricing))
     for pool in job.ordered_pools():
         cost.pools.append(pool_cost(pool, cost))
     return cost
@@ -261,7 +256,7 @@ def _line(pool: Pool, kind: str, name: str, count: int, cost: Cost) -> PriceLine
     row = prices.price(cost.region, kind, name, cost.pricing) if cost.region else None
     usd = row.usd_per_hour if row is not None else None
     if usd is None:
-        if cost.region and cost.pricing != FLEX_START:  # else one job-level entry says why
+        if cost.region:  # else one job-level entry says why
             cost.unknown.append(Unknown(pool.index, pool.role, kind, name, cost.region, cost.pricing))
         return PriceLine(kind, name, count, None, UNKNOWN, row.source if row else "", row.as_of if row else "")
     assert row is not None
@@ -298,8 +293,6 @@ def over_limit(cost: Cost, max_hourly_usd: float) -> Diagnostic | None:
 def _unknown_path(u: Unknown, native: NativeSpec | None) -> tuple[str, ...]:
     if u.kind == "region":
         return ("region",)
-    if u.kind == "pricing":
-        return ("scheduling", "strategy")
     assert u.role is not None
     if u.kind == prices.ACCELERATOR:
         return (*_key_path(native, u.role, "accelerator"), "type")
@@ -356,8 +349,9 @@ def source_lines(cost: Cost) -> list[str]:
     """What the figures include, and the source and date of every price used."""
     seen = dict.fromkeys((line.source, line.as_of, line.confidence) for p in cost.pools
                          for line in p.lines if line.unit_usd_per_hour is not None)
-    what = ("Spot list prices (a snapshot: Compute Engine changes them up to once a month)"
-            if cost.pricing == SPOT else "On-demand list prices (no committed-use discounts)")
+    what = {SPOT: "Spot list prices (a snapshot: Compute Engine changes them up to once a month)",
+            FLEX_START: "Dynamic Workload Scheduler (FLEX_START) list prices"}.get(
+        cost.pricing, "On-demand list prices (no committed-use discounts)")
     return [f"{what}; boot disk, network and storage not included.",
             *(f"  {confidence}, as of {as_of}: {source}" for source, as_of, confidence in seen)]
 
@@ -387,9 +381,7 @@ def _trials(n: int) -> str:
 def _short(u: Unknown) -> str:
     if u.kind == "region":
         return "no region"
-    if u.kind == "pricing":
-        return f"no {u.name} prices"
-    return f"no {'Spot ' if u.pricing == SPOT else ''}price for {u.name} in {u.region}"
+    return f"no {_TIER[u.pricing]}price for {u.name} in {u.region}"
 
 
 def tradeoff_line(cost: Cost, bandwidth: Plan | None) -> str | None:
