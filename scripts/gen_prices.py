@@ -59,9 +59,9 @@ OUT = ROOT / "vxtrain" / "catalog" / "prices.csv"
 CE_SOURCE = ("https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
              "0166a59ebba7c36f2cc8c931d9f258dcebc44776/pricing.yml")
 CE_AS_OF = "2025-03-06"  # the export's "generated:" date
-GPU_SOURCE = ("https://github.com/skypilot-org/skypilot-catalog/blob/"
+SKYPILOT_SOURCE = ("https://github.com/skypilot-org/skypilot-catalog/blob/"
               "006059e0f18acb1341e22a27751e9f80df6ba92f/catalogs/v8/gcp/vms.csv")
-GPU_AS_OF = "2026-11-23"  # the copy is undated: the day it was read
+SKYPILOT_AS_OF = "2026-11-23"  # the copy is undated: the day it was read
 REGIONS = ("us-central1", "us-east1", "us-west1", "us-east4",
            "europe-west1", "europe-west4", "asia-east1", "asia-southeast1")
 FEE = Decimal("0.15")  # the management fee, a fraction of Compute Engine's on-demand price
@@ -154,19 +154,19 @@ def _gpus() -> Iterator[list[str]]:
     for r in _rows(INPUTS / "compute_engine_gpus.csv"):
         ce, fee = Decimal(r["usd_per_hour"]), Decimal(r["usd_per_hour"]) * FEE
         yield _row(r["region"], "accelerator", r["accelerator"], ON_DEMAND, ce, fee, "unverified",
-                   GPU_SOURCE, GPU_AS_OF)
+                   SKYPILOT_SOURCE, SKYPILOT_AS_OF)
         if r["spot_usd_per_hour"]:
             yield _row(r["region"], "accelerator", r["accelerator"], SPOT, Decimal(r["spot_usd_per_hour"]), fee,
-                       "unverified", GPU_SOURCE, GPU_AS_OF)
+                       "unverified", SKYPILOT_SOURCE, SKYPILOT_AS_OF)
 
 
 def _vms() -> Iterator[list[str]]:
     for r in _rows(INPUTS / "compute_engine_vms.csv"):
         ce = Decimal(r["usd_per_hour"])
-        yield _row(r["region"], "machine", r["machine"], ON_DEMAND, ce, ce * FEE, "unverified", GPU_SOURCE, GPU_AS_OF)
+        yield _row(r["region"], "machine", r["machine"], ON_DEMAND, ce, ce * FEE, "unverified", SKYPILOT_SOURCE, SKYPILOT_AS_OF)
         if r["spot_usd_per_hour"]:
             yield _row(r["region"], "machine", r["machine"], SPOT, Decimal(r["spot_usd_per_hour"]), ce * FEE,
-                       "unverified", GPU_SOURCE, GPU_AS_OF)
+                       "unverified", SKYPILOT_SOURCE, SKYPILOT_AS_OF)
 
 
 def _a100() -> Iterator[list[str]]:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Optional, TypeVar
 
 import typer
-from typer._click.exceptions import UsageError  # typer vendors click since 0.24 (pinned <0.29)
+from typer._click.exceptions import UsageError  # the click typer 0.28 vendors (pinned <0.29 in pyproject.toml)
 from typing_extensions import Annotated
 
 from vxtrain import __version__
