@@ -34,13 +34,15 @@ Inputs:
 - ``prices/compute_engine_gpus.csv``: Compute Engine per-GPU prices.
 - ``prices/compute_engine_vms.csv``: Compute Engine prices of the VM part of
   A2/A3/G2 types (Vertex AI bills their GPUs as accelerator lines).
-- ``prices/compute_engine_a2_totals.csv``: a2-highgpu-1g with its A100, whose
-  price is that total minus the VM part.
+- ``prices/compute_engine_gpu_machines.csv``: A2/A3 types with their GPUs, a
+  GPU's price being (that total - the VM part - the bundled Local SSD) / its
+  count (``prices/compute_engine_local_ssd.csv``, ``prices/bundled_local_ssd.csv``).
 
 Where two inputs price the same row, the better-sourced wins: Vertex AI's own
 SKUs, then the copy of its page, then the rule.
 
-Machine shapes come from vxtrain/catalog/machines.csv.
+Machine shapes come from vxtrain/catalog/machines.csv, built-in GPUs from
+vxtrain/catalog/gpu_machines.csv.
 tests/planning/test_cost.py fails when prices.csv and this script drift.
 """
 from __future__ import annotations
@@ -54,6 +56,7 @@ from typing import Iterator
 ROOT = Path(__file__).resolve().parent.parent
 INPUTS = ROOT / "scripts" / "prices"
 MACHINES = ROOT / "vxtrain" / "catalog" / "machines.csv"
+GPU_MACHINES = ROOT / "vxtrain" / "catalog" / "gpu_machines.csv"
 OUT = ROOT / "vxtrain" / "catalog" / "prices.csv"
 
 CE_SOURCE = ("https://github.com/Cyclenerd/google-cloud-pricing-cost-calculator/blob/"
@@ -64,6 +67,7 @@ SKYPILOT_SOURCE = ("https://github.com/skypilot-org/skypilot-catalog/blob/"
 SKYPILOT_AS_OF = "2026-11-23"  # the copy is undated: the day it was read
 REGIONS = ("us-central1", "us-east1", "us-west1", "us-east4",
            "europe-west1", "europe-west4", "asia-east1", "asia-southeast1")
+HOURS_PER_MONTH = Decimal(730)  # Compute Engine's month for monthly prices
 FEE = Decimal("0.15")  # the management fee, a fraction of Compute Engine's on-demand price
 ON_DEMAND, SPOT, FLEX_START = "on_demand", "spot", "flex_start"
 FLEX_SKU = "compute_engine_flex_start"  # vertex_skus.csv: the Compute Engine DWS price of a FLEX_START job
@@ -169,15 +173,22 @@ def _vms() -> Iterator[list[str]]:
                        "unverified", SKYPILOT_SOURCE, SKYPILOT_AS_OF)
 
 
-def _a100() -> Iterator[list[str]]:
-    """NVIDIA_TESLA_A100 = a2-highgpu-1g's Compute Engine total minus its VM part, + the fee."""
-    vm = {r["region"]: Decimal(r["usd_per_hour"]) for r in _rows(INPUTS / "compute_engine_vms.csv")
-          if r["machine"] == "a2-highgpu-1g"}
-    for r in _rows(INPUTS / "compute_engine_a2_totals.csv"):
-        if r["machine"] == "a2-highgpu-1g" and r["region"] in vm:
-            ce = Decimal(r["usd_per_hour"]) - vm[r["region"]]
-            yield _row(r["region"], "accelerator", "NVIDIA_TESLA_A100", ON_DEMAND, ce, ce * FEE, "unverified",
-                       CE_SOURCE, CE_AS_OF)
+def _bundled_gpus() -> Iterator[list[str]]:
+    """A built-in GPU's price: (an accelerator-optimized type's Compute Engine total - its VM part -
+    its bundled Local SSD) / its GPU count, + the fee. On-demand only (see the input's header)."""
+    vm = {(r["machine"], r["region"]): Decimal(r["usd_per_hour"]) for r in _rows(INPUTS / "compute_engine_vms.csv")}
+    lssd_gib = {r["machine"]: Decimal(r["gib"]) for r in _rows(INPUTS / "bundled_local_ssd.csv")}
+    lssd_hour = {r["region"]: Decimal(r["usd_per_gib_month"]) / HOURS_PER_MONTH
+                 for r in _rows(INPUTS / "compute_engine_local_ssd.csv")}
+    gpus = {r["machine_type"]: (r["accelerator"], int(r["count"])) for r in _rows(GPU_MACHINES)}
+    for r in _rows(INPUTS / "compute_engine_gpu_machines.csv"):
+        machine, region = r["machine"], r["region"]
+        if (machine, region) not in vm:
+            continue
+        accelerator, count = gpus[machine]
+        ssd = lssd_gib.get(machine, Decimal(0)) * lssd_hour[region]
+        ce = (Decimal(r["usd_per_hour"]) - vm[(machine, region)] - ssd) / count
+        yield _row(region, "accelerator", accelerator, ON_DEMAND, ce, ce * FEE, "unverified", CE_SOURCE, CE_AS_OF)
 
 
 # --- Vertex AI SKUs: GPUs as copied, machines from their per-vCPU and per-GB SKUs ---------
@@ -223,7 +234,7 @@ def build() -> str:
     """The text of prices.csv."""
     shapes = _shapes()
     ranked: dict[tuple[str, ...], list[str]] = {}
-    for row in [*_gpus(), *_a100(), *_vms(), *_n1(shapes), *_skus(shapes)]:  # weakest first: later rows win
+    for row in [*_gpus(), *_bundled_gpus(), *_vms(), *_n1(shapes), *_skus(shapes)]:  # weakest first: later rows win
         ranked[tuple(row[:4])] = row
     order = {region: i for i, region in enumerate(REGIONS)}
     pricings = {ON_DEMAND: 0, SPOT: 1, FLEX_START: 2}
