@@ -173,3 +173,16 @@ def test_validate_and_plan_never_import_google_cloud_logging() -> None:
             "print(bad); sys.exit(1 if bad else 0)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_quickstart_sent_to_a_standalone_emulator_runs_as_with_target_local(
+        emulator: EmulatorHandle, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """The emulator runs from another folder than the spec's; the create tells it the spec's
+    local: block (workdir: quickstart) and folder, so the relative train.py is found."""
+    monkeypatch.chdir(tmp_path)  # neither the emulator's workdir nor the spec's folder
+    code, out, err = run(capsys, "submit", str(EXAMPLES / "quickstart.yaml"), "--endpoint", emulator.address,
+                         "--wait", "--output", "json")
+    assert code == 0, err
+    assert json.loads(out)["state"] == "JOB_STATE_SUCCEEDED"
+    assert "[workerpool0-0] chief: all 2 workers reported; done" in err

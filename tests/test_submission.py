@@ -212,7 +212,7 @@ def test_a_retried_create_lists_by_the_label_before_creating_again() -> None:
             self.jobs: list[dict[str, Any]] = []
             self.creates = 0
 
-        def create_custom_job(self, parent: str, custom_job: dict[str, Any]) -> dict[str, Any]:
+        def create_custom_job(self, parent: str, custom_job: dict[str, Any], local: Any = None) -> dict[str, Any]:
             self.creates += 1
             self.jobs.append({**custom_job, "name": f"{parent}/customJobs/{len(self.jobs) + 1}"})
             lost = errors.UnavailableError("deadline exceeded")

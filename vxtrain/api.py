@@ -342,8 +342,10 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
             return _submit_local(result, _local_packages(job, result.packages), project, region,
                                  idempotency_key, progress, logs)
         _publish(result, project)
+        local = _local_run(result) if endpoint is not None else None  # an emulator runs it here
         return submission.submit(job, project=project, region=region, endpoint=endpoint,
-                                 idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs)
+                                 idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs,
+                                 local=local)
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
 
@@ -450,10 +452,16 @@ def _submit_local(result: Result, job: dict[str, Any], project: str, region: str
     from vxtrain.backends import open_backend
 
     key = key or uuid.uuid4().hex
-    # The CustomJob has no local: block; tell the emulator which job runs with it.
-    local_jobs = [] if result.job.local is None else [
-        ({submission.LABEL_KEY: submission.label_value(key)}, result.job.local)]
-    with open_backend("local", workdir=Path(result.file).resolve().parent, local_jobs=local_jobs,
+    with open_backend("local", workdir=Path(result.file).resolve().parent,
                       job_output=_Discard() if logs is not None else None) as backend:
         return submission.submit(job, project=project, region=region, backend=backend,
-                                 idempotency_key=key, wait=True, progress=progress, logs=logs)
+                                 idempotency_key=key, wait=True, progress=progress, logs=logs,
+                                 local=_local_run(result))
+
+
+def _local_run(result: Result) -> Any:
+    """How an emulator runs the spec's job on its host: the ``local:`` block and the spec's
+    folder (the CustomJob carries neither; see vxtrain.backends.base.LocalRun)."""
+    from vxtrain.backends.base import LocalRun
+
+    return LocalRun(result.job.local, str(Path(result.file).resolve().parent))

@@ -33,7 +33,7 @@ from typing import IO, Any, TypeVar
 
 from vxtrain import errors
 from vxtrain.backends import open_backend, open_log_reader
-from vxtrain.backends.base import JobBackend, JobDict
+from vxtrain.backends.base import JobBackend, JobDict, LocalRun
 from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, LogWatch, read_entries
 
 T = TypeVar("T")
@@ -336,9 +336,9 @@ class _CreateAttempt:
     """
 
     def __init__(self, backend: JobBackend, kind: _Kind, parent: str, job: JobDict, label: str,
-                 backoff: Backoff, say: Callable[[str], None]) -> None:
+                 backoff: Backoff, say: Callable[[str], None], local: LocalRun | None = None) -> None:
         self.backend, self.kind, self.parent, self.job, self.label = backend, kind, parent, job, label
-        self.backoff, self.say = backoff, say
+        self.backoff, self.say, self.local = backoff, say, local
         self.attempts = 0
         #: True while a create whose outcome is unknown may have made the job.
         self.maybe_created = False
@@ -353,7 +353,7 @@ class _CreateAttempt:
                 return existing, True
             self.maybe_created = False  # the earlier attempts made nothing
         try:
-            created: JobDict = self.kind.method(self.backend, "create")(self.parent, self.job)
+            created: JobDict = self.kind.method(self.backend, "create")(self.parent, self.job, local=self.local)
         except errors.ApiError as exc:
             self.maybe_created = exc.transient  # a transient error leaves the outcome unknown
             if exc.transient and exc.timed_out:
@@ -379,8 +379,10 @@ class _CreateAttempt:
 
 
 def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
-                backoff: Backoff, say: Callable[[str], None] = say) -> tuple[JobDict, bool]:
-    """Create ``job`` labelled with ``key`` at most once; return (job, adopted).
+                backoff: Backoff, say: Callable[[str], None] = say,
+                local: LocalRun | None = None) -> tuple[JobDict, bool]:
+    """Create ``job`` labelled with ``key`` at most once; return (job, adopted). ``local``:
+    how an emulator runs it on its host (the spec's ``local:`` block and folder).
 
     When the calls end in an error while a create's outcome is unknown, a last
     list settles it (see ``_settle``). A job just created is checked against the
@@ -394,7 +396,7 @@ def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, exp
         if existing is not None:
             return existing, True
     labelled = {**job, "labels": {**(job.get("labels") or {}), LABEL_KEY: label}}
-    attempt = _CreateAttempt(backend, kind, parent, labelled, label, backoff, say)
+    attempt = _CreateAttempt(backend, kind, parent, labelled, label, backoff, say, local)
     try:
         created, adopted = retrying(attempt, backoff, f"create {kind.noun.replace('_', ' ')}", say)
     except errors.ApiError as exc:
@@ -457,11 +459,12 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
            backoff: Backoff | None = None, poll: Backoff | None = None,
            progress: ProgressFn | None = None, check: bool = True,
-           logs: LogSink | None = None) -> dict[str, Any]:
+           logs: LogSink | None = None, local: LocalRun | None = None) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
     to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED;
-    ``logs``: where its log lines go as they arrive, see ``wait_job``).
+    ``logs``: where its log lines go as they arrive, see ``wait_job``; ``local``: how
+    an emulator runs it on its host, see ``vxtrain.backends.base.LocalRun``).
 
     ``idempotency_key``: a re-submit with the same key under the same project and
     region returns the job it labels and creates none; without one, each call
@@ -471,7 +474,7 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
         retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
         key = idempotency_key if idempotency_key is not None else uuid.uuid4().hex
         job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key,
-                                   explicit=idempotency_key is not None, backoff=retry)
+                                   explicit=idempotency_key is not None, backoff=retry, local=local)
         view = job_view(job, emulated=api.emulated, adopted=adopted)
         if not wait:
             return view

@@ -13,14 +13,13 @@ and a log reader from ``open_log_reader``, and import no backend module themselv
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from vxtrain.backends.base import JobBackend, LogReader
-    from vxtrain.model import LocalSpec
 
 #: ``open_backend`` targets.
 TARGETS = ("vertex", "local")
@@ -29,16 +28,15 @@ TARGETS = ("vertex", "local")
 @contextmanager
 def open_backend(target: str = "vertex", *, region: str | None = None, endpoint: str | None = None,
                  workdir: str | Path | None = None,
-                 local_jobs: Sequence[tuple[Mapping[str, str], LocalSpec]] = (),
                  job_output: TextIO | None = None) -> Iterator[JobBackend]:
     """A JobBackend for ``target``, closed when the block ends.
 
     - ``"vertex"``: Vertex AI in ``region``, or the emulator at ``endpoint`` (``HOST:PORT``);
     - ``"local"``: a new in-process emulator on loopback that runs jobs here (relative
-      commands from ``workdir``), stopped with every process of its jobs when the
-      block ends. ``local_jobs`` are ``(labels, local)`` pairs: a job carrying
-      ``labels`` runs with that ``local:`` block, which the compiled job cannot carry.
-      Its jobs print to ``job_output`` (default stderr) as well as to its Logging service.
+      commands from ``workdir``, or from the spec's folder a create sends, see
+      ``base.LocalRun``), stopped with every process of its jobs when the block
+      ends. Its jobs print to ``job_output`` (default stderr) as well as to its
+      Logging service.
     """
     if target not in TARGETS:
         raise ValueError(f"unknown backend target {target!r}; expected one of {', '.join(TARGETS)}")
@@ -53,8 +51,6 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
     from vxtrain.backends.emulator import start_emulator
 
     with start_emulator(workdir=workdir, out=job_output) as handle:
-        for labels, local in local_jobs:
-            handle.emulator.register_local(labels, local)
         with connect(endpoint=handle.address) as backend:
             backend.in_process = True  # its jobs stop with this process (wait's Ctrl-C says so)
             yield backend

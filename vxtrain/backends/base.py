@@ -17,13 +17,51 @@ A transient failure (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL) is raised as
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
+from vxtrain.model import LocalSpec
+
 #: A job as the REST API spells it (camelCase keys, enum names as strings).
 JobDict = dict[str, Any]
+
+
+#: The gRPC metadata key of a create sent to an emulator: how to run the job on its
+#: host (:class:`LocalRun`, as JSON). The compiled job cannot carry the spec's
+#: ``local:`` block or folder, and Vertex AI is never sent this.
+LOCAL_METADATA = "x-vxtrain-local"
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    """How an emulator runs a job on its host: the spec's ``local:`` block (command,
+    workdir, env) and ``base_dir``, the spec's folder, where relative paths start."""
+
+    local: LocalSpec | None
+    base_dir: str
+
+    def to_metadata(self) -> str:
+        """The JSON sent as :data:`LOCAL_METADATA`."""
+        local = self.local
+        return json.dumps({"base_dir": self.base_dir, "command": local.command if local else [],
+                           "workdir": local.workdir if local else None, "env": local.env if local else {}})
+
+    @classmethod
+    def from_metadata(cls, text: str) -> LocalRun | None:
+        """The LocalRun a create carried, or None when ``text`` is not one (the job then runs
+        as if none had been sent)."""
+        try:
+            raw = json.loads(text)
+            local = LocalSpec([str(a) for a in raw.get("command") or []],
+                              str(raw["workdir"]) if raw.get("workdir") else None,
+                              {str(k): str(v) for k, v in (raw.get("env") or {}).items()})
+            return cls(local, str(raw["base_dir"]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
 
 
 @runtime_checkable
@@ -33,8 +71,9 @@ class JobBackend(Protocol):
     #: True when the backend talks to an emulator rather than Vertex AI.
     emulated: bool
 
-    def create_custom_job(self, parent: str, custom_job: JobDict) -> JobDict:
-        """Create a CustomJob under ``projects/P/locations/R``; return it as stored."""
+    def create_custom_job(self, parent: str, custom_job: JobDict, local: LocalRun | None = None) -> JobDict:
+        """Create a CustomJob under ``projects/P/locations/R``; return it as stored. ``local``:
+        how an emulator runs it on its host (ignored by Vertex AI backends)."""
         ...
 
     def get_custom_job(self, name: str) -> JobDict:
@@ -53,8 +92,10 @@ class JobBackend(Protocol):
         """Delete the CustomJob (it must have ended)."""
         ...
 
-    def create_hyperparameter_tuning_job(self, parent: str, job: JobDict) -> JobDict:
-        """Create a HyperparameterTuningJob under ``parent``; return it as stored."""
+    def create_hyperparameter_tuning_job(self, parent: str, job: JobDict,
+                                         local: LocalRun | None = None) -> JobDict:
+        """Create a HyperparameterTuningJob under ``parent``; return it as stored (``local``:
+        as for create_custom_job)."""
         ...
 
     def get_hyperparameter_tuning_job(self, name: str) -> JobDict:

@@ -21,11 +21,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from vxtrain import errors
-from vxtrain.backends.base import JobDict
+from vxtrain.backends.base import LOCAL_METADATA, JobDict, LocalRun
 
 #: Set (to "1") by the test suite: any endpoint that is not loopback is refused.
 NO_GOOGLE_ENV = "VXTRAIN_NO_GOOGLE"
@@ -295,17 +295,21 @@ class VertexBackend:
     def _guarded(self, call: Callable[[], Any], region: str | None) -> Any:
         return guarded(call, host=self._host, region=region)
 
-    def _rpc(self, method: str, region_hint: str, **request: Any) -> Any:
+    def _rpc(self, method: str, region_hint: str, metadata: Sequence[tuple[str, str]] = (), **request: Any) -> Any:
         client = self._client()
         bound = getattr(client, method)
         region = region_of(region_hint) or self.region
         # retry=None: retries are decided by the caller (vxtrain.submission), which
         # must list by the idempotency label before re-creating.
-        return self._guarded(lambda: bound(request=request, retry=None, timeout=self.timeout), region)
+        return self._guarded(lambda: bound(request=request, retry=None, timeout=self.timeout,
+                                           metadata=metadata), region)
 
-    def _create(self, method: str, field: str, parent: str, job: JobDict, message: str) -> JobDict:
+    def _create(self, method: str, field: str, parent: str, job: JobDict, message: str,
+                local: LocalRun | None) -> JobDict:
         proto = _from_dict(message, job)
-        return _to_dict(self._rpc(method, parent, parent=parent, **{field: proto}))
+        # Only an emulator gets the local run: Vertex AI runs the job's containers.
+        metadata = [(LOCAL_METADATA, local.to_metadata())] if local is not None and self.emulated else []
+        return _to_dict(self._rpc(method, parent, metadata=metadata, parent=parent, **{field: proto}))
 
     def _list(self, method: str, parent: str, filter_: str) -> list[JobDict]:
         request: dict[str, Any] = {"parent": parent}
@@ -316,9 +320,9 @@ class VertexBackend:
 
     # -- CustomJob
 
-    def create_custom_job(self, parent: str, custom_job: JobDict) -> JobDict:
+    def create_custom_job(self, parent: str, custom_job: JobDict, local: LocalRun | None = None) -> JobDict:
         """Create a CustomJob; see JobBackend."""
-        return self._create("create_custom_job", "custom_job", parent, custom_job, "CustomJob")
+        return self._create("create_custom_job", "custom_job", parent, custom_job, "CustomJob", local)
 
     def get_custom_job(self, name: str) -> JobDict:
         """The CustomJob ``name``; see JobBackend."""
@@ -338,10 +342,11 @@ class VertexBackend:
 
     # -- HyperparameterTuningJob
 
-    def create_hyperparameter_tuning_job(self, parent: str, job: JobDict) -> JobDict:
+    def create_hyperparameter_tuning_job(self, parent: str, job: JobDict,
+                                         local: LocalRun | None = None) -> JobDict:
         """Create a HyperparameterTuningJob; see JobBackend."""
         return self._create("create_hyperparameter_tuning_job", "hyperparameter_tuning_job",
-                            parent, job, "HyperparameterTuningJob")
+                            parent, job, "HyperparameterTuningJob", local)
 
     def get_hyperparameter_tuning_job(self, name: str) -> JobDict:
         """The HyperparameterTuningJob ``name``; see JobBackend."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,54 @@ def test_registered_local_command_makes_an_image_job_runnable(make_emulator: Any
     job = client.create_custom_job(parent=PARENT, custom_job=custom_job(labels={"run": "here"}))
     assert wait_until(client, job.name, TERMINAL).state == State.JOB_STATE_SUCCEEDED
     assert "local command" in out.getvalue()
+
+
+def _sent_local(local: Any, base_dir: Path | str) -> list[tuple[str, str]]:
+    """The gRPC metadata vxtrain's submit adds to a create sent to an emulator."""
+    from vxtrain.backends.base import LOCAL_METADATA, LocalRun
+
+    return [(LOCAL_METADATA, LocalRun(local, str(base_dir)).to_metadata())]
+
+
+def test_a_create_that_says_how_to_run_its_job_runs_it_from_the_spec_folder(
+        make_emulator: Any, connect: Any, tmp_path: Path) -> None:
+    """A standalone emulator (its own workdir) runs a job sent from elsewhere as --target local
+    would: the spec's local: block, relative paths from the spec's folder."""
+    from vxtrain.model import LocalSpec
+
+    (tmp_path / "emulator").mkdir()
+    spec_dir = tmp_path / "spec"
+    spec_dir.mkdir()
+    (spec_dir / "train.py").write_text("import os\nprint('ran', os.path.basename(os.getcwd()))\n")
+    out = io.StringIO()
+    client = connect(make_emulator(workdir=tmp_path / "emulator", out=out))
+    local = LocalSpec(command=[sys.executable, "train.py"])
+    job = client.create_custom_job(parent=PARENT, custom_job=custom_job(labels={"vxtrain-key": "a1"}),
+                                   metadata=_sent_local(local, spec_dir))
+    ended = wait_until(client, job.name, TERMINAL)
+    assert ended.state == State.JOB_STATE_SUCCEEDED, ended.error.message
+    assert "[workerpool0-0] ran spec" in out.getvalue()
+
+
+def test_a_spec_folder_the_emulator_host_lacks_runs_from_its_workdir_and_says_so(
+        make_emulator: Any, connect: Any, tmp_path: Path) -> None:
+    out = io.StringIO()
+    client = connect(make_emulator(workdir=tmp_path, out=out))
+    job = client.create_custom_job(parent=PARENT, custom_job=custom_job(
+        labels={"vxtrain-key": "b2"}, pools=[pool(py("import os; print('cwd', os.getcwd())"))]),
+        metadata=_sent_local(None, tmp_path / "not-here"))
+    assert wait_until(client, job.name, TERMINAL).state == State.JOB_STATE_SUCCEEDED
+    assert f"{tmp_path / 'not-here'} is not on this host: running from {tmp_path}" in out.getvalue()
+    assert f"cwd {tmp_path}" in out.getvalue()
+
+
+def test_a_local_run_survives_the_metadata_and_garbage_is_ignored() -> None:
+    from vxtrain.backends.base import LocalRun
+    from vxtrain.model import LocalSpec
+
+    run = LocalRun(LocalSpec(["python", "t.py"], "sub", {"A": "1"}), "/specs/x")
+    assert LocalRun.from_metadata(run.to_metadata()) == run
+    assert LocalRun.from_metadata("{not json") is None and LocalRun.from_metadata('{"command": []}') is None
 
 
 def test_hpt_simulated_trials(make_emulator: Any, connect: Any) -> None:

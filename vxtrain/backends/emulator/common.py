@@ -4,7 +4,7 @@ offsets) and message helpers."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -38,16 +38,18 @@ class RpcError(Exception):
         self.message = message
 
 
-def unary_handler(call: Callable[[Any], Any], request: Any,
+def unary_handler(call: Callable[[Any, Mapping[str, str]], Any], request: Any,
                   serialize: Callable[[Any], bytes]) -> grpc.RpcMethodHandler:
-    """A unary-unary gRPC handler answering ``call(request)``; an RpcError becomes its status.
+    """A unary-unary gRPC handler answering ``call(request, metadata)`` (the call's
+    metadata, key → value); an RpcError becomes its status.
 
     Every emulated service builds its handlers with this, so they all report
     errors the same way.
     """
     def handle(message: Any, context: grpc.ServicerContext) -> Any:
+        metadata = {str(k): str(v) for k, v in context.invocation_metadata() or ()}
         try:
-            return call(message)
+            return call(message, metadata)
         except RpcError as exc:
             context.abort(exc.code, exc.message)
     return grpc.unary_unary_rpc_method_handler(handle, request_deserializer=request.deserialize,

@@ -12,7 +12,7 @@ proto-plus classes' ``serialize`` / ``deserialize``.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
 from google.cloud.aiplatform_v1.types import job_service as js
 from google.protobuf import empty_pb2
 
+from vxtrain.backends.base import LOCAL_METADATA, LocalRun
 from vxtrain.backends.emulator.common import CUSTOM, HPT, Kind, unary_handler
 from vxtrain.backends.emulator.store import Emulator
 
@@ -93,8 +94,20 @@ def generic_handler(emulator: Emulator) -> grpc.GenericRpcHandler:
     return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
 
-def _call(emulator: Emulator, method: Method) -> Callable[[Any], Any]:
+def _call(emulator: Emulator, method: Method) -> Callable[[Any, Mapping[str, str]], Any]:
     """One RPC of ``method``, under the fault plan."""
-    def call(request: Any) -> Any:
-        return emulator.call(method.fault, lambda: method.action(emulator, request), method.job(request))
+    def call(request: Any, metadata: Mapping[str, str]) -> Any:
+        job = method.job(request)
+        if job is not None and LOCAL_METADATA in metadata:
+            _register_local(emulator, job, metadata[LOCAL_METADATA])
+        return emulator.call(method.fault, lambda: method.action(emulator, request), job)
     return call
+
+
+def _register_local(emulator: Emulator, job: Any, text: str) -> None:
+    """A create that says how to run its job on this host (vxtrain's submit does, for the
+    spec's ``local:`` block and folder): jobs with its labels run so. Registered before
+    the create, whose job starts at once; a create with no labels cannot be told apart."""
+    local = LocalRun.from_metadata(text)
+    if local is not None and job.labels:
+        emulator.register_local(dict(job.labels), local.local, base_dir=local.base_dir)

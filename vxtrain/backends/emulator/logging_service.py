@@ -252,6 +252,6 @@ def _list_log_entries(store: LogStore, request: lg.ListLogEntriesRequest) -> lg.
 
 def generic_handler(store: LogStore) -> grpc.GenericRpcHandler:
     """The LoggingServiceV2 handlers (ListLogEntries); other methods answer UNIMPLEMENTED."""
-    handlers = {"ListLogEntries": unary_handler(lambda request: _list_log_entries(store, request),
+    handlers = {"ListLogEntries": unary_handler(lambda request, _metadata: _list_log_entries(store, request),
                                                 lg.ListLogEntriesRequest, lg.ListLogEntriesResponse.serialize)}
     return grpc.method_handlers_generic_handler(SERVICE, handlers)

@@ -111,24 +111,27 @@ class JobRunner:
         self.logs = logs if logs is not None else LogStore()
         self.seed = seed  # random search of studies: a seed makes trial parameters reproducible
         self._lock = lock
-        self._locals: list[tuple[dict[str, str], LocalSpec]] = []
+        self._locals: list[tuple[dict[str, str], LocalSpec | None, Path | None]] = []
 
-    def register_local(self, labels: Mapping[str, str], local: LocalSpec) -> None:
-        """Run jobs whose labels include ``labels`` with ``local`` (``local.command`` etc.)."""
+    def register_local(self, labels: Mapping[str, str], local: LocalSpec | None,
+                       base_dir: str | Path | None = None) -> None:
+        """Run jobs whose labels include ``labels`` with ``local`` (``local.command`` etc.),
+        relative paths from ``base_dir`` when given."""
         with self._lock:
-            self._locals.append((dict(labels), local))
+            self._locals.append((dict(labels), local, None if base_dir is None else Path(base_dir)))
 
     def execute(self, record: Record, step: float) -> Outcome:
         """Run or simulate the job of ``record`` to its end (``step``: the state walk's pace)."""
         if self.simulate_seconds is not None:
             return self._simulate(record, step * 2)
+        local, base_dir = self._place(record)
         try:
-            model, spec = job_model(record.job, self._local_for(record.job))
+            model, spec = job_model(record.job, local)
         except NotRunnable as exc:
             return Outcome(FAILED, 9, str(exc))  # 9: FAILED_PRECONDITION
         if record.kind is HPT:
-            return self._run_trials(record, model, spec)
-        return self._run(record, model, spec)
+            return self._run_trials(record, model, spec, base_dir)
+        return self._run(record, model, spec, base_dir)
 
     def _simulate(self, record: Record, seconds: float) -> Outcome:
         """Run nothing; after ``seconds`` succeed (a study gets its trials, all succeeded)."""
@@ -144,14 +147,21 @@ class JobRunner:
                     record.job.trials.append(_trial(str(number), params, study_types.Trial.State.SUCCEEDED))
         return Outcome(SUCCEEDED)
 
-    def _local_for(self, job: Any) -> LocalSpec | None:
+    def _place(self, record: Record) -> tuple[LocalSpec | None, Path]:
+        """The ``local:`` block registered for the job, and the folder its relative paths
+        start from: the spec's, when this host has it (a remote emulator may not), else
+        the emulator's ``workdir``, saying so in the job's log."""
         with self._lock:
-            for labels, local in self._locals:
-                if all(job.labels.get(k) == v for k, v in labels.items()):
-                    return local
-        return None
+            found = next(((local, base) for labels, local, base in self._locals
+                          if all(record.job.labels.get(k) == v for k, v in labels.items())), (None, None))
+        local, base_dir = found
+        if base_dir is None or base_dir.is_dir():
+            return local, base_dir or self.workdir
+        self._outputs(record)[0](f"[vxtrain] the spec's folder {base_dir} is not on this host: "
+                                 f"running from {self.workdir}\n")
+        return local, self.workdir
 
-    def _run(self, record: Record, model: Job, spec: dict[str, Any], *, trial: str | None = None,
+    def _run(self, record: Record, model: Job, spec: dict[str, Any], base_dir: Path, *, trial: str | None = None,
              extra_args: Sequence[str] = ()) -> Outcome:
         """One run of the job's replicas with the local runner."""
         from vxtrain.runtime import runner
@@ -161,7 +171,7 @@ class JobRunner:
         out, err = self._outputs(record)
         try:
             result = runner.run_job(model, spec, trial=trial, extra_args=tuple(extra_args), stop=record.stop,
-                                    out=out, err=err, base_dir=self.workdir,
+                                    out=out, err=err, base_dir=base_dir,
                                     job_id=record.job.name.rsplit("/", 1)[-1])
         except LocalRunError as exc:  # a replica could not start: nothing is left running
             return Outcome(FAILED, 9, f"The job could not start on this host: {exc}")
@@ -189,7 +199,7 @@ class JobRunner:
             return write
         return writer("INFO"), writer("ERROR")
 
-    def _run_trials(self, record: Record, model: Job, spec: dict[str, Any]) -> Outcome:
+    def _run_trials(self, record: Record, model: Job, spec: dict[str, Any], base_dir: Path) -> Outcome:
         """The study's trials with the local runner (vxtrain.runtime.study), ``parallel_trial_count`` at once."""
         from vxtrain.runtime import study
 
@@ -197,7 +207,7 @@ class JobRunner:
             config = study.StudyConfig.from_hpt_json(_study_json(record.job))
         out, err = self._outputs(record)
         result = study.run_study(model, spec, config, seed=self.seed, stop=record.stop, out=out, err=err,
-                                 base_dir=self.workdir, job_id=record.job.name.rsplit("/", 1)[-1],
+                                 base_dir=base_dir, job_id=record.job.name.rsplit("/", 1)[-1],
                                  on_start=lambda t: self._trial_started(record, t),
                                  on_end=lambda t: self._trial_ended(record, t))
         if result.cancelled:

@@ -81,13 +81,15 @@ class Emulator:
         """Inject a fault at runtime (``"create:quota:1"`` or a Fault)."""
         self.faults.add(fault)
 
-    def register_local(self, labels: Mapping[str, str], local: LocalSpec) -> None:
-        """Run jobs whose labels include ``labels`` with ``local`` (``local.command`` etc.).
+    def register_local(self, labels: Mapping[str, str], local: LocalSpec | None,
+                       base_dir: str | Path | None = None) -> None:
+        """Run jobs whose labels include ``labels`` with ``local`` (``local.command`` etc.),
+        relative paths from ``base_dir`` (the spec's folder) when this host has it.
 
-        ``--target local`` uses this: the compiled CustomJob has no ``local:``
-        block, so the submitter tells the in-process emulator out of band.
+        The compiled CustomJob has no ``local:`` block, so vxtrain's submit tells the
+        emulator out of band (``vxtrain.backends.base.LOCAL_METADATA``).
         """
-        self.runner.register_local(labels, local)
+        self.runner.register_local(labels, local, base_dir)
 
     def jobs(self, kind: str = "custom") -> list[Any]:
         """Copies of the stored jobs of ``kind`` ("custom" or "hpt"), oldest first."""
