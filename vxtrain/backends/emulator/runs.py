@@ -152,7 +152,7 @@ class JobRunner:
         start from: the spec's, when this host has it (a remote emulator may not), else
         the emulator's ``workdir``, saying so in the job's log."""
         with self._lock:
-            found = next(((local, base) for labels, local, base in self._locals
+            found = next(((local, base) for labels, local, base in reversed(self._locals)  # the latest wins
                           if all(record.job.labels.get(k) == v for k, v in labels.items())), (None, None))
         local, base_dir = found
         if base_dir is None or base_dir.is_dir():
