@@ -4,6 +4,7 @@ offsets) and message helpers."""
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -90,6 +91,14 @@ def copy(message: Any) -> Any:
     """A deep copy of a proto-plus message (stored jobs are never handed out)."""
     cls = type(message)
     return cls.deserialize(cls.serialize(message))
+
+
+def unquote(value: str) -> str:
+    """A filter term's value without its double quotes and backslash escapes (as the
+    Vertex AI and Cloud Logging filter languages both write strings); bare values as they are."""
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
 
 
 def encode_cursor(direction: str, seq: int) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
-from vxtrain.backends.emulator.common import RpcError
+from vxtrain.backends.emulator.common import RpcError, unquote
 
 DEFAULT_PAGE_SIZE = 100
 
@@ -57,14 +57,8 @@ def _bad_filter(whole: str) -> RpcError:
                     "display_name:\"x_*\", joined by AND.")
 
 
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return re.sub(r"\\(.)", r"\1", value[1:-1])
-    return value
-
-
 def _predicate(term: re.Match[str], whole: str) -> Predicate:
-    name, op, value = term.group("field"), term.group("op"), _unquote(term.group("value"))
+    name, op, value = term.group("field"), term.group("op"), unquote(term.group("value"))
     if name.startswith("labels."):
         key = name[len("labels."):]
         return _text_predicate(lambda job: job.labels.get(key), op, value)

@@ -30,7 +30,7 @@ from google.cloud.logging_v2.types import logging as lg
 from google.logging.type import log_severity_pb2
 
 from vxtrain.backends.base import ML_JOB, SERVICE_TASK, parse_time
-from vxtrain.backends.emulator.common import RpcError, decode_cursor, encode_cursor, unary_handler
+from vxtrain.backends.emulator.common import RpcError, decode_cursor, encode_cursor, unary_handler, unquote
 
 SERVICE = "google.logging.v2.LoggingServiceV2"
 #: ListLogEntriesRequest.page_size: "Default is 50. Maximum is 1000"
@@ -199,14 +199,8 @@ def _terms(text: str) -> Iterator[re.Match[str]]:
         pos = joiner.end() if joiner else term.end()
 
 
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return re.sub(r"\\(.)", r"\1", value[1:-1])
-    return value
-
-
 def _predicate(term: re.Match[str], whole: str) -> Predicate:
-    field, op, value = term.group("field"), term.group("op"), _unquote(term.group("value"))
+    field, op, value = term.group("field"), term.group("op"), unquote(term.group("value"))
     if field == "timestamp":
         try:
             moment = parse_time(value)
