@@ -165,10 +165,11 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert run(capsys, "validate", str(tmp_path))[0] == 2  # a folder without specs
 
 
-def test_validate_and_plan_never_import_aiplatform() -> None:
+def test_validate_and_plan_never_import_aiplatform_or_cloud_logging() -> None:
     code = ("import sys; from vxtrain.cli import main; "
             f"rc = main(['validate', {str(EXAMPLES)!r}]); main(['plan', {str(RS)!r}]); "
-            "bad = [m for m in sys.modules if m.startswith('google.cloud.aiplatform')]; "
+            f"main(['plan', {str(EXAMPLES / 'quickstart.yaml')!r}]); "
+            "bad = [m for m in sys.modules if m.startswith(('google.cloud.aiplatform', 'google.cloud.logging'))]; "
             "print(bad); sys.exit(1 if bad else 0)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stdout + res.stderr
