@@ -124,6 +124,14 @@ def recorded_pids(folder: Path) -> dict[str, int]:
             if p.name.startswith("workerpool") and p.read_text()}
 
 
+def wait_for_pids(folder: Path, count: int, seconds: float) -> int:
+    """Wait until ``count`` replicas recorded their pid in ``folder`` (or ``seconds`` pass); how many did."""
+    deadline = time.monotonic() + seconds
+    while len(recorded_pids(folder)) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return len(recorded_pids(folder))
+
+
 def run(job: Job, **kw: Any) -> tuple[local.LocalRunResult, Lines]:
     out = Lines()
     kw.setdefault("grace", 1.0)
@@ -201,9 +209,7 @@ def test_stop_from_another_thread_cancels_and_cleans_up(script: Path) -> None:
     stop, out, box = threading.Event(), Lines(), {}
     worker = threading.Thread(target=lambda: box.update(r=local.run_job(job, {}, stop=stop, out=out)))
     worker.start()
-    deadline = time.monotonic() + 15
-    while len(recorded_pids(script.parent)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_pids(script.parent, 2, 15)
     stop.set()
     worker.join(timeout=15)
     assert not worker.is_alive()
@@ -321,10 +327,7 @@ def test_ctrl_c_or_hangup_stops_every_replica_and_exits_130(tmp_path: Path, scri
     proc = _cli("local-run", str(_spec_file(tmp_path, script, plan)),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while len(recorded_pids(tmp_path)) < 5 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(recorded_pids(tmp_path)) == 5, "replicas did not start"
+        assert wait_for_pids(tmp_path, 5, 30) == 5, "replicas did not start"
         proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=30)
         assert proc.returncode == 130, stderr
@@ -484,10 +487,7 @@ def test_under_nohup_a_hangup_does_not_stop_the_run(tmp_path: Path, script: Path
                             cwd=ROOT, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while len(recorded_pids(tmp_path)) < 4 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(recorded_pids(tmp_path)) == 4, "replicas did not start"
+        assert wait_for_pids(tmp_path, 4, 30) == 4, "replicas did not start"
         proc.send_signal(signal.SIGHUP)
         time.sleep(1.0)
         assert proc.poll() is None and all(alive(pid) for pid in recorded_pids(tmp_path).values())
