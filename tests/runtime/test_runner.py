@@ -104,11 +104,18 @@ class Lines:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.errors: list[str] = []  # the lines written through ``error``, also in ``lines``
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> None:
         with self._lock:
             self.lines.append(text)
+
+    def error(self, text: str) -> None:
+        """An ``err`` output: the line joins ``lines`` in order, and is kept in ``errors``."""
+        with self._lock:
+            self.lines.append(text)
+            self.errors.append(text)
 
     def of(self, name: str) -> list[str]:
         prefix = f"[{name}] "
@@ -270,6 +277,19 @@ def test_container_command_and_args_run_when_there_is_no_local_command(tmp_path:
     result, out = run(job, extra_args=["--lr=0.1"])
     assert result.succeeded
     assert out.of("workerpool0-0") == ["argv ['--a=1', '--lr=0.1']"]
+
+
+def test_stderr_goes_to_err_and_keeps_its_place_after_what_was_printed_before() -> None:
+    """A replica that prints and then fails: its traceback (stderr) comes after its last
+    printed lines, every time, though the two streams are read apart."""
+    code = "import sys\nfor i in range(300): print('step', i)\nsys.exit('out of memory')"
+    for _ in range(5):
+        out = Lines()
+        job = build({"display_name": "t", "chief": {**POOL, "command": ["python", "-c", code]}})
+        result = local.run_job(job, {"workerPoolSpecs": []}, out=out, err=out.error, grace=1.0)
+        assert not result.succeeded
+        assert out.of("workerpool0-0") == [f"step {i}" for i in range(300)] + ["out of memory"]
+        assert out.errors == ["[workerpool0-0] out of memory\n"]
 
 
 def test_python_package_runs_its_module_from_a_local_folder(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ cancels it by setting ``stop`` (the CLI does that on Ctrl-C).
 from __future__ import annotations
 
 import os
+import selectors
 import shlex
 import shutil
 import signal
@@ -340,7 +341,7 @@ def _torch_vars(pool: Pool, i: int, world_size: int, port: int) -> dict[str, str
 
 # --- running them -------------------------------------------------------------
 
-def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], list[_Reader]]:
+def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], _Reader]:
     # stdout and stderr stay apart, as on Vertex AI, where Cloud Logging gives a
     # replica's stderr lines severity ERROR and its stdout lines INFO (seen in
     # https://github.com/GoogleCloudPlatform/vertex-ai-samples/issues/242).
@@ -354,9 +355,8 @@ def _start(plan: _Plan, printer: _Printer) -> tuple[subprocess.Popen[bytes], lis
     reaper.guard(proc.pid)  # the replica leads its own group: pgid == pid
     plan.replica.pid = proc.pid
     assert proc.stdout is not None and proc.stderr is not None
-    prefix, name = f"[{plan.replica.name}] ", plan.replica.name
-    return proc, [_Reader(proc.stdout, prefix, printer.line, name),
-                  _Reader(proc.stderr, prefix, printer.error_line, f"{name}-stderr")]
+    return proc, _Reader([(proc.stdout, printer.line), (proc.stderr, printer.error_line)],
+                         f"[{plan.replica.name}] ", plan.replica.name)
 
 
 #: Seconds a reader may wait for more output, once its replica is gone, before
@@ -368,23 +368,57 @@ _DRAIN_LIMIT = 60.0
 
 
 class _Reader:
-    """Copies one output stream of a replica, one whole line at a time, with its prefix (a daemon thread)."""
+    """Copies a replica's stdout and stderr, one whole line at a time, with its prefix, each
+    stream to its own output (a daemon thread).
 
-    def __init__(self, stream: IO[bytes], prefix: str, write: Callable[[str], None], name: str) -> None:
-        self._stream, self._prefix, self._write = stream, prefix, write
+    One thread reads both pipes, so their lines keep the order they were written in as
+    far as the pipes can tell: when both have data, all of stdout's goes first (a replica
+    that prints and then fails shows its last lines before its traceback).
+    """
+
+    def __init__(self, streams: Sequence[tuple[IO[bytes], Callable[[str], None]]], prefix: str,
+                 name: str) -> None:
+        self._streams, self._prefix = list(streams), prefix
+        self._partial = [b""] * len(self._streams)  # per stream: the start of a line not ended yet
         self._waiting_since: float | None = None  # set while blocked reading, not while writing
         self._thread = threading.Thread(target=self._pump, name=f"vxtrain-{name}", daemon=True)
         self._thread.start()
 
     def _pump(self) -> None:
-        with self._stream:
-            while True:
+        with selectors.DefaultSelector() as selector:
+            for index, (stream, _) in enumerate(self._streams):
+                os.set_blocking(stream.fileno(), False)
+                selector.register(stream, selectors.EVENT_READ, index)
+            while selector.get_map():
                 self._waiting_since = time.monotonic()
-                raw = self._stream.readline()
+                ready = sorted(key.data for key, _ in selector.select())  # stdout (0) before stderr (1)
                 self._waiting_since = None
-                if not raw:
-                    return
-                self._write(self._prefix + raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+                for index in ready:
+                    stream = self._streams[index][0]
+                    if not self._drain(index):
+                        selector.unregister(stream)
+                        stream.close()
+
+    def _drain(self, index: int) -> bool:
+        """Write every whole line stream ``index`` has now (up to 1 MiB, so a flood on one
+        stream cannot hold the other back for good); at its end, the rest too, and False."""
+        stream, write = self._streams[index]
+        for _ in range(16):
+            try:
+                chunk = os.read(stream.fileno(), 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                if self._partial[index]:
+                    self._emit(write, self._partial[index])
+                return False
+            *lines, self._partial[index] = (self._partial[index] + chunk).split(b"\n")
+            for line in lines:
+                self._emit(write, line)
+        return True
+
+    def _emit(self, write: Callable[[str], None], line: bytes) -> None:
+        write(self._prefix + line.decode("utf-8", errors="replace").rstrip("\r"))
 
     def finish(self, idle: float = _IDLE_READER, limit: float = _DRAIN_LIMIT) -> None:
         """Wait until every line the replica wrote is out, even into a slow output; give up
@@ -441,9 +475,9 @@ class _Running:
 
     def start(self, plans: Sequence[_Plan]) -> None:
         for plan in plans:
-            proc, readers = _start(plan, self.printer)
+            proc, reader = _start(plan, self.printer)
             self.procs.append((plan.replica, proc))
-            self.readers += readers
+            self.readers.append(reader)
 
     def poll(self) -> list[ReplicaRun]:
         """Replicas that ended since the last poll (not reaped: see :func:`_peek`)."""
