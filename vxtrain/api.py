@@ -13,12 +13,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import InvalidArgumentError, SpecError, UsageError
 from vxtrain.loading.document import Document, NativeSpec, Position
+
+if TYPE_CHECKING:
+    from vxtrain.backends.base import LocalRun
 
 
 @dataclass
@@ -452,14 +455,15 @@ def _submit_local(result: Result, job: dict[str, Any], project: str, region: str
     from vxtrain.backends import open_backend
 
     key = key or uuid.uuid4().hex
-    with open_backend("local", workdir=Path(result.file).resolve().parent,
+    local = _local_run(result)
+    with open_backend("local", workdir=local.base_dir,
                       job_output=_Discard() if logs is not None else None) as backend:
         return submission.submit(job, project=project, region=region, backend=backend,
                                  idempotency_key=key, wait=True, progress=progress, logs=logs,
-                                 local=_local_run(result))
+                                 local=local)
 
 
-def _local_run(result: Result) -> Any:
+def _local_run(result: Result) -> LocalRun:
     """How an emulator runs the spec's job on its host: the ``local:`` block and the spec's
     folder (the CustomJob carries neither; see vxtrain.backends.base.LocalRun)."""
     from vxtrain.backends.base import LocalRun
