@@ -175,7 +175,7 @@ def print_view(view: dict[str, Any], output: OutputFormat) -> None:
     if view.get("error"):
         lines.append(f"error: {view['error'].get('message', view['error'])}")
     if "trials" in view:  # a tuning job: the table of trials and the best one
-        from vxtrain.runtime.study import metric_ids_of, summary_lines
+        from vxtrain.render.study import metric_ids_of, summary_lines  # lazy: the CLI imports every command at start-up
 
         lines += summary_lines(view, metric_ids_of(view["trials"]))
     typer.echo("\n".join(lines))

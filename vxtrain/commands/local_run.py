@@ -72,6 +72,7 @@ def study_trial_args(hpt: dict[str, Any] | None, trial: str | None, seed: int | 
 def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c.OutputFormat,
                       seed: int | None, base_dir: Path) -> int:
     """Every trial of the study with the local runner, then the trial table and the best trial."""
+    from vxtrain.render.study import summary_lines  # lazy, as study: the CLI imports every command at start-up
     from vxtrain.runtime import study
 
     hpt = result.hyperparameter_tuning_job
@@ -83,7 +84,7 @@ def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c
         c.emit_json(run.to_json())
     else:
         metric_ids = [g.id for g in run.goals]
-        lines = study.summary_lines(run.to_json(), metric_ids)  # notes went out when the study started
+        lines = summary_lines(run.to_json(), metric_ids)  # notes went out when the study started
         lines.append(f"study {'succeeded' if run.succeeded else 'FAILED'}: {run.message}")
         typer.echo("\n".join(lines))
     if run.cancelled:
