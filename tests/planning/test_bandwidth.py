@@ -1,4 +1,4 @@
-"""Bandwidth plan: Reduction Server sizing, diagnostics, all-reduce math, rendering."""
+"""Bandwidth plan: Reduction Server sizing, diagnostics, all-reduce math, and its text (vxtrain.render.bandwidth)."""
 from __future__ import annotations
 
 import json
@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from vxtrain.planning import bandwidth as planning
+from vxtrain.render import bandwidth as bandwidth_text
 from vxtrain import model
 from vxtrain.loading.document import Document, NativeSpec, Position
 
@@ -230,7 +231,7 @@ def _render_text(result: planning.Plan) -> str:
     from rich.console import Console
 
     console = Console(record=True, width=160, color_system=None)
-    for item in planning.render(result):
+    for item in bandwidth_text.items(result):
         console.print(item)
     return console.export_text()
 

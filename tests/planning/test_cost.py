@@ -17,6 +17,7 @@ from vxtrain.cli import main
 from vxtrain.catalog import prices
 from vxtrain.loading.document import Document, NativeSpec, Position
 from vxtrain.planning import bandwidth, cost
+from vxtrain.render import cost as cost_text
 
 PRICES_CSV = Path(prices.__file__).with_name("prices.csv")
 N1S4 = 0.21849885  # copied: n1-standard-4, us-central1
@@ -202,13 +203,13 @@ def test_a_study_multiplies_by_trials_and_runs_parallel_trials_per_hour() -> Non
     assert c.per_hour == pytest.approx(3 * trial)
     assert c.max_total == pytest.approx(trial * 0.5 * 10)
     assert c.to_json()["study"] == {"per_trial_hour": round(trial, 8), "max_trials": 10, "parallel_trials": 3}
-    assert "3 trials at a time" in cost.total_lines(c)[0] and "(10 trials × 0.5 h timeout)" in cost.total_lines(c)[0]
+    assert "3 trials at a time" in cost_text.total_lines(c)[0] and "(10 trials × 0.5 h timeout)" in cost_text.total_lines(c)[0]
 
 
 def test_a_one_trial_at_a_time_study_says_trial() -> None:
     study = {"metric": {"id": "acc", "goal": "maximize"}, "max_trials": 1, "parallel_trials": 1,
              "parameters": {"lr": {"type": "double", "min": 0.001, "max": 0.1}}}
-    line = cost.total_lines(cost_of(job(study=study, scheduling={"timeout": "1h"})))[0]
+    line = cost_text.total_lines(cost_of(job(study=study, scheduling={"timeout": "1h"})))[0]
     assert "1 trial at a time" in line and "(1 trial × 1 h timeout)" in line
 
 
@@ -308,7 +309,7 @@ def test_text_shows_pools_totals_and_the_reduction_server_trade_off() -> None:
     bw = bandwidth.plan(j, gradient_bytes=1.3e9)
     console = Console(width=140, record=True)
     c = cost.plan(j)
-    for item in cost.render(c, bw):
+    for item in cost_text.items(c, bw):
         console.print(item)
     text = console.export_text()
     assert "n1-highcpu-16" in text and "unverified" in text
@@ -426,6 +427,6 @@ def test_submit_under_the_limit_is_sent(capsys: pytest.CaptureFixture[str], tmp_
 
 
 def test_the_text_says_which_prices_it_used() -> None:
-    spot = cost.source_lines(cost_of(job(scheduling={"strategy": "SPOT"})))
+    spot = cost_text.source_lines(cost_of(job(scheduling={"strategy": "SPOT"})))
     assert spot[0].startswith("Spot list prices") and "Cyclenerd" in spot[1]
-    assert cost.source_lines(cost_of(job()))[0].startswith("On-demand list prices")
+    assert cost_text.source_lines(cost_of(job()))[0].startswith("On-demand list prices")
