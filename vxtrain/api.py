@@ -22,6 +22,7 @@ from vxtrain.loading.document import Document, NativeSpec, Position
 
 if TYPE_CHECKING:
     from vxtrain.backends.base import LocalRun
+    from vxtrain.packaging.upload import UploadProgress
 
 
 @dataclass
@@ -323,13 +324,16 @@ def compile_job(path: str | Path, options: Options | None = None) -> dict[str, A
 
 def submit(path: str | Path, options: Options | None = None, *, target: str = "vertex",
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
-           progress: Any = None, logs: Any = None) -> dict[str, Any]:
+           progress: Any = None, logs: Any = None,
+           upload_progress: UploadProgress | None = None) -> dict[str, Any]:
     """Create the spec's job exactly once (vxtrain.submission) and return its view.
 
     ``target``: "vertex" (the regional endpoint, or ``endpoint`` HOST:PORT of an
     emulator) or "local" (an in-process emulator running the job here, always
     followed to the end). ``logs``: while following, a callable that gets the job's
-    new log lines (lists of vxtrain.joblogs.Entry) as they arrive. Raises
+    new log lines (lists of vxtrain.joblogs.Entry) as they arrive.
+    ``upload_progress``: watches each large python_package.source upload
+    (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar). Raises
     SpecError, UsageError, ApiError, and JobFailedError when a followed job fails.
     """
     from vxtrain import submission  # lazy: validate and plan never load submission or a backend
@@ -344,7 +348,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         if target == "local":
             return _submit_local(result, _local_packages(job, result.packages), project, region,
                                  idempotency_key, progress, logs)
-        _publish(result, project)
+        _publish(result, project, upload_progress)
         local = _local_run(result) if endpoint is not None else None  # an emulator runs it here
         return submission.submit(job, project=project, region=region, endpoint=endpoint,
                                  idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs,
@@ -353,7 +357,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
 
 
-def _publish(result: Result, project: str) -> None:
+def _publish(result: Result, project: str, progress: UploadProgress | None) -> None:
     """Build and upload the job's source packages that are not in the staging bucket yet."""
     if not result.packages:
         return
@@ -367,7 +371,7 @@ def _publish(result: Result, project: str) -> None:
             "no-staging-bucket", "python_package.source must be uploaded before the job is created, and no "
             "staging bucket is set: pass --staging-bucket gs://BUCKET[/PREFIX] or set staging_bucket: in the spec",
             **result.native.where(_source_key(result.native, roles[0])))])
-    jobs.publish(result.packages, project, say=say)
+    jobs.publish(result.packages, project, say=say, progress=progress)
 
 
 def _source_key(native: NativeSpec, role: str) -> tuple[str, ...]:

@@ -1,14 +1,20 @@
 """Uploading a package once, against a real GCS emulator (fake-gcs-server) with the real client."""
 from __future__ import annotations
 
+import io
+import os
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from vxtrain.errors import NotFoundError, PermissionError_
-from vxtrain.packaging.upload import split_gs_uri, upload_if_missing
+from vxtrain.packaging.upload import CHUNK_SIZE, PROGRESS_THRESHOLD, Position, split_gs_uri, upload_if_missing
+from vxtrain.render.packaging import upload_bar
 
 pytestmark = pytest.mark.slow
 
@@ -120,6 +126,52 @@ def test_permission_denied_is_an_api_error_naming_the_permissions(package: Path)
         server.shutdown()
         server.server_close()
     assert err.value.exit_code == 4 and "storage.objects.create" in str(err.value)
+
+
+@pytest.fixture
+def large(tmp_path: Path) -> Path:
+    """A package past PROGRESS_THRESHOLD: its upload goes in chunks (the last one short)."""
+    path = tmp_path / "big-0123456789abcdef.tar.gz"
+    path.write_bytes(os.urandom(PROGRESS_THRESHOLD + CHUNK_SIZE // 2))
+    return path
+
+
+def test_a_large_upload_tells_its_watcher_how_far_it_got(gcs: Any, bucket: str, large: Path) -> None:
+    watched: list[tuple[str, int]] = []
+    positions: list[int] = []
+
+    @contextmanager
+    def watch(description: str, size: int) -> Iterator[Position]:
+        watched.append((description, size))
+        yield positions.append
+
+    size = large.stat().st_size
+    result = upload_if_missing(large, f"gs://{bucket}/p/{large.name}", client=gcs, progress=watch)
+    assert result.uploaded and watched == [(f"uploading {large.name}", size)]
+    assert positions[-1] == size and {CHUNK_SIZE, 2 * CHUNK_SIZE} <= set(positions)  # chunk by chunk
+    assert gcs.bucket(bucket).get_blob(f"p/{large.name}").download_as_bytes() == large.read_bytes()
+
+
+def test_a_small_upload_is_not_watched(gcs: Any, bucket: str, package: Path) -> None:
+    def watch(description: str, size: int) -> None:
+        raise AssertionError(f"a {size}-byte upload asked for a display")
+
+    assert upload_if_missing(package, f"gs://{bucket}/p/{package.name}", client=gcs, progress=watch).uploaded
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_command_line_draws_a_bar_on_a_terminal_only(gcs: Any, bucket: str, large: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """render.packaging.upload_bar, the CLI's UploadProgress: nothing off a terminal, a bar on one."""
+    assert upload_bar("uploading x", 1) is None  # pytest captures stderr: not a terminal
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert upload_if_missing(large, f"gs://{bucket}/p/{large.name}", client=gcs, progress=upload_bar).uploaded
+    assert f"uploading {large.name}" in terminal.getvalue()
 
 
 def test_split_gs_uri() -> None:

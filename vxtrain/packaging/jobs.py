@@ -7,7 +7,9 @@ URI starts with ``UNSET_BUCKET``: ``plan`` still shows what would be built, and
 ``submit`` refuses before any upload (``require_bucket``).
 
 ``publish`` (submit only) builds each distinct source once and uploads it only
-when its URI is not in the bucket yet.
+when its URI is not in the bucket yet. It prints nothing: its steps go to the
+``say`` and ``progress`` its caller gives (vxtrain.render lays out both, and
+what ``plan`` shows about the packages).
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from vxtrain.model import Job
-from vxtrain.packaging.source import Source, describe
+from vxtrain.packaging.source import Source, describe, source_folder
+from vxtrain.packaging.upload import UploadProgress, existing_generation, storage_client, upload_if_missing
 
 #: Stands for the bucket in URIs planned without one (never a valid gs:// URI).
 UNSET_BUCKET = "<staging_bucket>"
@@ -54,8 +57,6 @@ def resolve(job: Job, base: Path, staging_bucket: str | None) -> list[Package]:
 
     A folder used by several pools is hashed once and gets one URI.
     """
-    from vxtrain.packaging.source import source_folder
-
     by_folder: dict[Path, Package] = {}
     for pool in job.ordered_pools():
         pkg = pool.python_package
@@ -73,19 +74,6 @@ def resolve(job: Job, base: Path, staging_bucket: str | None) -> list[Package]:
     return list(by_folder.values())
 
 
-def text_lines(packages: list[Package]) -> list[str]:
-    """What ``plan`` prints about the packages a submit would build and upload."""
-    lines = []
-    for p in packages:
-        lines.append(f"{p.spec_source} ({p.source.files} files, {p.build}) for {', '.join(p.roles)}")
-        lines.append(f"  → {p.uri}")
-        if p.uri.startswith(UNSET_BUCKET):
-            lines.append("  (no staging_bucket: submit needs --staging-bucket gs://BUCKET[/PREFIX])")
-    if packages:
-        lines.append("submit builds each package and uploads it only if that URI is not there yet")
-    return lines
-
-
 @dataclass(frozen=True)
 class Published:
     """A package after ``publish``: its URI, generation, and whether this submit uploaded it."""
@@ -96,10 +84,12 @@ class Published:
 
 
 def publish(packages: list[Package], project: str | None = None,
-            say: Callable[[str], object] | None = None) -> list[Published]:
-    """Build and upload each package whose URI is missing; nothing for those already there."""
-    from vxtrain.packaging.build import build_sdist
-    from vxtrain.packaging.upload import existing_generation, storage_client, upload_if_missing
+            say: Callable[[str], object] | None = None,
+            progress: UploadProgress | None = None) -> list[Published]:
+    """Build and upload each package whose URI is missing; nothing for those already there.
+
+    ``say`` gets each step in words; ``progress`` watches each large upload."""
+    from vxtrain.packaging.build import build_sdist  # lazy: pypa build, for submit only (plan resolves)
 
     if not packages:
         return []
@@ -116,7 +106,7 @@ def publish(packages: list[Package], project: str | None = None,
             say(f"building {p.spec_source} ({p.build})")
             with tempfile.TemporaryDirectory(prefix="vxtrain-sdist-") as tmp:
                 sdist = build_sdist(p.source, tmp)
-                result = upload_if_missing(sdist, p.uri, client)
+                result = upload_if_missing(sdist, p.uri, client, progress)
             say(f"{'uploaded' if result.uploaded else 'already uploaded'}: {p.uri}")
             out.append(Published(result.uri, result.generation, result.uploaded))
     finally:

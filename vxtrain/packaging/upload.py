@@ -10,23 +10,39 @@ racing on the same source store it once; the loser's PreconditionFailed means
 google-cloud-storage is imported lazily (only a submit that uploads needs it);
 it honours ``STORAGE_EMULATOR_HOST``, which is how the tests run against a real
 GCS emulator.
+
+Nothing here prints: a large upload reports how far it got to an
+``UploadProgress`` its caller gives (the command line's draws a bar).
 """
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from vxtrain.errors import ApiError, NotFoundError, PermissionError_, UnavailableError
 
 if TYPE_CHECKING:
     from google.cloud.storage import Client
 
-#: Packages at least this big show a progress bar when stderr is a terminal.
+#: Packages at least this big report their upload's progress (when someone watches).
 PROGRESS_THRESHOLD = 8 * 1024 * 1024
 #: Resumable-upload chunk for large packages (a multiple of 256 KiB, as GCS requires).
 CHUNK_SIZE = 4 * 1024 * 1024
+
+
+#: Told how many bytes of the file an upload has read so far.
+Position = Callable[[int], object]
+
+
+class UploadProgress(Protocol):
+    """Watches an upload as it goes (vxtrain.render draws a bar on a terminal)."""
+
+    def __call__(self, description: str, size: int) -> AbstractContextManager[Position] | None:
+        """A display for an upload of ``size`` bytes about to start: entered while it runs
+        and told the bytes read so far. None: nobody watches (the file goes in one request)."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +91,10 @@ def existing_generation(uri: str, client: Client) -> int | None:
     return None if blob is None else int(blob.generation or 0)
 
 
-def upload_if_missing(path: str | Path, uri: str, client: Client | None = None) -> Uploaded:
-    """Put the file ``path`` at ``uri`` unless an object is already there."""
+def upload_if_missing(path: str | Path, uri: str, client: Client | None = None,
+                      progress: UploadProgress | None = None) -> Uploaded:
+    """Put the file ``path`` at ``uri`` unless an object is already there (a large one
+    tells ``progress`` how far it got)."""
     import requests
     from google.api_core import exceptions as gexc
 
@@ -84,7 +102,7 @@ def upload_if_missing(path: str | Path, uri: str, client: Client | None = None) 
     if client is None:
         own = storage_client()
         try:
-            return upload_if_missing(path, uri, own)
+            return upload_if_missing(path, uri, own, progress)
         finally:
             own.close()  # its HTTP session: no sockets left behind
     try:
@@ -94,7 +112,7 @@ def upload_if_missing(path: str | Path, uri: str, client: Client | None = None) 
             return Uploaded(uri, int(existing.generation or 0), uploaded=False)
         blob = bucket.blob(name)
         try:
-            _upload(blob, Path(path))
+            _upload(blob, Path(path), progress)
         except gexc.PreconditionFailed:  # another submit stored the same content first
             winner = bucket.get_blob(name)
             return Uploaded(uri, int(winner.generation or 0) if winner else 0, uploaded=False)
@@ -107,21 +125,41 @@ def upload_if_missing(path: str | Path, uri: str, client: Client | None = None) 
         raise err from exc
 
 
-def _upload(blob: Any, path: Path) -> None:
+def _upload(blob: Any, path: Path, progress: UploadProgress | None) -> None:
     size = path.stat().st_size
+    display = progress(f"uploading {path.name}", size) if progress and size >= PROGRESS_THRESHOLD else None
     with path.open("rb") as f:
-        if size < PROGRESS_THRESHOLD or not sys.stderr.isatty():
+        if display is None:
             blob.upload_from_file(f, size=size, content_type="application/gzip", if_generation_match=0)
             return
-        from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+        blob.chunk_size = CHUNK_SIZE  # resumable, in chunks: the display moves as they go
+        with display as position:
+            blob.upload_from_file(_Watched(f, position), size=size, content_type="application/gzip",
+                                  if_generation_match=0)
 
-        blob.chunk_size = CHUNK_SIZE  # resumable, in chunks: the bar moves as they go
-        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                      TransferSpeedColumn(), console=Console(stderr=True), transient=True) as progress:
-            with progress.wrap_file(f, total=size, description=f"uploading {path.name}") as reader:
-                blob.upload_from_file(reader, size=size, content_type="application/gzip",
-                                      if_generation_match=0)
+
+class _Watched:
+    """The package file as an upload reads it, telling ``position`` how far it got
+    (a resumable upload seeks back to send a chunk again: the position follows)."""
+
+    def __init__(self, file: BinaryIO, position: Position) -> None:
+        self._file, self._position = file, position
+
+    def read(self, size: int = -1) -> bytes:
+        """Read as the file does, then report the new position."""
+        data = self._file.read(size)
+        self._position(self._file.tell())
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Seek as the file does, then report the new position."""
+        at = self._file.seek(offset, whence)
+        self._position(at)
+        return at
+
+    def tell(self) -> int:
+        """The file's position."""
+        return self._file.tell()
 
 
 def mapped_error(exc: Exception, bucket: str, uri: str, doing: str) -> ApiError:

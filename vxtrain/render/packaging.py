@@ -1,0 +1,44 @@
+"""Source packages for people: what ``plan`` says a submit would build and upload,
+and the bar a large upload draws on a terminal.
+
+:mod:`vxtrain.packaging` builds and uploads without printing; an upload reports
+its progress to the ``UploadProgress`` it is given, and ``upload_bar`` is the
+command line's. rich is imported only when a bar is drawn.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+from vxtrain.packaging.jobs import UNSET_BUCKET, Package
+from vxtrain.packaging.upload import Position
+
+
+def package_lines(packages: list[Package]) -> list[str]:
+    """What ``plan`` prints about the packages a submit would build and upload."""
+    lines = []
+    for p in packages:
+        lines.append(f"{p.spec_source} ({p.source.files} files, {p.build}) for {', '.join(p.roles)}")
+        lines.append(f"  → {p.uri}")
+        if p.uri.startswith(UNSET_BUCKET):
+            lines.append("  (no staging_bucket: submit needs --staging-bucket gs://BUCKET[/PREFIX])")
+    if packages:
+        lines.append("submit builds each package and uploads it only if that URI is not there yet")
+    return lines
+
+
+def upload_bar(description: str, size: int) -> AbstractContextManager[Position] | None:
+    """An ``UploadProgress``: a transient bar on stderr when it is a terminal (bytes, speed); none otherwise."""
+    return _bar(description, size) if sys.stderr.isatty() else None
+
+
+@contextmanager
+def _bar(description: str, size: int) -> Iterator[Position]:
+    from rich.console import Console  # lazy: rich costs start-up time, and most uploads draw no bar
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                  TransferSpeedColumn(), console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(description, total=size)
+        yield lambda position: progress.update(task, completed=position)
