@@ -28,7 +28,7 @@ import typer
 from vxtrain import api
 from vxtrain.api import Options, Result
 from vxtrain.commands import _common as c
-from vxtrain.render import console
+from vxtrain.render import styled_lines
 
 Change = dict[str, Any]
 _IDENTITY_KEYS = ("name", "index", "pool")
@@ -174,14 +174,10 @@ def _value(value: Any) -> str:
 
 
 def _print_text(doc: Mapping[str, Any], old: Result, new: Result) -> None:
-    from rich.markup import escape
-
     c.print_diagnostics([*old.diagnostics, *new.diagnostics])
     if doc["same"] is None:
         return
-    out = console()
-    for style, line in text_lines(doc):
-        out.print(f"[{style}]{escape(line)}[/]")
+    styled_lines(text_lines(doc))
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ never comes through here.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any, TextIO
 
@@ -31,12 +31,21 @@ def console(stderr: bool = False) -> Any:
 
 def diagnostics_text(diagnostics: Sequence[Diagnostic], *, stderr: bool = True) -> None:
     """Print diagnostics one per line: ``FILE:LINE:COL: error: MESSAGE [code] (at path)``."""
-    from rich.markup import escape
+    from rich.markup import escape  # lazy: rich costs start-up time
 
     out = console(stderr)
     for d in diagnostics:
         head, _, rest = d.render().partition(f": {d.severity}: ")
         out.print(f"[bold]{escape(head)}[/]: [{_STYLE[d.severity]}]{d.severity}[/]: {escape(rest)}")
+
+
+def styled_lines(lines: Iterable[tuple[str, str]]) -> None:
+    """Print ``(style, text)`` pairs on stdout: each text as written (never markup) in its rich style."""
+    from rich.markup import escape  # lazy: rich costs start-up time
+
+    out = console()
+    for style, line in lines:
+        out.print(f"[{style}]{escape(line)}[/]")
 
 
 def summary_line(n_files: int, n_invalid: int, n_errors: int, n_warnings: int) -> str:

@@ -1,0 +1,63 @@
+"""``vxtrain plan`` for people: the diagnostics, the CustomJob, the study, the
+packages, the bandwidth plan and the cost plan, one ruled section each.
+
+Only a plan printed as text loads this module (and, with it, rich's tables and
+the planners' text).
+"""
+from __future__ import annotations
+
+import json
+
+from rich.markup import escape
+
+from vxtrain.api import Result
+from vxtrain.render import bandwidth, console, cost, diagnostics_text
+from vxtrain.render.packaging import package_lines
+from vxtrain.render.study import search_space_lines
+from vxtrain.runtime.study import node_trials
+
+
+def plan_text(result: Result) -> None:
+    """Print the plan of ``result`` on stdout (its diagnostics on stderr); only the
+    diagnostics when the spec is invalid."""
+    diagnostics_text(result.diagnostics)
+    if not result.valid:
+        return
+    out = console()
+    # The job's own strings are data, not rich markup: `args: ["--filter=[abc]"]` must print as
+    # written (markup would drop "[abc]"), and a "[/x]" in them must not raise MarkupError.
+    out.rule(f"CustomJob {escape(result.custom_job.get('displayName', '')) if result.custom_job else ''}")
+    out.print_json(json.dumps(result.custom_job)) if out.is_terminal else out.print(
+        json.dumps(result.custom_job, indent=2), markup=False, highlight=False)
+    if result.hyperparameter_tuning_job is not None:
+        out.rule("HyperparameterTuningJob (studySpec)")
+        study = {k: v for k, v in result.hyperparameter_tuning_job.items() if k != "trialJobSpec"}
+        out.print(json.dumps(study, indent=2), markup=False, highlight=False)
+        for line in study_lines(result):
+            out.print(line, markup=False, highlight=False)
+    if result.packages:
+        out.rule("Packages (built and uploaded by submit; plan uploads nothing)")
+        for line in package_lines(result.packages):
+            out.print(line, markup=False, highlight=False)
+    out.rule("Bandwidth plan")
+    for item in bandwidth.items(result.plan):
+        out.print(item)
+    if result.cost is not None:
+        out.rule("Cost plan")
+        for item in cost.items(result.cost, result.plan):
+            if isinstance(item, str):  # a price's source URL is text, not rich markup
+                out.print(item, markup=False, highlight=False)
+            else:
+                out.print(item)
+
+
+def study_lines(result: Result) -> list[str]:
+    """The search space and the study's size: node-trials per machine type (hours are unknown ahead)."""
+    hpt = result.hyperparameter_tuning_job
+    assert hpt is not None  # called for valid study specs only
+    trials = int(hpt.get("maxTrialCount") or 0)
+    lines = ["Search space", *search_space_lines(hpt.get("studySpec", {})), "",
+             f"Study cost: up to {trials} trials, {hpt.get('parallelTrialCount') or 1} at a time"]
+    for machine, count in node_trials(result.job, trials).items():
+        lines.append(f"  {machine}: {count} node-trials ({count // max(trials, 1)} node(s) x {trials} trials)")
+    return lines
