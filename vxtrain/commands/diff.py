@@ -71,7 +71,7 @@ def _bandwidth(result: Result) -> dict[str, Any] | None:
 
 def _cost(result: Result) -> dict[str, Any]:
     """The cost plan of a compiled job (priced here, so diff's diagnostics stay the spec's own)."""
-    from vxtrain.planning import cost
+    from vxtrain.planning import cost  # lazy: the CLI imports every command at start-up
 
     return cost.plan(result.job).to_json()
 

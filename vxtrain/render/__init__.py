@@ -1,10 +1,19 @@
 """Text output for people: diagnostics like a compiler's, tables with rich.
 
 Colour only on a terminal; rich honours NO_COLOR and FORCE_COLOR. JSON output
-never comes through here.
+never comes through here. This package is the only one that imports rich (an
+import-linter contract in pyproject.toml); the layers below return data or
+report events, and the commands print through here:
+
+- this module: the consoles, diagnostics, plain and styled lines;
+- ``plan``: ``vxtrain plan``'s text, section by section;
+- ``bandwidth``, ``cost``: the plans' tables and lines;
+- ``packaging``: what a submit would build, and the upload bar;
+- ``study``: search spaces, trial tables, the best trial.
 """
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -18,9 +27,7 @@ _STYLE = {"error": "bold red", "warning": "bold yellow"}
 @cache
 def console(stderr: bool = False) -> Any:
     """A rich Console on stdout or stderr (created once, lazily: rich costs startup time)."""
-    import os
-
-    from rich.console import Console
+    from rich.console import Console  # lazy: rich costs start-up time
 
     out = Console(stderr=stderr, highlight=False, soft_wrap=True)
     if not out.is_terminal and "COLUMNS" not in os.environ:
