@@ -370,10 +370,10 @@ def _publish(result: Result, project: str) -> None:
     jobs.publish(result.packages, project, say=say)
 
 
-def _source_key(native: NativeSpec, role: str) -> tuple[str, ...]:
-    raw = native.data.get(role)
-    where = role if isinstance(raw, dict) and "python_package" in raw else "defaults"
-    return (where, "python_package", "source")
+def _source_key(native: NativeSpec, role: str) -> tuple[str | int, ...]:
+    from vxtrain.model import written_at  # lazy: the pipeline's modules load only for commands that read a spec
+
+    return written_at(native.data, role, "python_package", "source") or ("defaults", "python_package", "source")
 
 
 def _local_packages(job: dict[str, Any], packages: list[Any]) -> dict[str, Any]:

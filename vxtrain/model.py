@@ -241,12 +241,18 @@ def _dict(v: Any) -> dict[str, Any]:
     return dict(v) if isinstance(v, dict) else {}
 
 
+#: The pool keys whose mappings merge with ``defaults`` name by name (the others replace it whole).
+MERGED_BY_NAME: frozenset[str] = frozenset({"env"})
+#: The one pool that never takes ``defaults`` (a known bug class in peer tools).
+NO_DEFAULTS_ROLE = "reduction_server"
+
+
 def merge_defaults(defaults: Mapping[str, Any], pool: Mapping[str, Any]) -> dict[str, Any]:
     """Pool keys override ``defaults``; ``env`` maps merge key by key."""
     merged = dict(defaults)
     for key, value in pool.items():
-        if key == "env" and isinstance(value, dict) and isinstance(merged.get("env"), dict):
-            merged["env"] = {**merged["env"], **value}
+        if key in MERGED_BY_NAME and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
     if "python_package" in pool and "image" not in pool:
@@ -254,6 +260,26 @@ def merge_defaults(defaults: Mapping[str, Any], pool: Mapping[str, Any]) -> dict
     if "image" in pool and "python_package" not in pool:
         merged.pop("python_package", None)
     return merged
+
+
+def written_at(data: Mapping[str, Any], role: str, key: str, *tail: str | int) -> tuple[str | int, ...] | None:
+    """Where pool ``role``'s ``key`` (and ``tail`` inside it) was written in the native ``data``.
+
+    ``(role, key, *tail)`` when the pool writes it, ``("defaults", key, *tail)``
+    when the pool inherits it (never for Reduction Server), None when neither
+    does. The rules of :func:`merge_defaults`: a pool key hides the whole
+    ``defaults`` value, except in ``env``, where each variable's name decides.
+    """
+    by_name = key in MERGED_BY_NAME and bool(tail)
+    for where in (role, "defaults"):
+        if where == "defaults" and role == NO_DEFAULTS_ROLE:
+            break
+        raw = data.get(where)
+        if not isinstance(raw, Mapping) or key not in raw:
+            continue
+        if not by_name or (isinstance(raw[key], Mapping) and tail[0] in raw[key]):
+            return (where, key, *tail)
+    return None
 
 
 def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
@@ -315,7 +341,7 @@ def build(data: Mapping[str, Any]) -> Job:
         if raw is None:
             continue
         raw = _dict(raw)
-        merged = raw if role == "reduction_server" else merge_defaults(defaults, raw)
+        merged = raw if role == NO_DEFAULTS_ROLE else merge_defaults(defaults, raw)
         pools[role] = build_pool(role, merged)
     sched_raw = data.get("scheduling")
     scheduling = None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import Job, Pool
+from vxtrain.model import Job, Pool, written_at
 from vxtrain.packaging.source import module_file, source_folder
 
 PREBUILT_DOC = "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers"
@@ -58,10 +58,7 @@ def _staging_bucket(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
     """Where the pool's python_package (or a key in it) was written: the pool, else ``defaults``."""
-    raw = native.data.get(role)
-    if isinstance(raw, dict) and "python_package" in raw:
-        return (role, "python_package", *keys)
-    return ("defaults", "python_package", *keys)
+    return written_at(native.data, role, "python_package", *keys) or ("defaults", "python_package", *keys)
 
 
 def _package(pool: Pool, native: NativeSpec, base: Path) -> Iterator[Diagnostic]:
