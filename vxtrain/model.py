@@ -18,11 +18,31 @@ DEFAULT_RS_MACHINE = "n1-highcpu-16"
 DEFAULT_DISK_TYPE = "pd-ssd"
 DEFAULT_DISK_GB = 100
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+#: The duration syntax, one home for the spec's durations (scheduling.timeout,
+#: max_wait: the schema's pattern is built from it by scripts/gen_schema.py) and
+#: ``logs --since``: a number with a unit, or (in the spec) seconds as a bare number.
+DURATION_UNITS: Mapping[str, int] = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+DURATION_PATTERN = r"^\s*\d+(\.\d+)?\s*[" + "".join(DURATION_UNITS) + r"]?\s*$"
+DURATION_EXAMPLES = "90s, 30m, 12h or 7d"
+_DURATION = re.compile(DURATION_PATTERN)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
                 "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+
+
+def duration_seconds(text: str, *, unit_required: bool = False) -> float | None:
+    """The seconds of a duration written as text (``1.5h`` → 5400.0), None when it is not one.
+
+    ``unit_required``: a bare number is not a duration (``logs --since``, where
+    it would be read as seconds when a user may mean a time).
+    """
+    if not _DURATION.match(text):
+        return None
+    text = text.strip()
+    unit = text[-1] if text[-1] in DURATION_UNITS else ""
+    if unit_required and not unit:
+        return None
+    return float(text[:len(text) - len(unit)]) * DURATION_UNITS.get(unit, 1)
 
 
 def parse_duration(value: Any) -> int | None:
@@ -33,10 +53,8 @@ def parse_duration(value: Any) -> int | None:
         return int(value) if value >= 0 else None
     if not isinstance(value, str):
         return None
-    m = _DURATION.match(value)
-    if not m:
-        return None
-    return int(float(m.group(1)) * _UNIT_SECONDS[m.group(2)])
+    seconds = duration_seconds(value)
+    return None if seconds is None else int(seconds)
 
 
 def parse_size(value: Any) -> float | None:

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import NativeSpec
-from vxtrain.model import Job
+from vxtrain.model import DURATION_EXAMPLES, Job
 
 FLEX_START = "FLEX_START"
 
@@ -16,8 +16,8 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     if sched is None:
         return
     if sched.timeout == 0:
-        yield error("bad-timeout", "scheduling.timeout is 0: give a positive duration such as 90s, 30m, "
-                    "12h or 7d (the default is 7d)", **native.where(("scheduling", "timeout")))
+        yield error("bad-timeout", f"scheduling.timeout is 0: give a positive duration such as {DURATION_EXAMPLES} "
+                    "(the default is 7d)", **native.where(("scheduling", "timeout")))
     # Scheduling.max_wait_duration applies "if the scheduling strategy is set to
     # DWS_FLEX_START" (aiplatform_v1 custom_job.proto): elsewhere it is ignored.
     if sched.max_wait is not None and (sched.strategy or "STANDARD") != FLEX_START:
