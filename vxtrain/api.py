@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import InvalidArgumentError, SpecError, UsageError
-from vxtrain.loading.document import Document, NativeSpec, Position
+from vxtrain.loading.document import Document, NativeSpec, Position, spec_folder
 
 if TYPE_CHECKING:
     from vxtrain.backends.base import LocalRun
@@ -159,12 +159,11 @@ def _compile(result: Result) -> None:
     result.job = job
     if any(p.python_package is not None and p.python_package.source for p in job.pools.values()):
         from vxtrain.packaging import jobs
-        from vxtrain.validation.package_rules import spec_folder
 
         assert result.native is not None
         # Hashing reads files, so it happens here and the compiler stays pure: it
         # only sees the content-addressed URI in package_uris.
-        result.packages = jobs.resolve(job, spec_folder(result.native), job.staging_bucket)
+        result.packages = jobs.resolve(job, result.native.source.folder, job.staging_bucket)
     result.custom_job = compiler.compile_custom_job(job)
     if job.study is not None:
         result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
@@ -468,4 +467,4 @@ def _local_run(result: Result) -> LocalRun:
     folder (the CustomJob carries neither; see vxtrain.backends.base.LocalRun)."""
     from vxtrain.backends.base import LocalRun
 
-    return LocalRun(result.job.local, str(Path(result.file).resolve().parent))
+    return LocalRun(result.job.local, str(spec_folder(result.file)))

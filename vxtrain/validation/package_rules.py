@@ -38,14 +38,8 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     base: Path | None = None  # resolved only for a spec with a package: validate's hot path
     for pool in job.ordered_pools():
         if pool.python_package is not None and pool.role != "reduction_server":
-            base = base or spec_folder(native)
+            base = base or native.source.folder
             yield from _package(pool, native, base)
-
-
-def spec_folder(native: NativeSpec) -> Path:
-    """The folder ``source`` paths are relative to: the spec file's."""
-    file = native.source.file
-    return Path(file).resolve().parent if file and file != "-" else Path.cwd()
 
 
 def _staging_bucket(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
