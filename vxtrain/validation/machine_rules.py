@@ -1,8 +1,4 @@
-"""Machine types: missing, a typo of an offered type, or not offered for Vertex AI training.
-
-Vertex AI training offers a subset of Compute Engine's types, listed on
-TRAINING_MACHINES_DOC (vxtrain/catalog/training_machines.csv).
-"""
+"""Machine types: missing, a typo of an offered type, or not offered for Vertex AI training."""
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -13,7 +13,7 @@ from vxtrain.validation._common import raw_pool
 def chief_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     """Pool 0 must exist with exactly one replica; never silently fixed."""
     # CustomJobSpec.worker_pool_specs: the first pool is the primary replica and
-    # its replicaCount must be 1: DISTRIBUTED_DOC#cluster-spec-format
+    # its replicaCount must be 1: _common.DISTRIBUTED_DOC#cluster-spec-format
     if job.pool("chief") is None:
         yield error("missing-chief", "no 'chief' pool: Vertex AI requires workerPoolSpecs[0], the "
                     f"primary replica; {wording(native.format).chief_hint}", **native.where(("chief",)))
