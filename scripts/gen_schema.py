@@ -5,9 +5,15 @@ as JSON; tests/validation/test_schema.py fails when the two drift.
     python scripts/gen_schema.py
 """
 import json
+import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "vxtrain" / "validation" / "schema.json"
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's vxtrain, not an installed one
+
+from vxtrain.model import DURATION_EXAMPLES, DURATION_PATTERN  # noqa: E402  (after the path is set)
+
+OUT = ROOT / "vxtrain" / "validation" / "schema.json"
 S = "string"
 def strlist(desc):
     return {"description": desc, "x-accepts": "a string or a list of strings",
@@ -45,8 +51,10 @@ def pool(desc, replicas):
     props = {"replicas": replicas, **machine_props, **container_props}
     return {"type": "object", "description": desc, "additionalProperties": False, "properties": props}
 count = {"type": "integer", "minimum": 1, "description": "Number of nodes in the pool.", "default": 1}
-duration = {"description": "A duration: 90s, 30m, 12h, 7d, or seconds as a number.", "x-accepts": "a duration such as 90s, 30m, 12h or 7d (or seconds as a number)",
-            "type": ["string", "integer"], "pattern": "^\\s*\\d+(\\.\\d+)?\\s*[smhd]?\\s*$", "minimum": 0}
+# The syntax has one home, vxtrain.model (parse_duration reads what this pattern accepts).
+duration = {"description": f"A duration: {DURATION_EXAMPLES}, or seconds as a number.",
+            "x-accepts": f"a duration such as {DURATION_EXAMPLES} (or seconds as a number)",
+            "type": ["string", "integer"], "pattern": DURATION_PATTERN, "minimum": 0}
 param = {"type": "object", "additionalProperties": False, "required": ["type"], "description": "One tuned parameter; trials get it as --NAME=VALUE.",
          "properties": {"type": {"type": "string", "enum": ["double", "integer", "discrete", "categorical"], "description": "double or integer (with min and max), discrete (numeric values) or categorical (string values)."},
                         "min": {"type": "number", "description": "Lower bound (double, integer)."}, "max": {"type": "number", "description": "Upper bound (double, integer)."},

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import InvalidArgumentError, SpecError, UsageError
-from vxtrain.loading.document import Document, NativeSpec, Position
+from vxtrain.loading.document import Document, NativeSpec, Position, spec_folder
 
 if TYPE_CHECKING:
     from vxtrain.backends.base import LocalRun
@@ -160,12 +160,11 @@ def _compile(result: Result) -> None:
     result.job = job
     if any(p.python_package is not None and p.python_package.source for p in job.pools.values()):
         from vxtrain.packaging import jobs
-        from vxtrain.validation.package_rules import spec_folder
 
         assert result.native is not None
         # Hashing reads files, so it happens here and the compiler stays pure: it
         # only sees the content-addressed URI in package_uris.
-        result.packages = jobs.resolve(job, spec_folder(result.native), job.staging_bucket)
+        result.packages = jobs.resolve(job, result.native.source.folder, job.staging_bucket)
     result.custom_job = compiler.compile_custom_job(job)
     if job.study is not None:
         result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
@@ -374,10 +373,10 @@ def _publish(result: Result, project: str, progress: UploadProgress | None) -> N
     jobs.publish(result.packages, project, say=say, progress=progress)
 
 
-def _source_key(native: NativeSpec, role: str) -> tuple[str, ...]:
-    raw = native.data.get(role)
-    where = role if isinstance(raw, dict) and "python_package" in raw else "defaults"
-    return (where, "python_package", "source")
+def _source_key(native: NativeSpec, role: str) -> tuple[str | int, ...]:
+    from vxtrain.model import written_at  # lazy: the pipeline's modules load only for commands that read a spec
+
+    return written_at(native.data, role, "python_package", "source") or ("defaults", "python_package", "source")
 
 
 def _local_packages(job: dict[str, Any], packages: list[Any]) -> dict[str, Any]:
@@ -472,4 +471,4 @@ def _local_run(result: Result) -> LocalRun:
     folder (the CustomJob carries neither; see vxtrain.backends.base.LocalRun)."""
     from vxtrain.backends.base import LocalRun
 
-    return LocalRun(result.job.local, str(Path(result.file).resolve().parent))
+    return LocalRun(result.job.local, str(spec_folder(result.file)))

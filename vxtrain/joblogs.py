@@ -29,10 +29,9 @@ from typing import Any
 
 from vxtrain.backends.base import ML_JOB, SERVICE_TASK, LogReader, format_time, parse_time
 from vxtrain.errors import ApiError, QuotaError, UsageError
+from vxtrain.model import duration_seconds
 
 _REPLICA = re.compile(r"workerpool[0-3]-\d+|service")
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 @dataclass(frozen=True)
@@ -99,11 +98,9 @@ def parse_since(text: str, now: datetime | None = None) -> str:
     """``--since``: a duration back from now (``90s``, ``10m``, ``2h``, ``1d``) or an
     RFC 3339 timestamp → the RFC 3339 UTC timestamp the query starts at."""
     text = text.strip()
-    duration = _DURATION.fullmatch(text)
-    if duration:
-        start = (now or datetime.now(timezone.utc)) - timedelta(
-            seconds=float(duration.group(1)) * _UNITS[duration.group(2)])
-        return format_time(start)
+    seconds = duration_seconds(text, unit_required=True)
+    if seconds is not None:
+        return format_time((now or datetime.now(timezone.utc)) - timedelta(seconds=seconds))
     try:
         return format_time(parse_time(text))
     except ValueError:

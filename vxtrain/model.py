@@ -18,11 +18,31 @@ DEFAULT_RS_MACHINE = "n1-highcpu-16"
 DEFAULT_DISK_TYPE = "pd-ssd"
 DEFAULT_DISK_GB = 100
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+#: The duration syntax, one home for the spec's durations (scheduling.timeout,
+#: max_wait: the schema's pattern is built from it by scripts/gen_schema.py) and
+#: ``logs --since``: a number with a unit, or (in the spec) seconds as a bare number.
+DURATION_UNITS: Mapping[str, int] = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+DURATION_PATTERN = r"^\s*\d+(\.\d+)?\s*[" + "".join(DURATION_UNITS) + r"]?\s*$"
+DURATION_EXAMPLES = "90s, 30m, 12h or 7d"
+_DURATION = re.compile(DURATION_PATTERN)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
                 "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+
+
+def duration_seconds(text: str, *, unit_required: bool = False) -> float | None:
+    """The seconds of a duration written as text (``1.5h`` → 5400.0), None when it is not one.
+
+    ``unit_required``: a bare number is not a duration (``logs --since``, where
+    it would be read as seconds when a user may mean a time).
+    """
+    if not _DURATION.match(text):
+        return None
+    text = text.strip()
+    unit = text[-1] if text[-1] in DURATION_UNITS else ""
+    if unit_required and not unit:
+        return None
+    return float(text[:len(text) - len(unit)]) * DURATION_UNITS.get(unit, 1)
 
 
 def parse_duration(value: Any) -> int | None:
@@ -33,10 +53,8 @@ def parse_duration(value: Any) -> int | None:
         return int(value) if value >= 0 else None
     if not isinstance(value, str):
         return None
-    m = _DURATION.match(value)
-    if not m:
-        return None
-    return int(float(m.group(1)) * _UNIT_SECONDS[m.group(2)])
+    seconds = duration_seconds(value)
+    return None if seconds is None else int(seconds)
 
 
 def parse_size(value: Any) -> float | None:
@@ -241,12 +259,18 @@ def _dict(v: Any) -> dict[str, Any]:
     return dict(v) if isinstance(v, dict) else {}
 
 
+#: The pool keys whose mappings merge with ``defaults`` name by name (the others replace it whole).
+MERGED_BY_NAME: frozenset[str] = frozenset({"env"})
+#: The one pool that never takes ``defaults`` (a known bug class in peer tools).
+NO_DEFAULTS_ROLE = "reduction_server"
+
+
 def merge_defaults(defaults: Mapping[str, Any], pool: Mapping[str, Any]) -> dict[str, Any]:
     """Pool keys override ``defaults``; ``env`` maps merge key by key."""
     merged = dict(defaults)
     for key, value in pool.items():
-        if key == "env" and isinstance(value, dict) and isinstance(merged.get("env"), dict):
-            merged["env"] = {**merged["env"], **value}
+        if key in MERGED_BY_NAME and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
     if "python_package" in pool and "image" not in pool:
@@ -254,6 +278,26 @@ def merge_defaults(defaults: Mapping[str, Any], pool: Mapping[str, Any]) -> dict
     if "image" in pool and "python_package" not in pool:
         merged.pop("python_package", None)
     return merged
+
+
+def written_at(data: Mapping[str, Any], role: str, key: str, *tail: str | int) -> tuple[str | int, ...] | None:
+    """Where pool ``role``'s ``key`` (and ``tail`` inside it) was written in the native ``data``.
+
+    ``(role, key, *tail)`` when the pool writes it, ``("defaults", key, *tail)``
+    when the pool inherits it (never for Reduction Server), None when neither
+    does. The rules of :func:`merge_defaults`: a pool key hides the whole
+    ``defaults`` value, except in ``env``, where each variable's name decides.
+    """
+    by_name = key in MERGED_BY_NAME and bool(tail)
+    for where in (role, "defaults"):
+        if where == "defaults" and role == NO_DEFAULTS_ROLE:
+            break
+        raw = data.get(where)
+        if not isinstance(raw, Mapping) or key not in raw:
+            continue
+        if not by_name or (isinstance(raw[key], Mapping) and tail[0] in raw[key]):
+            return (where, key, *tail)
+    return None
 
 
 def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
@@ -315,7 +359,7 @@ def build(data: Mapping[str, Any]) -> Job:
         if raw is None:
             continue
         raw = _dict(raw)
-        merged = raw if role == "reduction_server" else merge_defaults(defaults, raw)
+        merged = raw if role == NO_DEFAULTS_ROLE else merge_defaults(defaults, raw)
         pools[role] = build_pool(role, merged)
     sched_raw = data.get("scheduling")
     scheduling = None

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from vxtrain.diagnostics import Diagnostic
 from vxtrain import model
-from vxtrain.validation import rules
+from vxtrain.validation import container_rules, rules
 from vxtrain.validation import schema
 from vxtrain.loading.document import Document, NativeSpec, Position
 
@@ -254,7 +254,7 @@ def test_message_names_value_and_remedy(data: dict[str, Any], code: str, fragmen
     ("GOOGLE_APPLICATION_CREDENTIALS", False), ("NCCL_DEBUG", False), ("KEY", False),
 ])
 def test_looks_secret(name: str, secret: bool) -> None:
-    assert rules.looks_secret(name) is secret
+    assert container_rules.looks_secret(name) is secret
 
 
 def test_diagnostic_has_line_and_column_of_the_key() -> None:

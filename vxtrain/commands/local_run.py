@@ -16,6 +16,7 @@ from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.errors import LocalRunError, UsageError
+from vxtrain.loading.document import spec_folder
 from vxtrain.runtime.signals import stop_on_signals
 
 #: Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
@@ -37,11 +38,11 @@ def local_run(path: str, options: Options, trial: str | None = None,
     stop = threading.Event()
     stream = sys.stderr if output is c.OutputFormat.json else sys.stdout
     if result.hyperparameter_tuning_job is not None and trial is None:
-        return run_study_command(result, stop, stream, output, seed, Path(path).resolve().parent)
+        return run_study_command(result, stop, stream, output, seed, spec_folder(result.file))
     extra_args = study_trial_args(result.hyperparameter_tuning_job, trial, seed)
     with stop_on_signals(stop):
         run = local.run_job(result.job, job_spec, trial=trial, extra_args=extra_args, stop=stop,
-                            out=stream, base_dir=Path(path).resolve().parent)
+                            out=stream, base_dir=spec_folder(result.file))
     if output is c.OutputFormat.json:
         c.emit_json(run.to_json())
     if run.cancelled:

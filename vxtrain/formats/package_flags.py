@@ -30,8 +30,7 @@ def inject(document: Document, package_path: str, module_name: str) -> str:
         raise UsageError("--package-path/--module-name apply to legacy AI Platform configs (trainingInput); "
                          "in a native spec write python_package: {source, module} instead")
     folder = Path(package_path).expanduser().resolve()
-    base = Path(document.file).resolve().parent if document.file not in ("", "-") else Path.cwd()
-    relative = os.path.relpath(folder, base)
+    relative = os.path.relpath(folder, document.folder)
     ti = data.get("trainingInput", data)
     if isinstance(ti, MutableMapping):
         ti["pythonModule"] = module_name

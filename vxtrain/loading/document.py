@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Union
 
 Key = Union[str, int]
 KeyPath = tuple[Key, ...]
 Format = Literal["native", "gcloud", "legacy"]
+#: The file name of a spec read from standard input.
+STDIN = "-"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,15 @@ def format_path(path: Sequence[Key]) -> str:
     return out
 
 
+def spec_folder(file: str) -> Path:
+    """The folder a spec's relative paths (``local.workdir``, ``python_package.source``,
+    ``--package-path``) resolve against: the spec file's own, or the current
+    directory for a spec read from standard input (``-``) or given as text."""
+    if not file or file == STDIN:
+        return Path.cwd()
+    return Path(file).resolve().parent
+
+
 @dataclass
 class Document:
     """YAML data of one spec (after overlays, --set and ${VAR}) and its positions."""
@@ -42,6 +54,11 @@ class Document:
     data: Any
     file: str
     positions: dict[KeyPath, Position] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        """The folder the spec's relative paths resolve against (see :func:`spec_folder`)."""
+        return spec_folder(self.file)
 
     def locate(self, path: Sequence[Key]) -> Position | None:
         """Position of ``path`` or of its nearest ancestor that has one."""

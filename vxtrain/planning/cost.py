@@ -24,7 +24,7 @@ from vxtrain import diagnostics as dx
 from vxtrain.catalog import prices
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import NativeSpec, format_path
-from vxtrain.model import Job, Pool
+from vxtrain.model import Job, Pool, written_at
 
 CURRENCY = "USD"
 UNKNOWN = "unknown"
@@ -287,28 +287,16 @@ def over_limit(cost: Cost, max_hourly_usd: float) -> Diagnostic | None:
                     f"--max-hourly-cost {usd(max_hourly_usd)}; refused", "--max-hourly-cost")
 
 
-def _unknown_path(u: Unknown, native: NativeSpec | None) -> tuple[str, ...]:
+def _unknown_path(u: Unknown, native: NativeSpec | None) -> tuple[str | int, ...]:
     if u.kind == "region":
         return ("region",)
     assert u.role is not None
-    if u.kind == prices.ACCELERATOR:
-        return (*_key_path(native, u.role, "accelerator"), "type")
-    return _key_path(native, u.role, "machine_type")
-
-
-def _key_path(native: NativeSpec | None, role: str, key: str) -> tuple[str, ...]:
-    """Where a pool's ``key`` was written: in the pool, else in ``defaults``."""
     data = native.data if native is not None else {}
-    pool = data.get(role)
-    if isinstance(pool, dict) and key in pool:
-        return (role, key)
-    defaults = data.get("defaults")
-    if role != "reduction_server" and isinstance(defaults, dict) and key in defaults:
-        return ("defaults", key)
-    return (role, key)
+    key, tail = ("accelerator", ("type",)) if u.kind == prices.ACCELERATOR else ("machine_type", ())
+    return written_at(data, u.role, key, *tail) or (u.role, key, *tail)
 
 
-def _where(native: NativeSpec | None, path: tuple[str, ...]) -> dict[str, Any]:
+def _where(native: NativeSpec | None, path: tuple[str | int, ...]) -> dict[str, Any]:
     return native.where(path) if native is not None else {"path": format_path(path)}
 
 

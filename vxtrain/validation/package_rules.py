@@ -16,7 +16,7 @@ from pathlib import Path
 
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import Job, Pool
+from vxtrain.model import Job, Pool, written_at
 from vxtrain.packaging.source import module_file, source_folder
 
 PREBUILT_DOC = "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers"
@@ -38,14 +38,8 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     base: Path | None = None  # resolved only for a spec with a package: validate's hot path
     for pool in job.ordered_pools():
         if pool.python_package is not None and pool.role != "reduction_server":
-            base = base or spec_folder(native)
+            base = base or native.source.folder
             yield from _package(pool, native, base)
-
-
-def spec_folder(native: NativeSpec) -> Path:
-    """The folder ``source`` paths are relative to: the spec file's."""
-    file = native.source.file
-    return Path(file).resolve().parent if file and file != "-" else Path.cwd()
 
 
 def _staging_bucket(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -58,10 +52,7 @@ def _staging_bucket(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
     """Where the pool's python_package (or a key in it) was written: the pool, else ``defaults``."""
-    raw = native.data.get(role)
-    if isinstance(raw, dict) and "python_package" in raw:
-        return (role, "python_package", *keys)
-    return ("defaults", "python_package", *keys)
+    return written_at(native.data, role, "python_package", *keys) or ("defaults", "python_package", *keys)
 
 
 def _package(pool: Pool, native: NativeSpec, base: Path) -> Iterator[Diagnostic]:

@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import Job, Pool
+from vxtrain.model import Job, Pool, written_at
+from vxtrain.validation._common import RS
 
 LOCATIONS_DOC = "https://cloud.google.com/vertex-ai/docs/general/locations"
 QUOTAS_DOC = "https://cloud.google.com/vertex-ai/docs/quotas"
-RS = "reduction_server"
 
 
 def check(job: Job, native: NativeSpec) -> list[Diagnostic]:
@@ -62,7 +62,7 @@ def _accelerators(job: Job, region: str, native: NativeSpec) -> Iterator[Diagnos
     seen: set[str] = set()
     for pool in job.ordered_pools():
         if pool.role == RS:
-            continue  # Reduction Server takes no accelerators (rules.reduction_server_rules)
+            continue  # Reduction Server takes no accelerators (reduction_server_rules.py)
         acc = pool.accelerator
         key = catalog.region_accelerator_key(pool.machine_type, acc.type if acc else None,
                                              acc.count if acc else None)
@@ -71,7 +71,7 @@ def _accelerators(job: Job, region: str, native: NativeSpec) -> Iterator[Diagnos
         seen.add(key)
         found = catalog.region_accelerator(region, key)
         if found is None or (found.offered and not found.conflict):
-            continue  # fine, or not tabulated (an accelerator training does not offer: rules.py reports it)
+            continue  # fine, or not tabulated (an accelerator training does not offer: accelerator_rules.py reports it)
         path = _accelerator_path(native, pool)
         if found.conflict:
             yield _conflict(region, key, found, native, path)
@@ -99,12 +99,6 @@ def _conflict(region: str, key: str, found: catalog.RegionAccelerator, native: N
 
 def _accelerator_path(native: NativeSpec, pool: Pool) -> KeyPath:
     """Where the pool's accelerator (or, for built-in GPUs and TPU VMs, its machine type) was written."""
-    key = "accelerator" if pool.accelerator is not None else "machine_type"
-    tail: tuple[str, ...] = ("type",) if pool.accelerator is not None else ()
-    raw = native.data.get(pool.role)
-    if isinstance(raw, dict) and key in raw:
-        return (pool.role, key, *tail)
-    defaults = native.data.get("defaults")
-    if isinstance(defaults, dict) and key in defaults:
-        return ("defaults", key, *tail)
-    return (pool.role,)
+    if pool.accelerator is not None:
+        return written_at(native.data, pool.role, "accelerator", "type") or (pool.role,)
+    return written_at(native.data, pool.role, "machine_type") or (pool.role,)

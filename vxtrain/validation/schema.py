@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vxtrain.diagnostics import Diagnostic, error
+from vxtrain.formats.wording import wording
 from vxtrain.loading.document import KeyPath, NativeSpec
 
 _REQUIRED_HINTS = {
@@ -137,22 +138,14 @@ _LIMITS: dict[str, Callable[[Any, Any], str]] = {
     "minProperties": lambda v, lim: f"{_describe(v)} has too few keys; give at least {_plural(lim, 'key')}",
 }
 
-#: Names of native keys in the format the user wrote, for "missing required key"
-#: (the key is absent, so the origin map cannot say how the user would spell it).
-_SOURCE_KEYS: dict[str, dict[str, str]] = {
-    "gcloud": {"type": "acceleratorType", "executor_image": "executorImageUri", "package_uris": "packageUris",
-               "module": "pythonModule", "display_name": "displayName"},
-    "legacy": {"executor_image": "runtimeVersion", "package_uris": "packageUris", "module": "pythonModule",
-               "display_name": "jobId"},
-}
-
 
 def _missing_key(err: Any, path: KeyPath, native: NativeSpec) -> Diagnostic:
     missing = err.message.split("'")[1] if "'" in err.message else err.message
     if native.format == "native":
         hint = _REQUIRED_HINTS.get(missing, "add it (`vxtrain schema` lists every key)")
     else:
-        missing = _SOURCE_KEYS.get(native.format, {}).get(missing, missing)
+        # The key is absent, so the origin map cannot say how the user would spell it: the format can.
+        missing = wording(native.format).key_name(missing)
         hint = "add it"
     return error("missing-key", f"missing required key '{missing}': {hint}", **native.where(path))
 

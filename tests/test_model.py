@@ -1,0 +1,65 @@
+"""Facts vxtrain.model is the one home of: where a pool's key was written (pool or
+``defaults``), and the duration syntax (the schema, the job model and ``logs --since``)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from vxtrain import model
+from vxtrain.errors import UsageError
+from vxtrain.joblogs import parse_since
+from vxtrain.validation.schema import schema
+
+DATA: dict[str, Any] = {
+    "defaults": {"image": "i", "machine_type": "n1-standard-4", "env": {"A": "1", "B": "2"}},
+    "chief": {"machine_type": "n1-standard-8", "env": {"B": "3"}},
+    "workers": {"env": "not a mapping"},
+    "reduction_server": {"replicas": 2},
+}
+
+
+@pytest.mark.parametrize(("role", "keys", "where"), [
+    ("chief", ("machine_type",), ("chief", "machine_type")),  # the pool's own beats defaults
+    ("chief", ("image",), ("defaults", "image")),  # inherited
+    ("chief", ("accelerator", "type"), None),  # written nowhere
+    ("chief", ("env", "B"), ("chief", "env", "B")),  # env merges name by name
+    ("chief", ("env", "A"), ("defaults", "env", "A")),
+    ("chief", ("env",), ("chief", "env")),
+    ("workers", ("env", "A"), ("defaults", "env", "A")),
+    ("reduction_server", ("machine_type",), None),  # Reduction Server never takes defaults
+    ("reduction_server", ("replicas",), ("reduction_server", "replicas")),
+    ("evaluators", ("image",), ("defaults", "image")),
+])
+def test_written_at(role: str, keys: tuple[str, ...], where: tuple[str, ...] | None) -> None:
+    assert model.written_at(DATA, role, *keys) == where
+
+
+def test_written_at_agrees_with_the_merged_pools() -> None:
+    job = model.build(DATA)
+    chief = job.pools["chief"]
+    assert (chief.machine_type, chief.image, chief.env) == ("n1-standard-8", "i", {"A": "1", "B": "3"})
+    assert job.pools["reduction_server"].image is None
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("90s", 90), ("30m", 1800), ("12h", 43200), ("7d", 604800), ("1.5h", 5400), (" 2 m ", 120), ("45", 45),
+    ("", None), ("m", None), ("-5s", None), ("1w", None), ("10 minutes", None),
+])
+def test_the_duration_syntax(text: str, seconds: int | None) -> None:
+    assert model.parse_duration(text) == seconds
+
+
+def test_the_schema_accepts_the_durations_the_model_reads() -> None:
+    timeout = schema()["properties"]["scheduling"]["properties"]["timeout"]
+    assert timeout["pattern"] == model.DURATION_PATTERN
+    assert model.DURATION_EXAMPLES in timeout["x-accepts"]
+
+
+def test_since_takes_the_same_durations_but_always_with_a_unit() -> None:
+    now = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    assert parse_since("1.5h", now) == parse_since("90m", now) == "2026-01-01T22:30:00.000000Z"
+    assert parse_since("1d", now).startswith("2026-01-01T00:00:00")
+    with pytest.raises(UsageError, match="--since takes a duration"):
+        parse_since("45", now)
