@@ -34,6 +34,7 @@ from typing import IO, Any, TypeVar
 from vxtrain import errors
 from vxtrain.backends import open_backend, open_log_reader
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
+from vxtrain.backends.kinds import CUSTOM, FAILED_STATES, TERMINAL_STATES, TUNING, JobKind, kind_of_job, kind_of_name, other
 from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, LogWatch, read_entries
 
 T = TypeVar("T")
@@ -43,11 +44,6 @@ T = TypeVar("T")
 # An underscore, not a hyphen: the key appears bare in list filters
 # (`labels.KEY="value"`), where a hyphen is not an identifier character (AIP-160).
 LABEL_KEY = "vxtrain_idempotency_key"
-#: States after which a job never changes again.
-TERMINAL_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
-                             "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
-#: Terminal states that make ``wait`` fail (exit 3).
-FAILED_STATES = frozenset({"JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
 CONSOLE_URL = ("https://console.cloud.google.com/vertex-ai/locations/{region}/training/{id}/cpu"
                "?project={project}")
 LOCAL_PROJECT = "local-project"
@@ -91,32 +87,6 @@ VERTEX_POLL = Backoff(initial=1.0, maximum=30.0)
 LOCAL_POLL = Backoff(initial=0.1, maximum=1.0)
 
 
-@dataclass(frozen=True)
-class _Kind:
-    """CustomJob or HyperparameterTuningJob: which backend methods to call."""
-
-    collection: str
-    noun: str
-
-    def method(self, backend: JobBackend, verb: str) -> Callable[..., Any]:
-        suffix = "s" if verb == "list" else ""
-        return getattr(backend, f"{verb}_{self.noun}{suffix}")  # type: ignore[no-any-return]
-
-
-CUSTOM = _Kind("customJobs", "custom_job")
-TUNING = _Kind("hyperparameterTuningJobs", "hyperparameter_tuning_job")
-
-
-def kind_of_job(job: Mapping[str, Any]) -> _Kind:
-    """A HyperparameterTuningJob has a ``trialJobSpec``; anything else is a CustomJob."""
-    return TUNING if "trialJobSpec" in job else CUSTOM
-
-
-def kind_of_name(name: str) -> _Kind:
-    """The kind a full resource name points at."""
-    return TUNING if "/hyperparameterTuningJobs/" in name else CUSTOM
-
-
 # --- names, labels, views -------------------------------------------------------
 
 def parent_of(project: str, region: str) -> str:
@@ -134,7 +104,7 @@ def label_value(key: str) -> str:
 
 
 def resolve_name(name: str, *, project: str | None = None, region: str | None = None,
-                 kind: _Kind = CUSTOM) -> str:
+                 kind: JobKind = CUSTOM) -> str:
     """A full resource name from a full name or a bare id plus project and region."""
     if _NAME.match(name):
         return name
@@ -279,7 +249,7 @@ def _default_backoff(backend: JobBackend, backoff: Backoff | None, local: Backof
                      vertex: Backoff) -> Backoff:
     if backoff is not None:
         return backoff
-    return local if getattr(backend, "emulated", False) else vertex
+    return local if backend.emulated else vertex
 
 
 @contextmanager
@@ -306,20 +276,20 @@ def _time_key(timestamp: str) -> tuple[str, str]:
     return found.group("seconds"), (found.group("fraction") or "").ljust(9, "0")
 
 
-def find_labelled(backend: JobBackend, kind: _Kind, parent: str, label: str) -> JobDict | None:
+def find_labelled(backend: JobBackend, kind: JobKind, parent: str, label: str) -> JobDict | None:
     """The (oldest) job under ``parent`` whose idempotency label is ``label``, or None."""
     # Filter syntax `labels.key=value`: ListCustomJobsRequest.filter,
     # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/list
-    jobs = kind.method(backend, "list")(parent, f'labels.{LABEL_KEY}="{label}"')
+    jobs = backend.list(kind, parent, f'labels.{LABEL_KEY}="{label}"')
     # Filter here too: the filter is a convenience of the server, the label the truth.
     mine = [j for j in jobs if (j.get("labels") or {}).get(LABEL_KEY) == label]
     return min(mine, key=lambda j: (_time_key(j.get("createTime", "")), j.get("name", ""))) if mine else None
 
 
-def _find_any_kind(backend: JobBackend, kind: _Kind, parent: str, label: str) -> JobDict | None:
+def _find_any_kind(backend: JobBackend, kind: JobKind, parent: str, label: str) -> JobDict | None:
     """The job ``label`` marks, of ``kind`` first, else of the other kind: an explicit
     key names one job whatever it is (a spec that gained a ``study:`` makes none)."""
-    for each in (kind, TUNING if kind is CUSTOM else CUSTOM):
+    for each in (kind, other(kind)):
         found = find_labelled(backend, each, parent, label)
         if found is not None:
             return found
@@ -335,7 +305,7 @@ class _CreateAttempt:
     ``backoff.commit_grace`` seconds have passed before creating again.
     """
 
-    def __init__(self, backend: JobBackend, kind: _Kind, parent: str, job: JobDict, label: str,
+    def __init__(self, backend: JobBackend, kind: JobKind, parent: str, job: JobDict, label: str,
                  backoff: Backoff, say: Callable[[str], None], local: LocalRun | None = None) -> None:
         self.backend, self.kind, self.parent, self.job, self.label = backend, kind, parent, job, label
         self.backoff, self.say, self.local = backoff, say, local
@@ -353,7 +323,7 @@ class _CreateAttempt:
                 return existing, True
             self.maybe_created = False  # the earlier attempts made nothing
         try:
-            created: JobDict = self.kind.method(self.backend, "create")(self.parent, self.job, local=self.local)
+            created: JobDict = self.backend.create(self.kind, self.parent, self.job, local=self.local)
         except errors.ApiError as exc:
             self.maybe_created = exc.transient  # a transient error leaves the outcome unknown
             if exc.transient and exc.timed_out:
@@ -398,7 +368,7 @@ def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, exp
     labelled = {**job, "labels": {**(job.get("labels") or {}), LABEL_KEY: label}}
     attempt = _CreateAttempt(backend, kind, parent, labelled, label, backoff, say, local)
     try:
-        created, adopted = retrying(attempt, backoff, f"create {kind.noun.replace('_', ' ')}", say)
+        created, adopted = retrying(attempt, backoff, f"create {kind.noun}", say)
     except errors.ApiError as exc:
         if not attempt.maybe_created:
             raise
@@ -408,7 +378,7 @@ def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, exp
     return _keep_oldest(backend, kind, parent, label, created, backoff, say)
 
 
-def _keep_oldest(backend: JobBackend, kind: _Kind, parent: str, label: str, created: JobDict,
+def _keep_oldest(backend: JobBackend, kind: JobKind, parent: str, label: str, created: JobDict,
                  backoff: Backoff, say: Callable[[str], None]) -> tuple[JobDict, bool]:
     """Two submits with one key at the same moment both list nothing and both create.
     So, once created, list the label: when an older job carries it, cancel the one
@@ -425,7 +395,7 @@ def _keep_oldest(backend: JobBackend, kind: _Kind, parent: str, label: str, crea
         f"at the same moment): cancelling {created.get('name')}, just created, and adopting the older job")
     try:
         name = str(created.get("name"))
-        retrying(lambda: kind.method(backend, "cancel")(name), backoff, f"cancel {name}", say)
+        retrying(lambda: backend.cancel(kind, name), backoff, f"cancel {name}", say)
     except errors.ApiError as exc:
         say(f"could not cancel {created.get('name')}: {exc}; cancel it yourself")
     return oldest, True
@@ -495,8 +465,8 @@ def get(name: str, *, backend: JobBackend | None = None, endpoint: str | None = 
 
 
 def _get(api: JobBackend, name: str, backoff: Backoff) -> JobDict:
-    getter = kind_of_name(name).method(api, "get")
-    return retrying(lambda: getter(name), backoff, f"get {name}")  # type: ignore[no-any-return]
+    kind = kind_of_name(name)
+    return retrying(lambda: api.get(kind, name), backoff, f"get {name}")
 
 
 def _delays(poll: Backoff) -> Iterator[float]:
@@ -543,7 +513,7 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
                 pause(delay if timeout is None else min(delay, max(timeout - elapsed, 0.0)))
         except KeyboardInterrupt:
             # Ctrl-C stops the following, not the job (unless this process runs it).
-            if not getattr(api, "in_process", False):
+            if not api.in_process:
                 say(f"stopped following {name}; the job keeps running: `vxtrain cancel {name}` stops it")
             raise
     if check:
@@ -567,7 +537,7 @@ def _watching(api: JobBackend, name: str, sink: LogSink | None, *, replica: str 
 
 def _log_endpoint(api: JobBackend) -> str | None:
     """An emulator serves the Logging API on its JobService port; Vertex AI's jobs log to Cloud Logging."""
-    return getattr(api, "endpoint", None) if api.emulated else None
+    return api.endpoint if api.emulated else None
 
 
 def _warn(message: str) -> None:
@@ -598,12 +568,12 @@ def cancel(name: str, *, backend: JobBackend | None = None, endpoint: str | None
     """Ask for the job to be cancelled; return its view right after (often CANCELLING)."""
     with _using(backend, split_name(name)[1], endpoint) as api:
         retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
-        canceller = kind_of_name(name).method(api, "cancel")
+        kind = kind_of_name(name)
         calls: list[None] = []
 
         def cancel_once() -> None:
             calls.append(None)
-            canceller(name)
+            api.cancel(kind, name)
 
         try:
             retrying(cancel_once, retry, f"cancel {name}")
@@ -645,9 +615,8 @@ def list_jobs(*, project: str, region: str, backend: JobBackend | None = None,
     """Views of the CustomJobs (or, with ``tuning``, HyperparameterTuningJobs) matching ``filter``."""
     kind = TUNING if tuning else CUSTOM
     with _using(backend, region, endpoint) as api:
-        lister = kind.method(api, "list")
         retry = _default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
-        jobs: list[JobDict] = retrying(lambda: lister(parent_of(project, region), filter), retry,
+        jobs: list[JobDict] = retrying(lambda: api.list(kind, parent_of(project, region), filter), retry,
                                        f"list {kind.collection}")
         return [job_view(j, emulated=api.emulated) for j in jobs]
 
