@@ -25,6 +25,7 @@ from vxtrain.backends import vertex
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.kinds import JobKind
 from vxtrain.backends.vertex import VertexBackend
+from vxtrain.render.progress import PlainProgress
 
 # By module path: the package may export a function called ``submit`` that shadows the attribute.
 api = importlib.import_module("vxtrain.submission")
@@ -80,7 +81,7 @@ def test_submit_status_wait_list(backend: VertexBackend) -> None:
 
 def test_submit_with_wait_follows_to_the_end(backend: VertexBackend) -> None:
     out = io.StringIO()
-    view = submit(backend, wait=True, progress=api.PlainProgress(out))
+    view = submit(backend, wait=True, progress=PlainProgress(out))
     assert view["state"] == "JOB_STATE_SUCCEEDED"
     lines = out.getvalue().splitlines()
     assert lines[-1].endswith(" s") and "JOB_STATE_SUCCEEDED after" in lines[-1]

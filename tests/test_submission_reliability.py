@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from vxtrain import errors
+from vxtrain.backends import open_backend
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
 from vxtrain.backends.kinds import CUSTOM
@@ -112,7 +113,7 @@ def test_the_unresolved_limit_is_the_backoffs(monkeypatch: pytest.MonkeyPatch) -
     said: list[str] = []
     started = time.monotonic()
     with pytest.raises(errors.UnavailableError, match="cannot reach no-such-host.invalid"):
-        with api.open_backend(endpoint="no-such-host.invalid:443") as backend:
+        with open_backend(endpoint="no-such-host.invalid:443") as backend:
             api.retrying(lambda: backend.get(CUSTOM, "projects/p/locations/l/customJobs/1"),
                          QUICK, "get", said.append)
     assert time.monotonic() - started < QUICK.unresolved + 3
