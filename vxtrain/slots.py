@@ -95,7 +95,7 @@ def parse_replica(text: str, *, loose: bool = False) -> tuple[int, int] | None:
 
     Strict: Vertex's ``workerpoolK-I`` with K a slot. ``loose`` also takes
     ``workerpoolK:I`` (any K), ``workerpoolK/I`` and ``ROLE:I`` with a native role
-    (``workers:0`` is ``(1, 0)``), spaces around the parts allowed.
+    (``workers:0`` is ``(1, 0)``), with spaces around it and before the separator.
     """
     if not loose:
         found = REPLICA_NAME.fullmatch(text)
