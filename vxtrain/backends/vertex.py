@@ -192,6 +192,7 @@ def gapic_client(client_cls: Any, transport_cls: Any, *, host: str, endpoint: st
     channel with anonymous credentials, which the real client talks to unchanged."""
     if endpoint is None:
         return client_cls(credentials=credentials, client_options={"api_endpoint": host})
+    # Lazy (as every google import here): importing this module costs nothing.
     import grpc
     from google.auth.credentials import AnonymousCredentials
 
@@ -203,7 +204,7 @@ def guarded(call: Callable[[], Any], *, host: str, region: str | None = None,
             explain: Callable[[errors.ApiError, BaseException], errors.ApiError] | None = None) -> Any:
     """Run ``call``, translating every google.api_core / google.auth error into
     vxtrain.errors (``explain`` rewords a translated API error for its service)."""
-    from google.api_core import exceptions as gexc
+    from google.api_core import exceptions as gexc  # lazy: see the module docstring
     from google.auth import exceptions as auth_exc
 
     try:
@@ -287,6 +288,7 @@ class VertexBackend:
         return self._client_obj
 
     def _make_client(self) -> Any:
+        # Lazy: google.cloud.aiplatform costs about a second; only a call to the API needs it.
         from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
         from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
 
@@ -358,14 +360,14 @@ def _method(verb: str, kind: JobKind) -> str:
 
 
 def _message_class(name: str) -> Any:
-    from google.cloud import aiplatform_v1
+    from google.cloud import aiplatform_v1  # lazy: see the module docstring
 
     return getattr(aiplatform_v1, name)
 
 
 def _from_dict(message: str, data: JobDict) -> Any:
     """REST-JSON dict → proto-plus message (strict: unknown fields are refused)."""
-    from google.protobuf import json_format
+    from google.protobuf import json_format  # lazy: see the module docstring
 
     cls = _message_class(message)
     raw = cls.pb()()
@@ -378,7 +380,7 @@ def _from_dict(message: str, data: JobDict) -> Any:
 
 def _to_dict(message: Any) -> JobDict:
     """proto-plus message → REST-JSON dict (camelCase, enum names)."""
-    from google.protobuf import json_format
+    from google.protobuf import json_format  # lazy: see the module docstring
 
     result: JobDict = json_format.MessageToDict(type(message).pb(message))
     return result

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.commands._common import parse_trial
@@ -32,7 +33,7 @@ def parse_replica(text: str) -> tuple[int, int]:
 
 def _existing(job: Job) -> str:
     """``workerpool0:0, workerpool1:0..3``: the replicas a message can offer."""
-    from vxtrain.runtime import cluster_env
+    from vxtrain.runtime import cluster_env  # lazy: the CLI imports every command at start-up
 
     counts = cluster_env.pool_replicas(job)
     return ", ".join(f"workerpool{k}:0..{n - 1}" if n > 1 else f"workerpool{k}:0"
@@ -41,8 +42,7 @@ def _existing(job: Job) -> str:
 
 def compute_env(path: str, replica: str, options: Options, trial: str | None = None) -> dict[str, str]:
     """The variables of one replica of the spec at ``path`` (raises for a missing replica)."""
-    from vxtrain import api
-    from vxtrain.runtime import cluster_env
+    from vxtrain.runtime import cluster_env  # lazy: as in _existing()
 
     pool_index, replica_index = parse_replica(replica)
     trial = parse_trial(trial)

@@ -28,6 +28,7 @@ from vxtrain.backends.kinds import TUNING, JobKind
 from vxtrain.errors import LocalRunError
 from vxtrain.formats.gcloud import job_from_custom_job
 from vxtrain.model import Job, LocalSpec
+from vxtrain.runtime import runner, study
 
 
 class RunningJob(Protocol):
@@ -146,8 +147,6 @@ class JobRunner:
         if record.stop.wait(seconds):
             return cancelled(record.kind)
         if record.kind is TUNING:
-            from vxtrain.runtime import study
-
             with self._lock:
                 config = study.StudyConfig.from_hpt_json(_study_json(record.job))
                 points = study.suggest(config.study_spec, config.max_trials, seed=self.seed).points
@@ -172,8 +171,6 @@ class JobRunner:
     def _run(self, record: RunningJob, model: Job, spec: dict[str, Any], base_dir: Path, *, trial: str | None = None,
              extra_args: Sequence[str] = ()) -> Outcome:
         """One run of the job's replicas with the local runner."""
-        from vxtrain.runtime import runner
-
         # Job output goes to stderr by default: with --target local stdout
         # carries the command's JSON document only.
         out, err = self._outputs(record)
@@ -209,8 +206,6 @@ class JobRunner:
 
     def _run_trials(self, record: RunningJob, model: Job, spec: dict[str, Any], base_dir: Path) -> Outcome:
         """The study's trials with the local runner (vxtrain.runtime.study), ``parallel_trial_count`` at once."""
-        from vxtrain.runtime import study
-
         with self._lock:
             config = study.StudyConfig.from_hpt_json(_study_json(record.job))
         out, err = self._outputs(record)
