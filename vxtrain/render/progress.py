@@ -41,6 +41,7 @@ class _Tails:
         self.tails: dict[str, collections.deque[str]] = {}
 
     def keep(self, entries: list[Entry]) -> None:
+        """Remember the last ``TAIL_LINES`` lines of each replica."""
         for entry in entries:
             self.tails.setdefault(entry.replica, collections.deque(maxlen=TAIL_LINES)).append(entry.text)
 
