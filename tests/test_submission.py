@@ -23,7 +23,9 @@ from hypothesis import strategies as st
 from vxtrain import errors
 from vxtrain.backends import vertex
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.backends.kinds import JobKind
 from vxtrain.backends.vertex import VertexBackend
+from vxtrain.render.progress import PlainProgress
 
 # By module path: the package may export a function called ``submit`` that shadows the attribute.
 api = importlib.import_module("vxtrain.submission")
@@ -79,7 +81,7 @@ def test_submit_status_wait_list(backend: VertexBackend) -> None:
 
 def test_submit_with_wait_follows_to_the_end(backend: VertexBackend) -> None:
     out = io.StringIO()
-    view = submit(backend, wait=True, progress=api.PlainProgress(out))
+    view = submit(backend, wait=True, progress=PlainProgress(out))
     assert view["state"] == "JOB_STATE_SUCCEEDED"
     lines = out.getvalue().splitlines()
     assert lines[-1].endswith(" s") and "JOB_STATE_SUCCEEDED after" in lines[-1]
@@ -212,14 +214,14 @@ def test_a_retried_create_lists_by_the_label_before_creating_again() -> None:
             self.jobs: list[dict[str, Any]] = []
             self.creates = 0
 
-        def create_custom_job(self, parent: str, custom_job: dict[str, Any], local: Any = None) -> dict[str, Any]:
+        def create(self, kind: JobKind, parent: str, custom_job: dict[str, Any], local: Any = None) -> dict[str, Any]:
             self.creates += 1
             self.jobs.append({**custom_job, "name": f"{parent}/customJobs/{len(self.jobs) + 1}"})
             lost = errors.UnavailableError("deadline exceeded")
             lost.transient = True
             raise lost
 
-        def list_custom_jobs(self, parent: str, filter: str = "") -> list[dict[str, Any]]:  # noqa: A002
+        def list(self, kind: JobKind, parent: str, filter: str = "") -> list[dict[str, Any]]:  # noqa: A002
             assert filter == f'labels.{api.LABEL_KEY}="{api.label_value("k")}"'
             return list(self.jobs)
 
@@ -282,7 +284,7 @@ def test_find_labelled_picks_the_oldest_by_time_not_by_text() -> None:
     class Lists:
         emulated = True
 
-        def list_custom_jobs(self, parent: str, filter: str = "") -> list[dict[str, Any]]:  # noqa: A002
+        def list(self, kind: JobKind, parent: str, filter: str = "") -> list[dict[str, Any]]:  # noqa: A002
             label = {api.LABEL_KEY: "k"}
             return [{"name": f"{PARENT}/customJobs/2", "createTime": "2024-05-01T10:00:05.500Z", "labels": label},
                     {"name": f"{PARENT}/customJobs/1", "createTime": "2024-05-01T10:00:05Z", "labels": label},

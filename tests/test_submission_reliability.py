@@ -23,8 +23,10 @@ from typing import Any
 import pytest
 
 from vxtrain import errors
+from vxtrain.backends import open_backend
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
+from vxtrain.backends.kinds import CUSTOM
 
 api = importlib.import_module("vxtrain.submission")
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,8 +113,8 @@ def test_the_unresolved_limit_is_the_backoffs(monkeypatch: pytest.MonkeyPatch) -
     said: list[str] = []
     started = time.monotonic()
     with pytest.raises(errors.UnavailableError, match="cannot reach no-such-host.invalid"):
-        with api.open_backend(endpoint="no-such-host.invalid:443") as backend:
-            api.retrying(lambda: backend.get_custom_job("projects/p/locations/l/customJobs/1"),
+        with open_backend(endpoint="no-such-host.invalid:443") as backend:
+            api.retrying(lambda: backend.get(CUSTOM, "projects/p/locations/l/customJobs/1"),
                          QUICK, "get", said.append)
     assert time.monotonic() - started < QUICK.unresolved + 3
     assert said and all("retrying in" in s for s in said)

@@ -323,14 +323,15 @@ def compile_job(path: str | Path, options: Options | None = None) -> dict[str, A
 
 def submit(path: str | Path, options: Options | None = None, *, target: str = "vertex",
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
-           progress: Any = None, logs: Any = None,
+           progress: Any = None, logs: Any = None, say: Any = None,
            upload_progress: UploadProgress | None = None) -> dict[str, Any]:
     """Create the spec's job exactly once (vxtrain.submission) and return its view.
 
     ``target``: "vertex" (the regional endpoint, or ``endpoint`` HOST:PORT of an
     emulator) or "local" (an in-process emulator running the job here, always
     followed to the end). ``logs``: while following, a callable that gets the job's
-    new log lines (lists of vxtrain.joblogs.Entry) as they arrive.
+    new log lines (lists of vxtrain.joblogs.Entry) as they arrive. ``say``: where
+    retries and notices go, one line at a time (default: stderr).
     ``upload_progress``: watches each large python_package.source upload
     (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar). Raises
     SpecError, UsageError, ApiError, and JobFailedError when a followed job fails.
@@ -343,25 +344,25 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     job = result.hyperparameter_tuning_job or result.custom_job
     assert job is not None  # a valid result is compiled
     project, region = _project_region(result, local=target == "local" or endpoint is not None)
+    say = say or submission.stderr_say
     try:
         if target == "local":
             return _submit_local(result, _local_packages(job, result.packages), project, region,
-                                 idempotency_key, progress, logs)
-        _publish(result, project, upload_progress)
+                                 idempotency_key, progress, logs, say)
+        _publish(result, project, say, upload_progress)
         local = _local_run(result) if endpoint is not None else None  # an emulator runs it here
         return submission.submit(job, project=project, region=region, endpoint=endpoint,
                                  idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs,
-                                 local=local)
+                                 local=local, say=say)
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
 
 
-def _publish(result: Result, project: str, progress: UploadProgress | None) -> None:
+def _publish(result: Result, project: str, say: Any, progress: UploadProgress | None) -> None:
     """Build and upload the job's source packages that are not in the staging bucket yet."""
     if not result.packages:
         return
-    from vxtrain.packaging import jobs
-    from vxtrain.submission import say  # lazy: as in submit()
+    from vxtrain.packaging import jobs  # lazy: as in submit()
 
     if any(p.uri.startswith(jobs.UNSET_BUCKET) for p in result.packages):
         assert result.native is not None
@@ -448,7 +449,7 @@ class _Discard(io.StringIO):
 
 
 def _submit_local(result: Result, job: dict[str, Any], project: str, region: str,
-                  key: str | None, progress: Any, logs: Any) -> dict[str, Any]:
+                  key: str | None, progress: Any, logs: Any, say: Any) -> dict[str, Any]:
     """An in-process emulator running the job with the local runner, followed to the end.
     With ``logs``, the job's lines reach it through the emulator's Logging service
     only (as on Vertex AI), not also straight from the replicas."""
@@ -463,7 +464,7 @@ def _submit_local(result: Result, job: dict[str, Any], project: str, region: str
                       job_output=_Discard() if logs is not None else None) as backend:
         return submission.submit(job, project=project, region=region, backend=backend,
                                  idempotency_key=key, wait=True, progress=progress, logs=logs,
-                                 local=local)
+                                 local=local, say=say)
 
 
 def _local_run(result: Result) -> LocalRun:

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from vxtrain import slots
 from vxtrain.backends.base import ML_JOB, SERVICE_TASK, LogReader, format_time, parse_time
 from vxtrain.errors import ApiError, QuotaError, UsageError
 from vxtrain.model import duration_seconds
 
-_REPLICA = re.compile(r"workerpool[0-3]-\d+|service")
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ LOCAL_LOGS = Cadence(initial=0.1, maximum=1.0, overlap=1.0, grace=0.0)
 
 def check_replica(replica: str) -> str:
     """``workerpoolK-I`` (or ``service``), else a usage error."""
-    if not _REPLICA.fullmatch(replica):
+    if replica != SERVICE_TASK and slots.parse_replica(replica) is None:
         raise UsageError(f"--replica takes a replica name such as workerpool0-0 or workerpool1-3, got {replica!r}")
     return replica
 

@@ -77,3 +77,34 @@ def role_of(index: int, image: object = None) -> str:
 def replica_name(index: int, replica: int) -> str:
     """Vertex's name of a replica, as in log task names: ``workerpool1-0``."""
     return f"{SLOTS[index].cluster_key}-{replica}"
+
+
+#: Vertex's name of a replica, ``workerpoolK-I`` (K a slot of :data:`SLOTS`, I its
+#: replica), as a regex fragment for patterns that embed it (a runner's ``[workerpool0-0]``
+#: prefix). Named groups ``pool`` and ``index``.
+REPLICA_PATTERN = rf"workerpool(?P<pool>{'|'.join(str(slot.index) for slot in SLOTS)})-(?P<index>\d+)"
+#: :data:`REPLICA_PATTERN` compiled: ``fullmatch`` a name, ``search`` one in a message.
+REPLICA_NAME = re.compile(REPLICA_PATTERN)
+#: A replica as ``vxtrain env --replica`` takes it: ``workerpoolK`` or a native role, then
+#: ``:``, ``-`` or ``/``, then the replica's index. Any K: the caller names the pools a job has.
+_REPLICA_REF = re.compile(r"\s*(?:workerpool(?P<pool>\d+)|(?P<role>[a-z_]+))\s*[:\-/](?P<index>\d+)\s*")
+
+
+def parse_replica(text: str, *, loose: bool = False) -> tuple[int, int] | None:
+    """(pool index, replica index) of a replica's name, or None when ``text`` is not one.
+
+    Strict: Vertex's ``workerpoolK-I`` with K a slot. ``loose`` also takes
+    ``workerpoolK:I`` (any K), ``workerpoolK/I`` and ``ROLE:I`` with a native role
+    (``workers:0`` is ``(1, 0)``), with spaces around it and before the separator.
+    """
+    if not loose:
+        found = REPLICA_NAME.fullmatch(text)
+        return (int(found.group("pool")), int(found.group("index"))) if found else None
+    ref = _REPLICA_REF.fullmatch(text)
+    if ref is None:
+        return None
+    role = ref.group("role")
+    if role is not None and role not in POOL_INDEX:
+        return None
+    pool = POOL_INDEX[role] if role is not None else int(ref.group("pool"))
+    return pool, int(ref.group("index"))

@@ -17,6 +17,7 @@ from vxtrain import errors
 from vxtrain.backends import vertex
 from vxtrain.backends.base import JobBackend
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.backends.kinds import CUSTOM, TUNING
 from vxtrain.backends.vertex import ERROR_MAP, GoogleEndpointBlocked, VertexBackend, translate
 
 PARENT = "projects/p/locations/us-central1"
@@ -165,14 +166,14 @@ def test_guard_refuses_the_real_vertex_endpoint() -> None:
     backend = VertexBackend("us-central1")
     assert repr(backend) == "VertexBackend(Vertex AI us-central1-aiplatform.googleapis.com)"
     with pytest.raises(GoogleEndpointBlocked, match="us-central1-aiplatform.googleapis.com"):
-        backend.get_custom_job(f"{PARENT}/customJobs/1")
+        backend.get(CUSTOM, f"{PARENT}/customJobs/1")
     with pytest.raises(GoogleEndpointBlocked):
-        backend.list_custom_jobs(PARENT)
+        backend.list(CUSTOM, PARENT)
 
 
 def test_guard_refuses_a_remote_emulator_endpoint_too() -> None:
     with pytest.raises(GoogleEndpointBlocked):
-        VertexBackend(endpoint="10.1.2.3:8470").get_custom_job(f"{PARENT}/customJobs/1")
+        VertexBackend(endpoint="10.1.2.3:8470").get(CUSTOM, f"{PARENT}/customJobs/1")
 
 
 def test_socket_guard_refuses_non_loopback() -> None:
@@ -272,58 +273,58 @@ def test_backend_is_a_job_backend(backend: VertexBackend) -> None:
 
 
 def test_custom_job_round_trip(backend: VertexBackend) -> None:
-    created = backend.create_custom_job(PARENT, custom_job(team="nlp"))
+    created = backend.create(CUSTOM, PARENT, custom_job(team="nlp"))
     assert created["name"].startswith(f"{PARENT}/customJobs/")
     assert created["state"] == "JOB_STATE_QUEUED"
     assert created["labels"] == {"team": "nlp"}
-    assert backend.get_custom_job(created["name"])["displayName"] == "unit"
-    listed = backend.list_custom_jobs(PARENT, 'labels.team="nlp"')
+    assert backend.get(CUSTOM, created["name"])["displayName"] == "unit"
+    listed = backend.list(CUSTOM, PARENT, 'labels.team="nlp"')
     assert [j["name"] for j in listed] == [created["name"]]
-    assert backend.list_custom_jobs(PARENT, 'labels.team="cv"') == []
-    backend.cancel_custom_job(created["name"])
-    assert backend.get_custom_job(created["name"])["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+    assert backend.list(CUSTOM, PARENT, 'labels.team="cv"') == []
+    backend.cancel(CUSTOM, created["name"])
+    assert backend.get(CUSTOM, created["name"])["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
 
 
 def test_delete_of_an_ended_job(backend: VertexBackend, emulator: EmulatorHandle) -> None:
-    created = backend.create_custom_job(PARENT, custom_job())
+    created = backend.create(CUSTOM, PARENT, custom_job())
     emulator.emulator.wait(created["name"])
-    backend.delete_custom_job(created["name"])
+    backend.delete(CUSTOM, created["name"])
     with pytest.raises(errors.NotFoundError, match="does not exist"):
-        backend.get_custom_job(created["name"])
+        backend.get(CUSTOM, created["name"])
 
 
 def test_hyperparameter_tuning_job_round_trip(backend: VertexBackend) -> None:
-    created = backend.create_hyperparameter_tuning_job(PARENT, tuning_job())
+    created = backend.create(TUNING, PARENT, tuning_job())
     assert "/hyperparameterTuningJobs/" in created["name"]
-    assert backend.get_hyperparameter_tuning_job(created["name"])["maxTrialCount"] == 2
-    assert len(backend.list_hyperparameter_tuning_jobs(PARENT)) == 1
-    backend.cancel_hyperparameter_tuning_job(created["name"])
+    assert backend.get(TUNING, created["name"])["maxTrialCount"] == 2
+    assert len(backend.list(TUNING, PARENT)) == 1
+    backend.cancel(TUNING, created["name"])
 
 
 def test_server_invalid_argument_carries_the_servers_message(backend: VertexBackend) -> None:
     job = custom_job()
     job["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = "2"
     with pytest.raises(errors.InvalidArgumentError, match="replica"):
-        backend.create_custom_job(PARENT, job)
+        backend.create(CUSTOM, PARENT, job)
 
 
 def test_a_dict_that_is_no_custom_job_is_refused_before_sending(backend: VertexBackend) -> None:
     with pytest.raises(errors.InvalidArgumentError, match="not a valid CustomJob.*workerPools"):
-        backend.create_custom_job(PARENT, {"displayName": "x", "jobSpec": {"workerPools": []}})
+        backend.create(CUSTOM, PARENT, {"displayName": "x", "jobSpec": {"workerPools": []}})
 
 
 def test_injected_faults_arrive_translated(backend: VertexBackend, emulator: EmulatorHandle) -> None:
     emulator.add_fault("create:quota:1")
     with pytest.raises(errors.QuotaError, match="custom_model_training_cpus.*us-central1|us-central1.*custom_model"):
-        backend.create_custom_job(PARENT, custom_job())
+        backend.create(CUSTOM, PARENT, custom_job())
     emulator.add_fault("get:unavailable:1")
     with pytest.raises(errors.UnavailableError) as info:
-        backend.get_custom_job(f"{PARENT}/customJobs/1")
+        backend.get(CUSTOM, f"{PARENT}/customJobs/1")
     assert info.value.transient
 
 
 def test_close_is_idempotent(emulator: EmulatorHandle) -> None:
     api = vertex.connect(endpoint=emulator.address)
-    api.list_custom_jobs(PARENT)
+    api.list(CUSTOM, PARENT)
     api.close()
     api.close()

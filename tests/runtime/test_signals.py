@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from vxtrain.backends.kinds import CUSTOM
 from vxtrain.runtime.signals import STOP_SIGNALS, interrupt_on_signals, on_stop_signal, stop_on_signals
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -132,7 +133,7 @@ def _start_emulator_with_the_job(spec: Path) -> subprocess.Popen[str]:
     line = proc.stderr.readline() if proc.stderr else ""
     assert "listening on" in line, line
     with open_backend(endpoint=line.strip().rsplit(" ", 1)[1]) as backend:
-        backend.create_custom_job("projects/p/locations/us-central1", vxtrain.compile(spec))
+        backend.create(CUSTOM, "projects/p/locations/us-central1", vxtrain.compile(spec))
     return proc
 
 

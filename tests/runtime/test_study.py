@@ -373,6 +373,7 @@ def test_local_study_failures_are_bounded(trial_log: Path, monkeypatch: pytest.M
 def test_study_through_the_emulator_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from vxtrain.backends import vertex
     from vxtrain.backends.emulator import start_emulator
+    from vxtrain.backends.kinds import TUNING
     from vxtrain.submission import LABEL_KEY, submit
 
     result = api.load_job(EXAMPLE, Options(sets=["study.max_trials=8"]))
@@ -381,7 +382,7 @@ def test_study_through_the_emulator_and_status(tmp_path: Path, capsys: pytest.Ca
         with vertex.connect(endpoint=handle.address) as backend:
             view = submit(result.hyperparameter_tuning_job, project="p", region="us-central1", backend=backend,
                           idempotency_key="study-e2e", wait=True)
-            stored = backend.get_hyperparameter_tuning_job(view["name"])
+            stored = backend.get(TUNING, view["name"])
         assert view["state"] == "JOB_STATE_SUCCEEDED"
         assert [t["id"] for t in stored["trials"]] == [str(i) for i in range(1, 9)]
         assert {t["state"] for t in stored["trials"]} == {"SUCCEEDED"}
@@ -422,6 +423,7 @@ def test_plan_shows_the_search_space_and_the_study_size(capsys: pytest.CaptureFi
 def test_cancelling_a_study_stops_its_trials(monkeypatch: pytest.MonkeyPatch) -> None:
     from vxtrain.backends import vertex
     from vxtrain.backends.emulator import start_emulator
+    from vxtrain.backends.kinds import TUNING
     from vxtrain.submission import LABEL_KEY, submit
 
     monkeypatch.setenv("STUDY_SLEEP", "30")
@@ -432,11 +434,11 @@ def test_cancelling_a_study_stops_its_trials(monkeypatch: pytest.MonkeyPatch) ->
             view = submit(result.hyperparameter_tuning_job, project="p", region="us-central1", backend=backend,
                           idempotency_key="cancel-me")
             deadline = time.monotonic() + 10
-            while len(backend.get_hyperparameter_tuning_job(view["name"]).get("trials", [])) < 3:
+            while len(backend.get(TUNING, view["name"]).get("trials", [])) < 3:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
             started = time.monotonic()
-            backend.cancel_hyperparameter_tuning_job(view["name"])
+            backend.cancel(TUNING, view["name"])
             ended = handle.emulator.wait(view["name"], timeout=15)
     assert ended.state.name == "JOB_STATE_CANCELLED" and time.monotonic() - started < 10
     assert len(ended.trials) == 3 and all(t.state.name == "INFEASIBLE" for t in ended.trials)

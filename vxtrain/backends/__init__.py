@@ -48,7 +48,7 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
         with connect(region, endpoint) as backend:
             yield backend
         return
-    from vxtrain.backends.emulator import start_emulator
+    from vxtrain.backends.emulator import start_emulator  # lazy: as above
 
     with start_emulator(workdir=workdir, out=job_output) as handle:
         with connect(endpoint=handle.address) as backend:

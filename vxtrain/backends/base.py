@@ -24,10 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
+from vxtrain.backends.kinds import JobKind
 from vxtrain.model import LocalSpec
 
 #: A job as the REST API spells it (camelCase keys, enum names as strings).
 JobDict = dict[str, Any]
+#: Jobs as a list answers them (named: inside JobBackend, ``list`` is the method).
+JobList = list[JobDict]
 
 
 #: The gRPC metadata key of a create sent to an emulator: how to run the job on its
@@ -66,52 +69,36 @@ class LocalRun:
 
 @runtime_checkable
 class JobBackend(Protocol):
-    """Create, read, list, cancel and delete Vertex AI training jobs."""
+    """Create, read, list, cancel and delete Vertex AI training jobs of each kind
+    (``kinds.CUSTOM``: CustomJob, ``kinds.TUNING``: HyperparameterTuningJob)."""
 
     #: True when the backend talks to an emulator rather than Vertex AI.
     emulated: bool
+    #: The emulator's ``HOST:PORT`` (it also serves the Logging API there); None for Vertex AI.
+    endpoint: str | None
+    #: True for an emulator running in this process (``--target local``): its jobs end
+    #: with this process, so stopping to follow one stops it.
+    in_process: bool
 
-    def create_custom_job(self, parent: str, custom_job: JobDict, local: LocalRun | None = None) -> JobDict:
-        """Create a CustomJob under ``projects/P/locations/R``; return it as stored. ``local``:
-        how an emulator runs it on its host (ignored by Vertex AI backends)."""
+    def create(self, kind: JobKind, parent: str, job: JobDict, local: LocalRun | None = None) -> JobDict:
+        """Create a job of ``kind`` under ``projects/P/locations/R``; return it as stored.
+        ``local``: how an emulator runs it on its host (ignored by Vertex AI backends)."""
         ...
 
-    def get_custom_job(self, name: str) -> JobDict:
-        """The CustomJob named ``projects/P/locations/R/customJobs/ID``."""
+    def get(self, kind: JobKind, name: str) -> JobDict:
+        """The job named ``projects/P/locations/R/{kind.collection}/ID``."""
         ...
 
-    def list_custom_jobs(self, parent: str, filter: str = "") -> list[JobDict]:  # noqa: A002 - the API's word
-        """Every CustomJob under ``parent`` matching ``filter`` (all pages)."""
+    def list(self, kind: JobKind, parent: str, filter: str = "") -> JobList:  # noqa: A002 - the API's word
+        """Every job of ``kind`` under ``parent`` matching ``filter`` (all pages)."""
         ...
 
-    def cancel_custom_job(self, name: str) -> None:
-        """Ask for the CustomJob to be cancelled (it ends CANCELLED later)."""
+    def cancel(self, kind: JobKind, name: str) -> None:
+        """Ask for the job to be cancelled (it ends CANCELLED later)."""
         ...
 
-    def delete_custom_job(self, name: str) -> None:
-        """Delete the CustomJob (it must have ended)."""
-        ...
-
-    def create_hyperparameter_tuning_job(self, parent: str, job: JobDict,
-                                         local: LocalRun | None = None) -> JobDict:
-        """Create a HyperparameterTuningJob under ``parent``; return it as stored (``local``:
-        as for create_custom_job)."""
-        ...
-
-    def get_hyperparameter_tuning_job(self, name: str) -> JobDict:
-        """The HyperparameterTuningJob named ``.../hyperparameterTuningJobs/ID``."""
-        ...
-
-    def list_hyperparameter_tuning_jobs(self, parent: str, filter: str = "") -> list[JobDict]:  # noqa: A002
-        """Every HyperparameterTuningJob under ``parent`` matching ``filter``."""
-        ...
-
-    def cancel_hyperparameter_tuning_job(self, name: str) -> None:
-        """Ask for the HyperparameterTuningJob to be cancelled."""
-        ...
-
-    def delete_hyperparameter_tuning_job(self, name: str) -> None:
-        """Delete the HyperparameterTuningJob (it must have ended)."""
+    def delete(self, kind: JobKind, name: str) -> None:
+        """Delete the job (it must have ended)."""
         ...
 
     def close(self) -> None:

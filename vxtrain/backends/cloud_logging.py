@@ -50,6 +50,7 @@ class CloudLoggingReader:
         return self._client_obj
 
     def _make_client(self) -> Any:
+        # Lazy: google-cloud-logging is imported on the logs path alone (see pyproject.toml).
         from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
         from google.cloud.logging_v2.services.logging_service_v2.transports import LoggingServiceV2GrpcTransport
 
@@ -62,7 +63,7 @@ class CloudLoggingReader:
     def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
                      page_size: int = MAX_PAGE_SIZE) -> Iterator[EntryDict]:
         """Every matching entry, all pages; see base.LogReader."""
-        from google.protobuf import json_format
+        from google.protobuf import json_format  # lazy: protobuf costs start-up time
 
         client = self._client()
         request = {"resource_names": [f"projects/{project}"], "filter": filter, "order_by": order_by,

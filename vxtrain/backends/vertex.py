@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vxtrain import errors
-from vxtrain.backends.base import LOCAL_METADATA, JobDict, LocalRun
+from vxtrain.backends.base import LOCAL_METADATA, JobDict, JobList, LocalRun
+from vxtrain.backends.kinds import JobKind
 
 #: Set (to "1") by the test suite: any endpoint that is not loopback is refused.
 NO_GOOGLE_ENV = "VXTRAIN_NO_GOOGLE"
@@ -191,6 +192,7 @@ def gapic_client(client_cls: Any, transport_cls: Any, *, host: str, endpoint: st
     channel with anonymous credentials, which the real client talks to unchanged."""
     if endpoint is None:
         return client_cls(credentials=credentials, client_options={"api_endpoint": host})
+    # Lazy (as every google import here): importing this module costs nothing.
     import grpc
     from google.auth.credentials import AnonymousCredentials
 
@@ -202,7 +204,7 @@ def guarded(call: Callable[[], Any], *, host: str, region: str | None = None,
             explain: Callable[[errors.ApiError, BaseException], errors.ApiError] | None = None) -> Any:
     """Run ``call``, translating every google.api_core / google.auth error into
     vxtrain.errors (``explain`` rewords a translated API error for its service)."""
-    from google.api_core import exceptions as gexc
+    from google.api_core import exceptions as gexc  # lazy: see the module docstring
     from google.auth import exceptions as auth_exc
 
     try:
@@ -286,6 +288,7 @@ class VertexBackend:
         return self._client_obj
 
     def _make_client(self) -> Any:
+        # Lazy: google.cloud.aiplatform costs about a second; only a call to the API needs it.
         from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
         from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
 
@@ -304,65 +307,38 @@ class VertexBackend:
         return self._guarded(lambda: bound(request=request, retry=None, timeout=self.timeout,
                                            metadata=metadata), region)
 
-    def _create(self, method: str, field: str, parent: str, job: JobDict, message: str,
-                local: LocalRun | None) -> JobDict:
-        proto = _from_dict(message, job)
-        # Only an emulator gets the local run: Vertex AI runs the job's containers.
-        metadata = [(LOCAL_METADATA, local.to_metadata())] if local is not None and self.emulated else []
-        return _to_dict(self._rpc(method, parent, metadata=metadata, parent=parent, **{field: proto}))
-
-    def _list(self, method: str, parent: str, filter_: str) -> list[JobDict]:
+    def _list(self, method: str, parent: str, filter_: str) -> JobList:
         request: dict[str, Any] = {"parent": parent}
         if filter_:
             request["filter"] = filter_
         pager = self._rpc(method, parent, **request)
         return self._guarded(lambda: [_to_dict(job) for job in pager], region_of(parent))
 
-    # -- CustomJob
+    # -- the seam: each verb dispatched to the client's method for the job's kind
 
-    def create_custom_job(self, parent: str, custom_job: JobDict, local: LocalRun | None = None) -> JobDict:
-        """Create a CustomJob; see JobBackend."""
-        return self._create("create_custom_job", "custom_job", parent, custom_job, "CustomJob", local)
+    def create(self, kind: JobKind, parent: str, job: JobDict, local: LocalRun | None = None) -> JobDict:
+        """Create a job of ``kind``; see JobBackend."""
+        proto = _from_dict(kind.label, job)
+        # Only an emulator gets the local run: Vertex AI runs the job's containers.
+        metadata = [(LOCAL_METADATA, local.to_metadata())] if local is not None and self.emulated else []
+        return _to_dict(self._rpc(_method("create", kind), parent, metadata=metadata, parent=parent,
+                                  **{kind.field: proto}))
 
-    def get_custom_job(self, name: str) -> JobDict:
-        """The CustomJob ``name``; see JobBackend."""
-        return _to_dict(self._rpc("get_custom_job", name, name=name))
+    def get(self, kind: JobKind, name: str) -> JobDict:
+        """The job ``name``; see JobBackend."""
+        return _to_dict(self._rpc(_method("get", kind), name, name=name))
 
-    def list_custom_jobs(self, parent: str, filter: str = "") -> list[JobDict]:  # noqa: A002
-        """CustomJobs under ``parent`` matching ``filter``; see JobBackend."""
-        return self._list("list_custom_jobs", parent, filter)
+    def list(self, kind: JobKind, parent: str, filter: str = "") -> JobList:  # noqa: A002
+        """Jobs of ``kind`` under ``parent`` matching ``filter``; see JobBackend."""
+        return self._list(_method("list", kind), parent, filter)
 
-    def cancel_custom_job(self, name: str) -> None:
+    def cancel(self, kind: JobKind, name: str) -> None:
         """Request cancellation; see JobBackend."""
-        self._rpc("cancel_custom_job", name, name=name)
+        self._rpc(_method("cancel", kind), name, name=name)
 
-    def delete_custom_job(self, name: str) -> None:
+    def delete(self, kind: JobKind, name: str) -> None:
         """Delete (a long-running operation we do not wait for); see JobBackend."""
-        self._rpc("delete_custom_job", name, name=name)
-
-    # -- HyperparameterTuningJob
-
-    def create_hyperparameter_tuning_job(self, parent: str, job: JobDict,
-                                         local: LocalRun | None = None) -> JobDict:
-        """Create a HyperparameterTuningJob; see JobBackend."""
-        return self._create("create_hyperparameter_tuning_job", "hyperparameter_tuning_job",
-                            parent, job, "HyperparameterTuningJob", local)
-
-    def get_hyperparameter_tuning_job(self, name: str) -> JobDict:
-        """The HyperparameterTuningJob ``name``; see JobBackend."""
-        return _to_dict(self._rpc("get_hyperparameter_tuning_job", name, name=name))
-
-    def list_hyperparameter_tuning_jobs(self, parent: str, filter: str = "") -> list[JobDict]:  # noqa: A002
-        """HyperparameterTuningJobs under ``parent`` matching ``filter``; see JobBackend."""
-        return self._list("list_hyperparameter_tuning_jobs", parent, filter)
-
-    def cancel_hyperparameter_tuning_job(self, name: str) -> None:
-        """Request cancellation; see JobBackend."""
-        self._rpc("cancel_hyperparameter_tuning_job", name, name=name)
-
-    def delete_hyperparameter_tuning_job(self, name: str) -> None:
-        """Delete (a long-running operation we do not wait for); see JobBackend."""
-        self._rpc("delete_hyperparameter_tuning_job", name, name=name)
+        self._rpc(_method("delete", kind), name, name=name)
 
     def close(self) -> None:
         """Close the gRPC channel (idempotent)."""
@@ -377,15 +353,21 @@ class VertexBackend:
         self.close()
 
 
+def _method(verb: str, kind: JobKind) -> str:
+    """JobServiceClient's method for ``verb`` on ``kind``: the GAPIC client names them
+    ``VERB_<field>`` (``list_<field>s``), e.g. ``create_custom_job``, ``list_hyperparameter_tuning_jobs``."""
+    return f"list_{kind.field}s" if verb == "list" else f"{verb}_{kind.field}"
+
+
 def _message_class(name: str) -> Any:
-    from google.cloud import aiplatform_v1
+    from google.cloud import aiplatform_v1  # lazy: see the module docstring
 
     return getattr(aiplatform_v1, name)
 
 
 def _from_dict(message: str, data: JobDict) -> Any:
     """REST-JSON dict → proto-plus message (strict: unknown fields are refused)."""
-    from google.protobuf import json_format
+    from google.protobuf import json_format  # lazy: see the module docstring
 
     cls = _message_class(message)
     raw = cls.pb()()
@@ -398,7 +380,7 @@ def _from_dict(message: str, data: JobDict) -> Any:
 
 def _to_dict(message: Any) -> JobDict:
     """proto-plus message → REST-JSON dict (camelCase, enum names)."""
-    from google.protobuf import json_format
+    from google.protobuf import json_format  # lazy: see the module docstring
 
     result: JobDict = json_format.MessageToDict(type(message).pb(message))
     return result

@@ -109,7 +109,7 @@ def progress(enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield None
         return
-    from vxtrain.submission import stderr_progress
+    from vxtrain.render.progress import stderr_progress  # lazy: rich, for following jobs only
 
     with stderr_progress() as reporter:
         yield reporter

@@ -5,38 +5,35 @@ the job id is a placeholder until the job exists.
 """
 from __future__ import annotations
 
-import re
 import shlex
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.commands._common import parse_trial
 from vxtrain.errors import UsageError, VxtrainError
+from vxtrain import slots
 from vxtrain.slots import POOL_INDEX
 
 if TYPE_CHECKING:
     from vxtrain.model import Job
 
-_REPLICA = re.compile(r"^\s*(?:workerpool(?P<pool>\d+)|(?P<role>[a-z_]+))\s*[:\-/](?P<index>\d+)\s*$")
-
 
 def parse_replica(text: str) -> tuple[int, int]:
     """``workerpool1:0`` (or ``workerpool1-0``, ``workers:0``) → ``(1, 0)``."""
-    m = _REPLICA.match(text)
-    role = m.group("role") if m else None
-    if m is None or (role is not None and role not in POOL_INDEX):
+    found = slots.parse_replica(text, loose=True)
+    if found is None:
         raise UsageError(f"--replica takes workerpoolK:I (e.g. workerpool1:0) or ROLE:I with ROLE one of "
                          f"{', '.join(POOL_INDEX)}; got {text!r}")
-    pool = int(m.group("pool")) if role is None else POOL_INDEX[role]
-    return pool, int(m.group("index"))
+    return found
 
 
 def _existing(job: Job) -> str:
     """``workerpool0:0, workerpool1:0..3``: the replicas a message can offer."""
-    from vxtrain.runtime import cluster_env
+    from vxtrain.runtime import cluster_env  # lazy: the CLI imports every command at start-up
 
     counts = cluster_env.pool_replicas(job)
     return ", ".join(f"workerpool{k}:0..{n - 1}" if n > 1 else f"workerpool{k}:0"
@@ -45,8 +42,7 @@ def _existing(job: Job) -> str:
 
 def compute_env(path: str, replica: str, options: Options, trial: str | None = None) -> dict[str, str]:
     """The variables of one replica of the spec at ``path`` (raises for a missing replica)."""
-    from vxtrain import api
-    from vxtrain.runtime import cluster_env
+    from vxtrain.runtime import cluster_env  # lazy: as in _existing()
 
     pool_index, replica_index = parse_replica(replica)
     trial = parse_trial(trial)

@@ -18,9 +18,12 @@ from vxtrain.errors import JobFailedError, UsageError
 def status(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
+    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
+    from vxtrain.render.progress import say
     from vxtrain.submission import get
 
-    c.print_view(c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint)), output)
+    c.print_view(c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint, say=say)),
+                 output)
     return 0
 
 
@@ -29,13 +32,15 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
          timeout: float | None = None, logs: bool = True) -> int:
     """Follow the job to its end, its log lines on stderr (unless not ``logs``):
     0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
+    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
+    from vxtrain.render.progress import say
     from vxtrain.submission import wait_job
 
     with c.progress(True) as progress:
         sink = progress.log if logs else None
         try:
             view = c.on_job(name, project, region, endpoint, lambda full: wait_job(
-                full, endpoint=endpoint, progress=progress, timeout=timeout, logs=sink))
+                full, endpoint=endpoint, progress=progress, timeout=timeout, logs=sink, say=say))
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
@@ -47,10 +52,12 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
 def cancel(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Ask for the job to be cancelled and print its state (CANCELLING, later CANCELLED)."""
+    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
+    from vxtrain.render.progress import say
     from vxtrain.submission import cancel as cancel_job
 
-    c.print_view(c.on_job(name, project, region, endpoint, lambda full: cancel_job(full, endpoint=endpoint)),
-               output)
+    c.print_view(c.on_job(name, project, region, endpoint, lambda full: cancel_job(full, endpoint=endpoint, say=say)),
+                 output)
     return 0
 
 
@@ -59,6 +66,8 @@ def list_(*, project: str | None = None, region: str | None = None, endpoint: st
           state: str | None = None, tuning: bool = False,
           output: c.OutputFormat = c.OutputFormat.text) -> int:
     """List jobs in the project/region (newest first, as the API returns them)."""
+    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
+    from vxtrain.render.progress import say
     from vxtrain.submission import build_filter, list_jobs
 
     project, region = c.where(project, region, endpoint)
@@ -66,7 +75,7 @@ def list_(*, project: str | None = None, region: str | None = None, endpoint: st
         raise UsageError("list needs a project and a region: pass --project/--region or export "
                          "GOOGLE_CLOUD_PROJECT/CLOUD_ML_REGION")
     views = list_jobs(project=project, region=region, endpoint=endpoint, tuning=tuning,
-                      filter=build_filter(filter_, labels, state))
+                      filter=build_filter(filter_, labels, state), say=say)
     if output is c.OutputFormat.json:
         c.emit_json({"jobs": views})
     else:

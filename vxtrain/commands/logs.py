@@ -23,7 +23,9 @@ def logs(name: str, *, project: str | None = None, region: str | None = None, en
          follow: bool = False, replica: str | None = None, since: str | None = None,
          output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Print the job's log lines; with ``follow``, until the job ends (0 whatever its state)."""
+    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
     from vxtrain.joblogs import check_replica, parse_since
+    from vxtrain.render.progress import say
     from vxtrain.submission import get, read_logs, wait_job
 
     if replica:
@@ -31,17 +33,17 @@ def logs(name: str, *, project: str | None = None, region: str | None = None, en
     start = parse_since(since) if since else None
     # Getting the job first says NOT_FOUND for a wrong name (a log query would say
     # nothing at all) and, for a bare id, finds its kind.
-    job = c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint))
+    job = c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint, say=say))
     full = job["name"]
     if not follow:
-        entries = read_logs(full, endpoint=endpoint, replica=replica, since=start)
+        entries = read_logs(full, endpoint=endpoint, replica=replica, since=start, say=say)
         if output is c.OutputFormat.json:
             c.emit_json({"name": full, "entries": [e.to_json() for e in entries]})
         else:
             _print_lines(entries)
         return 0
     sink = _print_json_lines if output is c.OutputFormat.json else _print_lines
-    wait_job(full, endpoint=endpoint, check=False, logs=sink, replica=replica, since=start)
+    wait_job(full, endpoint=endpoint, check=False, logs=sink, replica=replica, since=start, say=say)
     return 0
 
 

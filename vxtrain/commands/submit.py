@@ -25,12 +25,12 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
            idempotency_key: str | None = None, wait: bool = False, logs: bool = True) -> int:
     """Submit the spec's job; 0 when created (or SUCCEEDED with --wait), 3 when it failed.
     While it waits, the job's log lines stream to stderr unless not ``logs``."""
-    from vxtrain.render.packaging import upload_bar  # lazy: the CLI imports every command at start-up
+    # lazy: the CLI imports every command at start-up
+    from vxtrain.render.packaging import upload_bar
+    from vxtrain.render.progress import say
 
     local = target is c.Target.local
     if local and not wait:
-        from vxtrain.submission import say  # lazy: the CLI imports every command at start-up
-
         say("--target local runs the job in this process: following it to the end")
     # Locally the job's processes are ours: a stop signal must stop them, not orphan them.
     with interrupt_on_signals() if local else nullcontext(), c.progress(wait or local) as progress:
@@ -42,7 +42,7 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
         try:
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink,
-                              upload_progress=upload_bar)
+                              say=say, upload_progress=upload_bar)
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)

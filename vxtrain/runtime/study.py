@@ -534,37 +534,6 @@ def judge(trials: list[TrialResult], goals: list[MetricGoal], config: StudyConfi
     return StudyResult(trials, goals, True, f"{done} of {len(trials)} trial(s) succeeded", notes=list(notes))
 
 
-# --- views of jobs read back from an API ------------------------------------------------------
-
-def trials_from_json(job: Mapping[str, Any]) -> list[TrialResult]:
-    """The trials of a HyperparameterTuningJob's REST JSON."""
-    kinds = {p.id: p.kind for p in search_space(job.get("studySpec", {}))}
-    out = []
-    for raw in job.get("trials", []):
-        params = {p.get("parameterId", ""): _typed(p.get("value"), kinds.get(p.get("parameterId", "")))
-                  for p in raw.get("parameters", [])}
-        final = raw.get("finalMeasurement", {})
-        metrics = {m.get("metricId", ""): float(m.get("value", 0.0)) for m in final.get("metrics", [])}
-        step = int(final["stepCount"]) if "stepCount" in final else None
-        out.append(TrialResult(str(raw.get("id", "")), params, str(raw.get("state", "STATE_UNSPECIFIED")),
-                               metrics, step, raw.get("infeasibleReason", "")))
-    return out
-
-
-def _typed(value: Any, kind: str | None) -> Any:
-    """Trial values come back as doubles (protobuf Value): integers and whole discrete values as int."""
-    if kind in ("integer", "discrete") and isinstance(value, (int, float)):
-        return _number(value)
-    return value
-
-
-def study_fields(job: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"trials": [...], "best_trial": {...} | None}`` for the view of a tuning job."""
-    trials = trials_from_json(job)
-    best = best_trial(trials, metric_goals(job.get("studySpec", {})))
-    return {"trials": [t.to_json() for t in trials], "best_trial": best.to_json() if best else None}
-
-
 def node_trials(job: Job, max_trials: int) -> dict[str, int]:
     """Machine type → nodes × trials the whole study uses (machine-hours are unknown ahead)."""
     out: dict[str, int] = {}

@@ -26,19 +26,21 @@ Where each part lives:
 * :mod:`~vxtrain.backends.emulator.faults`: fault injection (``METHOD:KIND:COUNT``)
   so the client's retry and exactly-once logic can be tested against every
   failure Vertex can produce;
-* :mod:`~vxtrain.backends.emulator.common`: the error type, job kinds and
-  states they all share.
+* :mod:`~vxtrain.backends.emulator.common`: the error type, the job states and
+  message helpers they all share (the job kinds and terminal states are the
+  seam's: :mod:`vxtrain.backends.kinds`).
 """
 from __future__ import annotations
 
-from vxtrain.backends.emulator.common import CUSTOM, HPT, KINDS, TERMINAL_STATES, Kind, RpcError
+from vxtrain.backends.emulator.common import TERMINAL_STATES, RpcError
 from vxtrain.backends.emulator.faults import Fault, FaultPlan, faults_from_env, parse_fault, quota_metric
 from vxtrain.backends.emulator.filters import parse_filter
 from vxtrain.backends.emulator.server import DEFAULT_HOST, DEFAULT_PORT, EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.store import Emulator
+from vxtrain.backends.kinds import CUSTOM, KINDS, TUNING, JobKind
 
 __all__ = [
-    "CUSTOM", "DEFAULT_HOST", "DEFAULT_PORT", "HPT", "KINDS", "TERMINAL_STATES", "Emulator", "EmulatorHandle",
-    "Fault", "FaultPlan", "Kind", "RpcError", "faults_from_env", "parse_fault", "parse_filter",
+    "CUSTOM", "DEFAULT_HOST", "DEFAULT_PORT", "KINDS", "TERMINAL_STATES", "TUNING", "Emulator", "EmulatorHandle",
+    "Fault", "FaultPlan", "JobKind", "RpcError", "faults_from_env", "parse_fault", "parse_filter",
     "quota_metric", "start_emulator",
 ]

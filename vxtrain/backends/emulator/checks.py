@@ -14,7 +14,8 @@ import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
 
-from vxtrain.backends.emulator.common import HPT, Kind, RpcError, spec_of
+from vxtrain.backends.emulator.common import RpcError, spec_of
+from vxtrain.backends.kinds import TUNING, JobKind
 
 _PARENT = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)$")
 
@@ -75,13 +76,13 @@ def _one_pool_problems(pool: cj.WorkerPoolSpec, where: str) -> list[tuple[str, s
     return out
 
 
-def job_problems(kind: Kind, job: Any) -> list[tuple[str, str]]:
+def job_problems(kind: JobKind, job: Any) -> list[tuple[str, str]]:
     """Everything Vertex would refuse in a create request's job."""
     out = []
     if not job.display_name:
         out.append(("display_name", "Required field is not set."))
-    out += pool_problems(list(spec_of(job).worker_pool_specs), kind.spec_path)
-    if kind is HPT:
+    out += pool_problems(list(spec_of(job).worker_pool_specs), kind.spec_field)
+    if kind is TUNING:
         out += _study_problems(job)
     return out
 
@@ -104,7 +105,7 @@ def invalid_argument(problems: Sequence[tuple[str, str]]) -> RpcError:
 
 
 
-def check_name(kind: Kind, name: str) -> None:
+def check_name(kind: JobKind, name: str) -> None:
     """A job name must be ``projects/P/locations/L/{collection}/ID``; anything else is INVALID_ARGUMENT."""
     pattern = rf"^projects/[^/]+/locations/[^/]+/{kind.collection}/\d+$"
     if not re.match(pattern, name or ""):

@@ -1,19 +1,20 @@
 """What every part of the emulator shares: the error its RPCs answer with, the
-two job kinds it stores, the job states it walks through, page tokens (cursors, not
-offsets) and message helpers."""
+job states it walks through (as ``JobState`` members), page tokens (cursors, not
+offsets) and message helpers. The job kinds and which states are terminal are
+the seam's (:mod:`vxtrain.backends.kinds`), shared with the client."""
 from __future__ import annotations
 
 import base64
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 import grpc
-from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
 from google.cloud.aiplatform_v1.types.job_state import JobState
+
+from vxtrain.backends.kinds import TERMINAL_STATES as TERMINAL_STATE_NAMES
 
 # proto-plus publishes no type information, so mypy sees JobState's members as
 # plain ints (the class derives from an untyped base). JobState(member) is the
@@ -27,7 +28,8 @@ CANCELLING = JobState(JobState.JOB_STATE_CANCELLING)
 CANCELLED = JobState(JobState.JOB_STATE_CANCELLED)
 EXPIRED = JobState(JobState.JOB_STATE_EXPIRED)
 PARTIALLY_SUCCEEDED = JobState(JobState.JOB_STATE_PARTIALLY_SUCCEEDED)
-TERMINAL_STATES: frozenset[JobState] = frozenset({SUCCEEDED, FAILED, CANCELLED, EXPIRED, PARTIALLY_SUCCEEDED})
+#: :data:`vxtrain.backends.kinds.TERMINAL_STATES` as JobState members.
+TERMINAL_STATES: frozenset[JobState] = frozenset(JobState(getattr(JobState, name)) for name in TERMINAL_STATE_NAMES)
 
 
 class RpcError(Exception):
@@ -57,25 +59,7 @@ def unary_handler(call: Callable[[Any, Mapping[str, str]], Any], request: Any,
                                                response_serializer=serialize)
 
 
-# --- resource kinds ---------------------------------------------------------
-
-@dataclass(frozen=True)
-class Kind:
-    """One job resource type served by the emulator."""
-
-    key: str                # "custom" | "hpt"
-    collection: str         # the resource-name segment, e.g. "customJobs"
-    label: str              # the type name Vertex uses in messages
-    message: Any            # the proto-plus class
-    spec_field: str         # where the CustomJobSpec lives
-    spec_path: str          # the same, as Vertex names it in messages
-
-
-CUSTOM = Kind("custom", "customJobs", "CustomJob", cj.CustomJob, "job_spec", "job_spec")
-HPT = Kind("hpt", "hyperparameterTuningJobs", "HyperparameterTuningJob",
-           hpt.HyperparameterTuningJob, "trial_job_spec", "trial_job_spec")
-KINDS: dict[str, Kind] = {"custom": CUSTOM, "hpt": HPT}
-
+# --- messages ----------------------------------------------------------------
 
 def spec_of(job: Any) -> Any:
     """The CustomJobSpec of a CustomJob or HyperparameterTuningJob."""

@@ -23,8 +23,9 @@ from google.cloud.aiplatform_v1.types import job_service as js
 from google.protobuf import empty_pb2
 
 from vxtrain.backends.base import LOCAL_METADATA, LocalRun
-from vxtrain.backends.emulator.common import CUSTOM, HPT, Kind, unary_handler
+from vxtrain.backends.emulator.common import unary_handler
 from vxtrain.backends.emulator.store import Emulator
+from vxtrain.backends.kinds import CUSTOM, TUNING, JobKind
 
 SERVICE = "google.cloud.aiplatform.v1.JobService"
 
@@ -50,11 +51,11 @@ def _list_custom(emu: Emulator, req: Any) -> js.ListCustomJobsResponse:
 
 
 def _list_hpt(emu: Emulator, req: Any) -> js.ListHyperparameterTuningJobsResponse:
-    jobs, token = emu.list(HPT, req.parent, req.filter, req.page_size, req.page_token)
+    jobs, token = emu.list(TUNING, req.parent, req.filter, req.page_size, req.page_token)
     return js.ListHyperparameterTuningJobsResponse(hyperparameter_tuning_jobs=jobs, next_page_token=token)
 
 
-def _cancel(kind: Kind) -> Callable[[Emulator, Any], empty_pb2.Empty]:
+def _cancel(kind: JobKind) -> Callable[[Emulator, Any], empty_pb2.Empty]:
     """The Cancel RPC of ``kind``: it answers google.protobuf.Empty."""
     def action(emu: Emulator, req: Any) -> empty_pb2.Empty:
         emu.cancel(kind, req.name)
@@ -74,15 +75,15 @@ METHODS: dict[str, Method] = {
                               lambda e, r: e.delete(CUSTOM, r.name)),
     "CreateHyperparameterTuningJob": Method(
         "create", js.CreateHyperparameterTuningJobRequest, hpt.HyperparameterTuningJob.serialize,
-        lambda e, r: e.create(HPT, r.parent, r.hyperparameter_tuning_job), lambda r: r.hyperparameter_tuning_job),
+        lambda e, r: e.create(TUNING, r.parent, r.hyperparameter_tuning_job), lambda r: r.hyperparameter_tuning_job),
     "GetHyperparameterTuningJob": Method("get", js.GetHyperparameterTuningJobRequest,
-                                         hpt.HyperparameterTuningJob.serialize, lambda e, r: e.get(HPT, r.name)),
+                                         hpt.HyperparameterTuningJob.serialize, lambda e, r: e.get(TUNING, r.name)),
     "ListHyperparameterTuningJobs": Method("list", js.ListHyperparameterTuningJobsRequest,
                                            js.ListHyperparameterTuningJobsResponse.serialize, _list_hpt),
     "CancelHyperparameterTuningJob": Method("cancel", js.CancelHyperparameterTuningJobRequest, _pb_serialize,
-                                            _cancel(HPT)),
+                                            _cancel(TUNING)),
     "DeleteHyperparameterTuningJob": Method("delete", js.DeleteHyperparameterTuningJobRequest, _pb_serialize,
-                                            lambda e, r: e.delete(HPT, r.name)),
+                                            lambda e, r: e.delete(TUNING, r.name)),
 }
 
 

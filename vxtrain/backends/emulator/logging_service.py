@@ -29,6 +29,7 @@ from google.cloud.logging_v2.types import log_entry as le
 from google.cloud.logging_v2.types import logging as lg
 from google.logging.type import log_severity_pb2
 
+from vxtrain import slots
 from vxtrain.backends.base import ML_JOB, SERVICE_TASK, parse_time
 from vxtrain.backends.emulator.common import RpcError, decode_cursor, encode_cursor, unary_handler, unquote
 
@@ -39,7 +40,7 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
 
 #: A line of the local runner: ``[workerpoolK-I] text``, behind ``[trial N] `` in a study.
-_LINE = re.compile(r"^(?:\[trial [^\]]+\] )?\[(?P<task>workerpool\d+-\d+)\] ?(?P<text>.*)$", re.DOTALL)
+_LINE = re.compile(rf"^(?:\[trial [^\]]+\] )?\[(?P<task>{slots.REPLICA_PATTERN})\] ?(?P<text>.*)$", re.DOTALL)
 _RUNNER_LINE = re.compile(r"^(?:\[trial [^\]]+\] )?\[vxtrain\] ?(?P<text>.*)$", re.DOTALL)
 _SEVERITIES: dict[str, int] = dict(log_severity_pb2.LogSeverity.items())
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
 from google.cloud.aiplatform_v1.types import study as study_types
@@ -22,14 +22,23 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.protobuf import json_format
 
 from vxtrain import slots
-from vxtrain.backends.emulator.common import CANCELLED, FAILED, HPT, SUCCEEDED, Kind, now, spec_of
+from vxtrain.backends.emulator.common import CANCELLED, FAILED, SUCCEEDED, now, spec_of
 from vxtrain.backends.emulator.logging_service import LogStore
+from vxtrain.backends.kinds import TUNING, JobKind
 from vxtrain.errors import LocalRunError
 from vxtrain.formats.gcloud import job_from_custom_job
 from vxtrain.model import Job, LocalSpec
+from vxtrain.runtime import runner, study
 
-if TYPE_CHECKING:
-    from vxtrain.backends.emulator.store import Record
+
+class RunningJob(Protocol):
+    """What the runner needs of a stored job (the store's record has it): the job itself,
+    written under the store's lock, its kind, and the switch that cancels it. Declared
+    here so the runner needs nothing from the store that calls it."""
+
+    kind: JobKind
+    job: Any
+    stop: threading.Event
 
 
 class NotRunnable(Exception):
@@ -85,7 +94,7 @@ class Outcome:
     message: str = ""
 
 
-def cancelled(kind: Kind) -> Outcome:
+def cancelled(kind: JobKind) -> Outcome:
     """The outcome of a cancelled job."""
     # Vertex's doc: a cancelled job gets error.code 1 (Code.CANCELLED).
     return Outcome(CANCELLED, 1, f"{kind.label} was cancelled.")
@@ -120,7 +129,7 @@ class JobRunner:
         with self._lock:
             self._locals.append((dict(labels), local, None if base_dir is None else Path(base_dir)))
 
-    def execute(self, record: Record, step: float) -> Outcome:
+    def execute(self, record: RunningJob, step: float) -> Outcome:
         """Run or simulate the job of ``record`` to its end (``step``: the state walk's pace)."""
         if self.simulate_seconds is not None:
             return self._simulate(record, step * 2)
@@ -129,17 +138,15 @@ class JobRunner:
             model, spec = job_model(record.job, local)
         except NotRunnable as exc:
             return Outcome(FAILED, 9, str(exc))  # 9: FAILED_PRECONDITION
-        if record.kind is HPT:
+        if record.kind is TUNING:
             return self._run_trials(record, model, spec, base_dir)
         return self._run(record, model, spec, base_dir)
 
-    def _simulate(self, record: Record, seconds: float) -> Outcome:
+    def _simulate(self, record: RunningJob, seconds: float) -> Outcome:
         """Run nothing; after ``seconds`` succeed (a study gets its trials, all succeeded)."""
         if record.stop.wait(seconds):
             return cancelled(record.kind)
-        if record.kind is HPT:
-            from vxtrain.runtime import study
-
+        if record.kind is TUNING:
             with self._lock:
                 config = study.StudyConfig.from_hpt_json(_study_json(record.job))
                 points = study.suggest(config.study_spec, config.max_trials, seed=self.seed).points
@@ -147,7 +154,7 @@ class JobRunner:
                     record.job.trials.append(_trial(str(number), params, study_types.Trial.State.SUCCEEDED))
         return Outcome(SUCCEEDED)
 
-    def _place(self, record: Record) -> tuple[LocalSpec | None, Path]:
+    def _place(self, record: RunningJob) -> tuple[LocalSpec | None, Path]:
         """The ``local:`` block registered for the job, and the folder its relative paths
         start from: the spec's, when this host has it (a remote emulator may not), else
         the emulator's ``workdir``, saying so in the job's log."""
@@ -161,11 +168,9 @@ class JobRunner:
                                  f"running from {self.workdir}\n")
         return local, self.workdir
 
-    def _run(self, record: Record, model: Job, spec: dict[str, Any], base_dir: Path, *, trial: str | None = None,
+    def _run(self, record: RunningJob, model: Job, spec: dict[str, Any], base_dir: Path, *, trial: str | None = None,
              extra_args: Sequence[str] = ()) -> Outcome:
         """One run of the job's replicas with the local runner."""
-        from vxtrain.runtime import runner
-
         # Job output goes to stderr by default: with --target local stdout
         # carries the command's JSON document only.
         out, err = self._outputs(record)
@@ -181,7 +186,7 @@ class JobRunner:
             return Outcome(SUCCEEDED)
         return Outcome(FAILED, 3, _failure_message(result))
 
-    def _outputs(self, record: Record) -> tuple[Callable[[str], None], Callable[[str], None]]:
+    def _outputs(self, record: RunningJob) -> tuple[Callable[[str], None], Callable[[str], None]]:
         """Where a job's lines go (the runner's ``out`` and ``err``): ``self.out`` (stderr
         when None, looked up now: tests swap it), and the Logging service's store, as
         entries of the job's replicas: INFO, or ERROR for what a replica printed on
@@ -199,10 +204,8 @@ class JobRunner:
             return write
         return writer("INFO"), writer("ERROR")
 
-    def _run_trials(self, record: Record, model: Job, spec: dict[str, Any], base_dir: Path) -> Outcome:
+    def _run_trials(self, record: RunningJob, model: Job, spec: dict[str, Any], base_dir: Path) -> Outcome:
         """The study's trials with the local runner (vxtrain.runtime.study), ``parallel_trial_count`` at once."""
-        from vxtrain.runtime import study
-
         with self._lock:
             config = study.StudyConfig.from_hpt_json(_study_json(record.job))
         out, err = self._outputs(record)
@@ -216,11 +219,11 @@ class JobRunner:
             return Outcome(FAILED, 3, result.message)
         return Outcome(SUCCEEDED)
 
-    def _trial_started(self, record: Record, trial: Any) -> None:
+    def _trial_started(self, record: RunningJob, trial: Any) -> None:
         with self._lock:
             record.job.trials.append(_trial(trial.id, trial.parameters, study_types.Trial.State.ACTIVE))
 
-    def _trial_ended(self, record: Record, trial: Any) -> None:
+    def _trial_ended(self, record: RunningJob, trial: Any) -> None:
         """Record a trial's end: SUCCEEDED, or INFEASIBLE with the reason; its final measurement."""
         with self._lock:
             stored = next(t for t in record.job.trials if t.id == trial.id)

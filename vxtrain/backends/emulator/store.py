@@ -27,12 +27,13 @@ from google.rpc import status_pb2
 from vxtrain.backends.emulator import filters
 from vxtrain.backends.emulator.checks import check_name, invalid_argument, job_problems, parse_parent
 from vxtrain.backends.emulator.common import (
-    CANCELLING, FAILED, PENDING, QUEUED, RUNNING, SUCCEEDED, TERMINAL_STATES, Kind, RpcError, copy, now,
-    decode_cursor, encode_cursor,
+    CANCELLING, FAILED, PENDING, QUEUED, RUNNING, SUCCEEDED, TERMINAL_STATES, RpcError, copy, decode_cursor,
+    encode_cursor, now,
 )
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS, Fault, FaultPlan, fault_error
 from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
+from vxtrain.backends.kinds import JobKind
 from vxtrain.model import LocalSpec
 
 #: Pause between the states of a job that really runs, so a poller can see them.
@@ -41,9 +42,9 @@ STEP_SECONDS = 0.05
 
 @dataclass
 class Record:
-    """One stored job, its cancel switch and its lifecycle thread."""
+    """One stored job, its cancel switch and its lifecycle thread (a ``runs.RunningJob``)."""
 
-    kind: Kind
+    kind: JobKind
     job: Any
     seq: int = 0            # creation order: lists are newest first, page tokens name a seq
     stop: threading.Event = field(default_factory=threading.Event)
@@ -159,7 +160,7 @@ class Emulator:
             self._threads.append(thread)
             thread.start()
 
-    def create(self, kind: Kind, parent: str, job: Any) -> Any:
+    def create(self, kind: JobKind, parent: str, job: Any) -> Any:
         """Validate and store ``job``, start its lifecycle; return the stored copy."""
         project, location = parse_parent(parent)
         problems = job_problems(kind, job)
@@ -177,12 +178,12 @@ class Emulator:
             self._start(record)  # under the lock: close() sees every thread it must join
         return answer
 
-    def get(self, kind: Kind, name: str) -> Any:
+    def get(self, kind: JobKind, name: str) -> Any:
         """A copy of the stored job ``name``."""
         with self._lock:
             return copy(self._record(kind, name).job)
 
-    def list(self, kind: Kind, parent: str, filter_: str, page_size: int, page_token: str) -> tuple[list[Any], str]:
+    def list(self, kind: JobKind, parent: str, filter_: str, page_size: int, page_token: str) -> tuple[list[Any], str]:
         """One page of the jobs under ``parent`` matching ``filter_``, newest first."""
         parse_parent(parent)
         preds = filters.parse_filter(filter_)
@@ -197,7 +198,7 @@ class Emulator:
         more = len(matched) > size
         return page, encode_cursor("before", matched[size - 1].seq) if more else ""
 
-    def cancel(self, kind: Kind, name: str) -> None:
+    def cancel(self, kind: JobKind, name: str) -> None:
         """Ask a job to stop: CANCELLING now, CANCELLED once its processes ended."""
         with self._lock:
             record = self._record(kind, name)
@@ -209,7 +210,7 @@ class Emulator:
                 self._set_state(record, CANCELLING)
             record.stop.set()
 
-    def delete(self, kind: Kind, name: str) -> operations_pb2.Operation:
+    def delete(self, kind: JobKind, name: str) -> operations_pb2.Operation:
         """Remove a finished job; the answer is an already-done long-running operation."""
         with self._lock:
             record = self._record(kind, name)
@@ -229,7 +230,7 @@ class Emulator:
             if not any(n.endswith(f"/{candidate}") for n in self._records):
                 return candidate
 
-    def _record(self, kind: Kind, name: str) -> Record:
+    def _record(self, kind: JobKind, name: str) -> Record:
         check_name(kind, name)
         record = self._records.get(name)
         if record is None or record.kind is not kind:

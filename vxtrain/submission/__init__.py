@@ -1,0 +1,50 @@
+"""Submitting and following jobs: the Python API behind ``vxtrain submit``,
+``status``, ``wait``, ``cancel``, ``list`` and ``logs``.
+
+Its rooms:
+
+* :mod:`~vxtrain.submission.names`: resource names, parents, the idempotency
+  label, the console URL;
+* :mod:`~vxtrain.submission.views`: the view of a job that commands print (a
+  tuning job's trials and best trial too), and the end states that fail ``wait``;
+* :mod:`~vxtrain.submission.retry`: backoffs and ``retrying`` (google.api_core.retry
+  on transient errors only, each retry reported);
+* :mod:`~vxtrain.submission.create`: creating a job exactly once (README,
+  "Submitting exactly once");
+* :mod:`~vxtrain.submission.jobs`: submit, get, wait, cancel, list, and a job's
+  log lines (read, or followed while it runs);
+* :mod:`~vxtrain.submission.events`: how it reports what happens (``Say``,
+  ``ProgressFn``; vxtrain.joblogs's ``LogSink``), which the command line shows
+  through vxtrain.render.progress. Nothing here prints for people.
+
+Calls go through a ``JobBackend`` (vxtrain.backends.base) for a job kind
+(vxtrain.backends.kinds). Nothing here imports google.cloud.aiplatform: the
+backend does, when it first talks to an API.
+"""
+from __future__ import annotations
+
+from vxtrain.backends.base import JobDict
+from vxtrain.backends.kinds import CUSTOM, FAILED_STATES, TERMINAL_STATES, TUNING, JobKind, kind_of_job, kind_of_name
+from vxtrain.submission.create import create_once, find_labelled
+from vxtrain.submission.events import ProgressFn, Say, stderr_say
+from vxtrain.submission.jobs import (
+    build_filter, cancel, get, list_jobs, normalize_state, read_logs, submit, wait_job,
+)
+from vxtrain.submission.names import (
+    CONSOLE_URL, LABEL_KEY, LOCAL_PROJECT, LOCAL_REGION, console_url, label_value, parent_of, resolve_name,
+    split_name,
+)
+from vxtrain.submission.retry import LOCAL_POLL, LOCAL_RETRY, VERTEX_POLL, VERTEX_RETRY, Backoff, retrying
+from vxtrain.submission.views import job_view, raise_for_state, study_fields, trials_from_json
+
+#: ``vxtrain.submission.wait(name)`` reads like the CLI; ``submit(wait=True)`` needs the other name.
+wait = wait_job
+
+__all__ = sorted([
+    "Backoff", "CONSOLE_URL", "CUSTOM", "FAILED_STATES", "JobDict", "JobKind", "LABEL_KEY", "LOCAL_POLL",
+    "LOCAL_PROJECT", "LOCAL_REGION", "LOCAL_RETRY", "ProgressFn", "Say", "TERMINAL_STATES", "TUNING",
+    "VERTEX_POLL", "VERTEX_RETRY", "build_filter", "cancel", "console_url", "create_once", "find_labelled",
+    "get", "job_view", "kind_of_job", "kind_of_name", "label_value", "list_jobs", "normalize_state",
+    "parent_of", "raise_for_state", "read_logs", "resolve_name", "retrying", "split_name", "stderr_say",
+    "study_fields", "submit", "trials_from_json", "wait", "wait_job",
+])

@@ -1,0 +1,180 @@
+"""Creating a job exactly once (README, "Submitting exactly once").
+
+CreateCustomJob has no request id
+(https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/create),
+so a blind retry can create two jobs. Every job is labelled
+``vxtrain_idempotency_key=<key>``; before any retry of a create whose outcome is
+unknown, jobs with that label are listed and the one that exists is adopted.
+With an explicit key, an existing job with that label is returned (in any
+state) and none is created.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import time
+
+from vxtrain import errors
+from vxtrain.backends.base import JobBackend, JobDict, LocalRun
+from vxtrain.backends.kinds import JobKind, kind_of_job, other
+from vxtrain.submission.events import Say, stderr_say
+from vxtrain.submission.names import LABEL_KEY, label_value
+from vxtrain.submission.retry import Backoff, retrying
+
+_TIMESTAMP = re.compile(r"^(?P<seconds>[^.Z]*)(?:\.(?P<fraction>\d+))?Z?$")
+
+
+def _time_key(timestamp: str) -> tuple[str, str]:
+    """An RFC 3339 timestamp as the API writes it (0, 3, 6 or 9 fractional digits,
+    none when zero) in a form that sorts by time: "…:05Z" before "…:05.1Z"."""
+    found = _TIMESTAMP.match(timestamp)
+    if not found:
+        return timestamp, ""
+    return found.group("seconds"), (found.group("fraction") or "").ljust(9, "0")
+
+
+def find_labelled(backend: JobBackend, kind: JobKind, parent: str, label: str) -> JobDict | None:
+    """The (oldest) job under ``parent`` whose idempotency label is ``label``, or None."""
+    # Filter syntax `labels.key=value`: ListCustomJobsRequest.filter,
+    # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/list
+    jobs = backend.list(kind, parent, f'labels.{LABEL_KEY}="{label}"')
+    # Filter here too: the filter is a convenience of the server, the label the truth.
+    mine = [j for j in jobs if (j.get("labels") or {}).get(LABEL_KEY) == label]
+    return min(mine, key=lambda j: (_time_key(j.get("createTime", "")), j.get("name", ""))) if mine else None
+
+
+def _find_any_kind(backend: JobBackend, kind: JobKind, parent: str, label: str) -> JobDict | None:
+    """The job ``label`` marks, of ``kind`` first, else of the other kind: an explicit
+    key names one job whatever it is (a spec that gained a ``study:`` makes none)."""
+    for each in (kind, other(kind)):
+        found = find_labelled(backend, each, parent, label)
+        if found is not None:
+            return found
+    return None
+
+
+class _CreateAttempt:
+    """One create; on every attempt after the first (the previous outcome is
+    unknown), adopt the job that carries the label instead of creating another.
+
+    After a create that timed out (DEADLINE_EXCEEDED), the server may still
+    commit it: one empty list proves nothing, so the label is listed again until
+    ``backoff.commit_grace`` seconds have passed before creating again.
+    """
+
+    def __init__(self, backend: JobBackend, kind: JobKind, parent: str, job: JobDict, label: str,
+                 backoff: Backoff, say: Say, local: LocalRun | None = None) -> None:
+        self.backend, self.kind, self.parent, self.job, self.label = backend, kind, parent, job, label
+        self.backoff, self.say, self.local = backoff, say, local
+        self.attempts = 0
+        #: True while a create whose outcome is unknown may have made the job.
+        self.maybe_created = False
+        #: Until when (time.monotonic()) a create that timed out may still commit.
+        self.late_until = 0.0
+
+    def __call__(self) -> tuple[JobDict, bool]:
+        self.attempts += 1
+        if self.attempts > 1:
+            existing = self.find()
+            if existing is not None:
+                return existing, True
+            self.maybe_created = False  # the earlier attempts made nothing
+        try:
+            created: JobDict = self.backend.create(self.kind, self.parent, self.job, local=self.local)
+        except errors.ApiError as exc:
+            self.maybe_created = exc.transient  # a transient error leaves the outcome unknown
+            if exc.transient and exc.timed_out:
+                self.late_until = time.monotonic() + self.backoff.commit_grace
+            raise
+        return created, False
+
+    def find(self) -> JobDict | None:
+        """The job the label marks; within the grace after a timed-out create, list again
+        (every few tenths of a second on an emulator, seconds on Vertex) until it shows up."""
+        interval = min(self.backoff.maximum, max(self.backoff.initial * 4, 0.2))
+        said = False
+        while True:
+            existing = find_labelled(self.backend, self.kind, self.parent, self.label)
+            remaining = self.late_until - time.monotonic()
+            if existing is not None or remaining <= 0:
+                return existing
+            if not said:
+                self.say(f"no job labelled {LABEL_KEY}={self.label} yet, but a create that timed out "
+                         f"can still commit: listing again for {remaining:.1f} s before creating another")
+                said = True
+            time.sleep(min(interval, remaining))
+
+
+def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
+                backoff: Backoff, say: Say = stderr_say,
+                local: LocalRun | None = None) -> tuple[JobDict, bool]:
+    """Create ``job`` labelled with ``key`` at most once; return (job, adopted). ``local``:
+    how an emulator runs it on its host (the spec's ``local:`` block and folder).
+
+    When the calls end in an error while a create's outcome is unknown, a last
+    list settles it (see ``_settle``). A job just created is checked against the
+    others with its label (see ``_keep_oldest``).
+    """
+    kind = kind_of_job(job)
+    label = label_value(key)
+    if explicit:
+        existing = retrying(lambda: _find_any_kind(backend, kind, parent, label), backoff,
+                            f"list jobs labelled {LABEL_KEY}={label}", say)
+        if existing is not None:
+            return existing, True
+    labelled = {**job, "labels": {**(job.get("labels") or {}), LABEL_KEY: label}}
+    attempt = _CreateAttempt(backend, kind, parent, labelled, label, backoff, say, local)
+    try:
+        created, adopted = retrying(attempt, backoff, f"create {kind.noun}", say)
+    except errors.ApiError as exc:
+        if not attempt.maybe_created:
+            raise
+        return _settle(attempt, key, exc)
+    if adopted:
+        return created, True
+    return _keep_oldest(backend, kind, parent, label, created, backoff, say)
+
+
+def _keep_oldest(backend: JobBackend, kind: JobKind, parent: str, label: str, created: JobDict,
+                 backoff: Backoff, say: Say) -> tuple[JobDict, bool]:
+    """Two submits with one key at the same moment both list nothing and both create.
+    So, once created, list the label: when an older job carries it, cancel the one
+    just made and adopt the older (each racer keeps the same one: the oldest). When
+    this list fails, the job just created stands (the check is a safeguard, not a step).
+    """
+    try:
+        oldest = find_labelled(backend, kind, parent, label)
+    except errors.ApiError:
+        return created, False
+    if oldest is None or _order(oldest) >= _order(created):
+        return created, False
+    say(f"{oldest.get('name')} already carries {LABEL_KEY}={label} (a submit with the same key "
+        f"at the same moment): cancelling {created.get('name')}, just created, and adopting the older job")
+    try:
+        name = str(created.get("name"))
+        retrying(lambda: backend.cancel(kind, name), backoff, f"cancel {name}", say)
+    except errors.ApiError as exc:
+        say(f"could not cancel {created.get('name')}: {exc}; cancel it yourself")
+    return oldest, True
+
+
+def _order(job: JobDict) -> tuple[tuple[str, str], str]:
+    """Jobs in creation order: create time, then name (as find_labelled picks the oldest)."""
+    return _time_key(job.get("createTime", "")), job.get("name", "")
+
+
+def _settle(attempt: _CreateAttempt, key: str, exc: errors.ApiError) -> tuple[JobDict, bool]:
+    """The calls ended in ``exc`` while a create's outcome was unknown: a last list
+    (within the grace of a timed-out create, as long as it lasts) adopts the job if it
+    was made, re-raises ``exc`` if it was not, and when even that list fails, raises
+    ``exc`` saying the job may exist and which key adopts it."""
+    try:
+        existing = attempt.find()
+    except errors.ApiError:
+        raise type(exc)(
+            f"{exc}; the job may have been created all the same (labelled {LABEL_KEY}={attempt.label}): "
+            f"submit again with --idempotency-key {shlex.quote(key)} to adopt it rather than "
+            f"create another") from exc
+    if existing is None:
+        raise exc
+    return existing, True
