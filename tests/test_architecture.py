@@ -3,10 +3,12 @@
 ``[tool.importlinter]`` lists the layers, top (cli) to bottom (diagnostics):
 a module imports only from its own layer or below, imports inside functions
 included. The second test shows the check is not vacuous: an upward import
-slipped into a copy of the package breaks it.
+slipped into a copy of the package breaks it. Without import-linter the checks
+skip on a laptop but fail under CI (``CI`` set), where a skip would hide a broken layer.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -15,14 +17,26 @@ from pathlib import Path
 
 import pytest
 
+from tests.environment import under_ci
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
 
 
+def require_import_linter() -> None:
+    """import-linter is in the test extra: missing, it fails under CI and skips elsewhere."""
+    if importlib.util.find_spec("importlinter") is not None:
+        return
+    reason = "import-linter is not installed (it is in the test extra: pip install -e '.[test]')"
+    if under_ci():
+        pytest.fail(reason + "; under CI the import contracts must be checked, not skipped")
+    pytest.skip(reason)
+
+
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     """Run ``lint-imports`` on the package under ``root`` with ``root``'s pyproject.toml."""
-    pytest.importorskip("importlinter", reason="pip install import-linter (the test extra)")
+    require_import_linter()
     code = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
     return subprocess.run([sys.executable, "-c", code, "--no-cache", "--no-logo"], cwd=root,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
@@ -43,6 +57,18 @@ def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
     res = lint_imports(tmp_path)
     assert res.returncode == 1, res.stdout + res.stderr
     assert "vxtrain.model is not allowed to import vxtrain.api" in res.stdout
+
+
+def test_a_missing_import_linter_fails_under_ci_and_skips_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "importlinter" else find_spec(name, *args))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="under CI"):
+        require_import_linter()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="import-linter is not installed"):
+        require_import_linter()
 
 
 #: What a user of this repository never has: planning notes kept beside it, and

@@ -260,7 +260,8 @@ def test_env_merges_by_name() -> None:
 
 
 def test_extra_env_keeps_the_compiled_env() -> None:
-    """The issue's case: an extra env entry used to replace NCCL_DEBUG (merged by position)."""
+    """An ``extra`` env entry adds to the compiled env (NCCL_DEBUG stays), matched by name, not
+    by position; an entry of the same name replaces it, and other keys (args) merge alongside."""
     extra = {"jobSpec": {"workerPoolSpecs": [{"containerSpec": {"env": [{"name": "FOO", "value": "bar"}]}}]}}
     out = compiled(spec(extra=extra))
     env = out["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]

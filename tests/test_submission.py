@@ -3,7 +3,6 @@ emulator on loopback: the Python API, exactly-once under injected faults, and
 the CLI commands (submit, status, wait, cancel, list)."""
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import os
@@ -20,15 +19,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.polling import wait_for
 from vxtrain import errors
+from vxtrain import submission as api
 from vxtrain.backends import vertex
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.kinds import JobKind
 from vxtrain.backends.vertex import VertexBackend
 from vxtrain.render.progress import PlainProgress
 
-# By module path: the package may export a function called ``submit`` that shadows the attribute.
-api = importlib.import_module("vxtrain.submission")
 PROJECT, REGION = "p", "us-central1"
 PARENT = f"projects/{PROJECT}/locations/{REGION}"
 FAST = api.Backoff(initial=0.01, maximum=0.05, deadline=5.0)
@@ -466,9 +465,8 @@ def test_cli_target_local_stops_its_processes_on_sigterm(tmp_path: Path) -> None
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root,
                             env={**os.environ, "PYTHONPATH": str(root)})
     try:
-        deadline = time.monotonic() + 30
-        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: pid_file.exists() and pid_file.read_text(), 30, "the replica to record its pid",
+                 interval=0.05)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 130
     finally:

@@ -6,7 +6,6 @@ submits under random faults ends each with one job per key or a clear error and 
 """
 from __future__ import annotations
 
-import importlib
 import io
 import json
 import os
@@ -23,12 +22,12 @@ from typing import Any
 import pytest
 
 from vxtrain import errors
+from vxtrain import submission as api
 from vxtrain.backends import open_backend
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
 from vxtrain.backends.kinds import CUSTOM
 
-api = importlib.import_module("vxtrain.submission")
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT, REGION = "p", "us-central1"
 #: Fast retries, and the emulator's grace for a create that timed out.

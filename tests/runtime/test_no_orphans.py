@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.polling import wait_for
 from tests.runtime.test_signals import ROOT, _cli, _spec, _start_emulator_with_the_job, _wait_for, survivors
 from vxtrain.runtime import reaper
 
@@ -42,15 +43,15 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
-def _gone(pids: list[int], timeout: float = 5.0) -> list[int]:
-    """Of ``pids``, those still alive (not zombies) after up to ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = [p for p in pids if Path(f"/proc/{p}/stat").exists()
-                and (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split() or ["X"])[0] not in "ZX"]
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.05)
+def _alive(pids: list[int]) -> list[int]:
+    """Of ``pids``, those still alive (not zombies)."""
+    return [p for p in pids if Path(f"/proc/{p}/stat").exists()
+            and (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split() or ["X"])[0] not in "ZX"]
+
+
+def _wait_gone(pids: list[int], timeout: float = 5.0) -> None:
+    """Fail unless every one of ``pids`` has ended within ``timeout`` seconds."""
+    wait_for(lambda: not _alive(pids), timeout, f"processes {pids} to end")
 
 
 @pytest.mark.slow
@@ -68,8 +69,8 @@ def test_no_replica_outlives_vxtrain(tmp_path: Path, command: str, signum: signa
         expected = -signal.SIGKILL if signum == signal.SIGKILL else STOPPED[command]
         assert proc.returncode == expected, stderr
         assert "Traceback" not in stderr
-        assert _gone(survivors(marker)) == []
-        assert _gone(helpers) == []  # the watchdog ends with vxtrain
+        _wait_gone(survivors(marker))
+        _wait_gone(helpers)  # the watchdog ends with vxtrain
         if signum != signal.SIGKILL and command != "emulator":
             assert "vxtrain: interrupted" in stderr
     finally:
@@ -94,7 +95,7 @@ def test_the_watchdog_kills_a_group_vxtrain_still_owned_when_it_died(tmp_path: P
         owner.kill()
         owner.wait()
         assert victim.wait(timeout=10) == -signal.SIGKILL
-        assert _gone([watchdog]) == []
+        _wait_gone([watchdog])
     finally:
         for p in (owner, victim):
             if p.poll() is None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.polling import wait_for
 from vxtrain.runtime import runner as local
 from vxtrain.errors import LocalRunError
 from vxtrain.model import Job, build
@@ -132,10 +133,8 @@ def recorded_pids(folder: Path) -> dict[str, int]:
 
 
 def wait_for_pids(folder: Path, count: int, seconds: float) -> int:
-    """Wait until ``count`` replicas recorded their pid in ``folder`` (or ``seconds`` pass); how many did."""
-    deadline = time.monotonic() + seconds
-    while len(recorded_pids(folder)) < count and time.monotonic() < deadline:
-        time.sleep(0.05)
+    """Wait until ``count`` replicas recorded their pid in ``folder`` (fail after ``seconds``); how many did."""
+    wait_for(lambda: len(recorded_pids(folder)) >= count, seconds, f"{count} replicas to record their pid")
     return len(recorded_pids(folder))
 
 

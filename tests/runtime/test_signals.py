@@ -11,12 +11,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.polling import wait_for
 from vxtrain.backends.kinds import CUSTOM
 from vxtrain.runtime.signals import STOP_SIGNALS, interrupt_on_signals, on_stop_signal, stop_on_signals
 
@@ -138,10 +138,9 @@ def _start_emulator_with_the_job(spec: Path) -> subprocess.Popen[str]:
 
 
 def _wait_for(path: Path, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not (path.exists() and len(path.read_text().split()) == 2) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.exists(), "the replica did not start"
+    """Wait until the replica and its child have written their pids to ``path``."""
+    wait_for(lambda: path.exists() and len(path.read_text().split()) == 2, timeout,
+             f"the replica and its child to write their pids to {path}")
 
 
 @pytest.mark.slow
@@ -162,10 +161,7 @@ def test_a_hangup_leaves_no_replica_running(tmp_path: Path, command: str, code: 
         _, stderr = proc.communicate(timeout=30)
         assert proc.returncode == code, stderr
         assert "Traceback" not in stderr
-        deadline = time.monotonic() + 5
-        while survivors(marker) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert survivors(marker) == []
+        wait_for(lambda: not survivors(marker), 5, "the replica and its child to end")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -18,6 +18,7 @@ from google.protobuf import json_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.polling import wait_for
 from vxtrain import api
 from vxtrain.runtime import study
 from vxtrain.api import Options
@@ -433,10 +434,8 @@ def test_cancelling_a_study_stops_its_trials(monkeypatch: pytest.MonkeyPatch) ->
         with vertex.connect(endpoint=handle.address) as backend:
             view = submit(result.hyperparameter_tuning_job, project="p", region="us-central1", backend=backend,
                           idempotency_key="cancel-me")
-            deadline = time.monotonic() + 10
-            while len(backend.get(TUNING, view["name"]).get("trials", [])) < 3:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            wait_for(lambda: len(backend.get(TUNING, view["name"]).get("trials", [])) >= 3,
+                     10, "the study to start its 3 trials", interval=0.05)
             started = time.monotonic()
             backend.cancel(TUNING, view["name"])
             ended = handle.emulator.wait(view["name"], timeout=15)

@@ -162,7 +162,8 @@ def test_registered_with_the_other_rules() -> None:
 
 
 def test_reported_with_other_errors(tmp_path: Path) -> None:
-    """The issue's case: a machine-type typo no longer hides the extra error, and both have lines."""
+    """A machine-type typo and a wrongly typed ``extra`` value in one spec: both errors are
+    reported, each at its own line and column (the typo does not hide the extra error)."""
     path = tmp_path / "job.yaml"
     path.write_text("display_name: x\nchief:\n  machine_type: n1-standrd-8\n  image: i\n"
                     "extra:\n  jobSpec:\n    enableWebAccess: \"yes\"\n")

@@ -7,7 +7,6 @@ commands through the real local runner.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from google.cloud import aiplatform_v1 as v1
 from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
 
+from tests.polling import wait_for
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 
 PARENT = "projects/test-project/locations/us-central1"
@@ -90,10 +90,9 @@ def wait_until(client: v1.JobServiceClient, name: str, states: set[Any], timeout
                hpt: bool = False) -> Any:
     """Poll get until the job is in one of ``states``."""
     get = client.get_hyperparameter_tuning_job if hpt else client.get_custom_job
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def ended() -> Any:
         job = get(name=name)
-        if job.state in states:
-            return job
-        time.sleep(0.02)
-    raise AssertionError(f"{name} stayed {job.state.name}")
+        return job if job.state in states else None
+
+    return wait_for(ended, timeout, f"{name} to reach one of {sorted(s.name for s in states)}")

@@ -4,12 +4,12 @@ from __future__ import annotations
 import io
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.polling import wait_for
 from tests.backends.emulator.conftest import PARENT, TERMINAL, State, custom_job, hpt_job, pool, py, wait_until
 
 
@@ -37,9 +37,7 @@ def test_cancel_stops_the_processes(make_emulator: Any, connect: Any, tmp_path: 
     pid_file = tmp_path / "pid"
     code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     job = client.create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py(code))]))
-    deadline = time.monotonic() + 15
-    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: pid_file.exists() and pid_file.read_text(), 15, "the replica to record its pid")
     client.cancel_custom_job(name=job.name)
     ended = wait_until(client, job.name, TERMINAL)
     assert ended.state == State.JOB_STATE_CANCELLED

@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import aiplatform_v1 as v1
 
+from tests.polling import wait_for
 from tests.backends.emulator.conftest import PARENT, TERMINAL, State, custom_job, pool, py, wait_until
 from tests.conftest import ROOT
 from vxtrain.backends.emulator import CUSTOM, EmulatorHandle, RpcError, start_emulator
@@ -106,9 +106,7 @@ def test_sigterm_stops_the_emulator_and_the_processes_of_its_jobs(connect: Any, 
         handle.host, handle.port = "127.0.0.1", int(line.strip().rsplit(":", 1)[1])
         code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
         connect(handle).create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py(code))]))
-        deadline = time.monotonic() + 15
-        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: pid_file.exists() and pid_file.read_text(), 15, "the replica to record its pid")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 from typing import Any
 
 from google.api_core import exceptions as gexc
 
+from tests.polling import wait_for
 from tests.backends.emulator.conftest import PARENT, TERMINAL, State, custom_job, pool, py, wait_until
 
 
@@ -16,14 +16,15 @@ def test_state_walk_with_simulate(make_emulator: Any, connect: Any) -> None:
     client = connect(handle)
     name = client.create_custom_job(parent=PARENT, custom_job=custom_job()).name
     seen: list[Any] = []
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def ended() -> Any:
+        """The job once it has ended; every state it passes through is noted in ``seen``."""
         job = client.get_custom_job(name=name)
         if not seen or seen[-1] != job.state:
             seen.append(job.state)
-        if job.state in TERMINAL:
-            break
-        time.sleep(0.005)
+        return job if job.state in TERMINAL else None
+
+    job = wait_for(ended, 10, "the simulated job to end", interval=0.005)
     walk = [State.JOB_STATE_QUEUED, State.JOB_STATE_PENDING, State.JOB_STATE_RUNNING, State.JOB_STATE_SUCCEEDED]
     assert handle.emulator.history(name) == walk
     assert seen[0] == State.JOB_STATE_QUEUED and seen[-1] == State.JOB_STATE_SUCCEEDED
@@ -37,9 +38,7 @@ def test_a_repeated_cancel_changes_nothing(make_emulator: Any, connect: Any, tmp
     started = tmp_path / "started"
     code = f"import time; open({str(started)!r}, 'w').close(); time.sleep(60)"
     job = client.create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py(code))]))
-    deadline = time.monotonic() + 15
-    while not started.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(started.exists, 15, "the replica to start")
     for _ in range(3):
         try:
             client.cancel_custom_job(name=job.name)
