@@ -31,6 +31,9 @@ How each key maps:
 - ``packageUris`` + ``pythonModule`` (no image) → ``python_package`` with a
   Vertex AI prebuilt TensorFlow executor image derived from ``runtimeVersion``
   (see :func:`executor_image`; warning ``legacy-executor-image``).
+  gcloud's ``--package-path``/``--module-name`` (``convert``'s ``package``
+  argument, :mod:`vxtrain.formats.package_flags`) stand for these two keys and
+  give ``python_package.source``/``module`` instead.
   ``pythonVersion`` is not used: each prebuilt image has its own Python.
 - ``region``, ``serviceAccount``, ``network``, ``enableWebAccess`` map by name;
   ``jobDir`` → base_output_dir (Vertex sets AIP_MODEL_DIR from it; it does not
@@ -53,7 +56,9 @@ from vxtrain import catalog
 from vxtrain.catalog import LegacyMachine, TierPool
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import Document, KeyPath, NativeSpec, format_path
+from vxtrain.formats import package_flags
 from vxtrain.formats.common import Conversion, as_int, describe, int_or_same, proto_duration
+from vxtrain.formats.package_flags import PackageFlags
 
 SCALE_TIER_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#scale_tiers"
 LEGACY_MACHINE_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#legacy-machine-types"
@@ -120,14 +125,20 @@ def executor_image(runtime_version: Any, region: str | None, gpu: bool) -> str |
     return catalog.prebuilt_image(_PREBUILT_FRAMEWORK, gpu, m.group(1), m.group(2), region)
 
 
-def convert(document: Document, *, display_name: str | None = None) -> tuple[NativeSpec, list[Diagnostic]]:
-    """An AI Platform Training document in the native shape, with its origin map."""
+def convert(document: Document, *, display_name: str | None = None,
+            package: PackageFlags | None = None) -> tuple[NativeSpec, list[Diagnostic]]:
+    """An AI Platform Training document in the native shape, with its origin map.
+
+    ``package``: gcloud's ``--package-path``/``--module-name``, which stand for the
+    TrainingInput's ``packageUris``/``pythonModule``: Python-package pools get
+    ``python_package.source``/``module`` from them.
+    """
     conv = Conversion(document)
     root = document.data
     ti, prefix = _unwrap(conv, root)
     _job_fields(conv, root, display_name)
     if ti is not None:
-        _Legacy(conv, ti, prefix).run()
+        _Legacy(conv, ti, prefix, package).run()
     return conv.result("legacy")
 
 
@@ -154,11 +165,19 @@ def _job_fields(conv: Conversion, root: Mapping[str, Any], display_name: str | N
 class _Legacy:
     """The conversion of one TrainingInput mapping (state shared by the small steps)."""
 
-    def __init__(self, conv: Conversion, ti: Mapping[str, Any], prefix: KeyPath) -> None:
+    def __init__(self, conv: Conversion, ti: Mapping[str, Any], prefix: KeyPath,
+                 package: PackageFlags | None = None) -> None:
         self.conv = conv
         self.ti = ti
         self.prefix = prefix
+        self.package = package
         self.image_warned = False
+        if package is not None:
+            # The flags stand for these keys: diagnostics about their values keep the keys'
+            # paths and point at the flags, as --region's do (api._apply_overrides).
+            positions = conv.document.positions
+            positions[self.src("packageUris")] = package_flags.PATH_POSITION
+            positions[self.src("pythonModule")] = package_flags.MODULE_POSITION
 
     def src(self, *keys: str | int) -> KeyPath:
         """Source key path of keys inside the TrainingInput."""
@@ -342,7 +361,7 @@ class _Legacy:
     def _warn_package_ignored(self, role: str) -> None:
         # A custom container runs its own code, so the converted pool has no place for
         # the package fields: say so rather than drop them silently.
-        given = [k for k in ("packageUris", "pythonModule") if k in self.ti]
+        given = [k for k in ("packageUris", "pythonModule") if k in self.ti or self.package is not None]
         if role == "chief" and given:
             self.conv.warning("legacy-package-ignored",
                               f"{' and '.join(given)} (here or from --package-path/--module-name) are not used: "
@@ -350,8 +369,7 @@ class _Legacy:
                               "run the package in a prebuilt image (runtimeVersion)", self.src(given[-1]))
 
     def _python_package(self, role: str) -> None:
-        missing = [k for k in ("packageUris", "pythonModule") if k not in self.ti]
-        if missing:
+        if self.package is None and not ("packageUris" in self.ti and "pythonModule" in self.ti):
             if role == "chief":
                 self.conv.error("missing-key", "nothing to run: set masterConfig.imageUri (a custom container) "
                                 "or packageUris and pythonModule (a Python package)", self.prefix)
@@ -369,6 +387,10 @@ class _Legacy:
         else:
             self.conv.put((role, "python_package", "executor_image"), image, self.src("runtimeVersion"))
             self._warn_image(role, image)
+        if self.package is not None:
+            self.conv.put((role, "python_package", "module"), self.package.module, self.src("pythonModule"))
+            self.conv.put((role, "python_package", "source"), self.package.source, self.src("packageUris"))
+            return
         uris = self.ti["packageUris"]
         self.conv.put((role, "python_package", "package_uris"), [uris] if isinstance(uris, str) else uris,
                       self.src("packageUris"))
