@@ -28,7 +28,7 @@ from vxtrain.catalog.accelerators import (
     n1_gpu_limits, training_accelerator)
 from vxtrain.catalog.egress import Egress, node_egress
 from vxtrain.catalog.images import (
-    PREBUILT_DOC, is_prebuilt_image, multi_region, prebuilt_image, reduction_server_image)
+    PREBUILT_DOC, PREBUILT_SHAPE, is_prebuilt_image, multi_region, prebuilt_image, reduction_server_image)
 from vxtrain.catalog.legacy_machines import (
     LegacyMachine, TierPool, legacy_machine, legacy_machine_names, scale_tier, scale_tiers)
 from vxtrain.catalog.machines import (
@@ -42,6 +42,7 @@ from vxtrain.catalog.regions import (
 __all__ = [
     "CPU_QUOTA_KEY",
     "PREBUILT_DOC",
+    "PREBUILT_SHAPE",
     "Egress",
     "LegacyMachine",
     "Machine",

@@ -31,6 +31,8 @@ _PREBUILT_MIRROR = "gcr.io/cloud-aiplatform/training"
 #: xgboost-cpu.1-1, …): a pattern rather than a list, as new framework versions keep the shape.
 _PREBUILT_NAME = r"[a-z0-9]+(?:-[a-z0-9]+)*\.\d+-\d+(?:\.py\d+)?"
 _PREBUILT_TAG = ":latest"
+#: The shape of those names, for messages: ``{us,europe,asia}-docker.pkg.dev/vertex-ai/training/NAME:latest``.
+PREBUILT_SHAPE = "{" + ",".join(MULTI_REGIONS) + "}-docker.pkg.dev/vertex-ai/training/NAME" + _PREBUILT_TAG
 PREBUILT_IMAGE = re.compile(
     "^(?:" + "|".join(re.escape(_PREBUILT_REPOSITORY.format(m)) for m in MULTI_REGIONS)
     + "|" + re.escape(_PREBUILT_MIRROR) + ")/" + _PREBUILT_NAME + re.escape(_PREBUILT_TAG) + "$")

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from vxtrain.catalog import PREBUILT_DOC, is_prebuilt_image
+from vxtrain.catalog import PREBUILT_DOC, PREBUILT_SHAPE, is_prebuilt_image
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool
@@ -73,8 +73,8 @@ def _package(pool: Pool, native: NativeSpec, base: Path) -> Iterator[Diagnostic]
         yield from _source(pkg.source, pkg.module, pool.role, native, base)
     if pkg.executor_image and not is_prebuilt_image(pkg.executor_image):
         yield warning("package-executor-image", f"executor_image {pkg.executor_image} is not one of Google's "
-                      "prebuilt training images ({us,europe,asia}-docker.pkg.dev/vertex-ai/training/"
-                      f"NAME:latest, listed at {PREBUILT_DOC}); Vertex AI runs python packages only in those",
+                      f"prebuilt training images ({PREBUILT_SHAPE}, listed at {PREBUILT_DOC}); "
+                      "Vertex AI runs python packages only in those",
                       **native.where(_path(native, pool.role, "executor_image")))
 
 
