@@ -12,11 +12,11 @@ How each key maps:
   ``parameterServerCount`` → parameter_servers, ``evaluatorType``/
   ``evaluatorCount`` → evaluators; ``*Config.acceleratorConfig`` → accelerator,
   ``*Config.diskConfig`` → disk.
-- Predefined tiers (BASIC, STANDARD_1, PREMIUM_1, BASIC_GPU) map through
-  the catalog's scale tiers (``catalog/legacy_scale_tiers.csv``) and warn ``legacy-scale-tier`` (approximate). BASIC_TPU
-  is refused: it ran on a TPU *node* beside the master, which Vertex AI custom
-  training no longer offers in that form. A missing ``scaleTier`` is BASIC,
-  AI Platform's default.
+- Predefined tiers (BASIC, STANDARD_1, PREMIUM_1, BASIC_GPU) map through the
+  catalog's scale tiers (``catalog/legacy_scale_tiers.csv``) and warn
+  ``legacy-scale-tier`` (approximate). BASIC_TPU is refused: it ran on a TPU
+  *node* beside the master, which Vertex AI custom training no longer offers
+  in that form. A missing ``scaleTier`` is BASIC, AI Platform's default.
 - Legacy GPU machine names that meant K80s (``standard_gpu``,
   ``complex_model_m_gpu``, ``complex_model_l_gpu``, and so ``BASIC_GPU``) map to
   GPUs Vertex AI training offers, with the same count, and warn
