@@ -36,8 +36,8 @@ def test_every_row_has_a_source_and_confidence(path: Path) -> None:
 
 def test_csv_files_are_the_package_data() -> None:
     assert {p.name for p in CSV_FILES} == {
-        "accelerators.csv", "gpu_machines.csv", "machines.csv", "n1_gpu_egress.csv", "n1_gpu_limits.csv",
-        "prices.csv", "quota_metrics.csv", "region_accelerators.csv", "regions.csv", "training_accelerators.csv",
+        "accelerators.csv", "gpu_machines.csv", "legacy_machines.csv", "legacy_scale_tiers.csv", "machines.csv",
+        "n1_gpu_egress.csv", "n1_gpu_limits.csv", "prices.csv", "quota_metrics.csv", "region_accelerators.csv", "regions.csv", "training_accelerators.csv",
         "training_machines.csv"}
 
 
@@ -407,3 +407,51 @@ def test_quota_metric(acc: str | None, preemptible: bool, metric: str) -> None:
 @pytest.mark.parametrize("acc", ["NVIDIA_B200", "NVIDIA_GB200", "NVIDIA_RTX_PRO_6000", K80])
 def test_quota_metric_unknown_is_not_made_up(acc: str) -> None:
     assert catalog.quota_metric(acc) is None
+
+
+# --- legacy AI Platform names -----------------------------------------------------
+
+def test_scale_tiers_in_order_and_every_pool_names_a_legacy_machine() -> None:
+    assert catalog.scale_tiers() == ["BASIC", "STANDARD_1", "PREMIUM_1", "BASIC_GPU"]
+    for tier in catalog.scale_tiers():
+        pools = catalog.scale_tier(tier) or ()
+        assert [p.role for p in pools][0] == "chief" and pools[0].replicas == 1
+        assert all(catalog.legacy_machine(p.legacy_machine) is not None for p in pools), tier
+    assert catalog.scale_tier("CUSTOM") is None and catalog.scale_tier("BASIC_TPU") is None
+
+
+def test_legacy_names_say_which_gpus_they_meant_only_where_vxtrain_changes_them() -> None:
+    replaced = {name: m.replaces for name in catalog.legacy_machine_names()
+                if (m := catalog.legacy_machine(name)) is not None and m.replaces}
+    assert replaced == {"standard_gpu": "1 × NVIDIA_TESLA_K80", "complex_model_m_gpu": "4 × NVIDIA_TESLA_K80",
+                        "complex_model_l_gpu": "8 × NVIDIA_TESLA_K80"}
+    standard = catalog.legacy_machine("standard")
+    assert standard is not None and (standard.machine_type, standard.accelerator_type) == ("n1-standard-4", None)
+    assert catalog.legacy_machine("n1-standard-4") is None
+
+
+def test_legacy_machine_types_are_catalog_machines() -> None:
+    for row in _rows(CATALOG_DIR / "legacy_machines.csv"):
+        assert catalog.machine(row["machine_type"]) is not None, row
+        assert catalog.machine(row["ai_platform_machine_type"]) is not None, row
+
+
+# --- Google's images ---------------------------------------------------------------
+
+@pytest.mark.parametrize("region", [None, "us-central1", "europe-west4", "asia-east1", "me-west1"])
+def test_prebuilt_image_names_match_the_prebuilt_pattern(region: str | None) -> None:
+    image = catalog.prebuilt_image("tf", True, "2", "11", region)
+    assert image == f"{catalog.multi_region(region)}-docker.pkg.dev/vertex-ai/training/tf-gpu.2-11:latest"
+    assert catalog.is_prebuilt_image(image)
+
+
+@pytest.mark.parametrize("image, prebuilt", [
+    ("us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-1.py310:latest", True),
+    ("europe-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest", True),
+    ("gcr.io/cloud-aiplatform/training/tf-cpu.2-8:latest", True),
+    ("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:2024", False),
+    ("eu-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest", False),
+    ("us-docker.pkg.dev/my-project/training/tf-cpu.2-8:latest", False),
+])
+def test_is_prebuilt_image(image: str, prebuilt: bool) -> None:
+    assert catalog.is_prebuilt_image(image) is prebuilt

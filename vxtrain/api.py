@@ -115,6 +115,7 @@ def check_document(document: Document, options: Options | None = None, result: R
     # start-up, and the pipeline (~60 ms of imports) is for the commands that read a spec.
     from vxtrain.planning import bandwidth as planning
     from vxtrain import formats
+    from vxtrain.formats import package_flags
     from vxtrain import model
     from vxtrain.validation import rules
     from vxtrain.validation import schema
@@ -123,17 +124,8 @@ def check_document(document: Document, options: Options | None = None, result: R
     environ = os.environ if options.environ is None else options.environ
     result = result or Result(file=document.file, document=document, strict=options.strict)
     stem = Path(document.file).stem
-    if options.package_path or options.module_name:
-        from vxtrain.formats import package_flags
-
-        if not (options.package_path and options.module_name):
-            from vxtrain.errors import UsageError
-
-            raise UsageError("--package-path and --module-name go together (as in gcloud)")
-        package_flags.inject(document, options.package_path, options.module_name)
-    native, diags = formats.to_native(document, display_name=options.display_name or stem)
-    if native is not None and options.package_path:
-        package_flags.apply(native)
+    package = package_flags.from_flags(document, options.package_path, options.module_name)
+    native, diags = formats.to_native(document, display_name=options.display_name or stem, package=package)
     result.diagnostics += diags
     result.native = native
     if native is None:

@@ -15,6 +15,7 @@ from vxtrain import api
 from vxtrain.compiler import compile_custom_job_spec
 from vxtrain.diagnostics import Diagnostic
 from vxtrain import formats
+from vxtrain import catalog
 from vxtrain.formats import gcloud
 from vxtrain.formats import legacy
 from vxtrain import model
@@ -443,9 +444,11 @@ def test_legacy_predefined_tier_maps_through_the_table_with_a_warning() -> None:
 
 def test_scale_tier_table_is_data_with_a_source() -> None:
     assert legacy.SCALE_TIER_SOURCE == "https://cloud.google.com/ai-platform/training/docs/machine-types#scale_tiers"
-    premium = {p.role: p for p in legacy.SCALE_TIERS["PREMIUM_1"]}
+    premium = {p.role: p for p in catalog.scale_tier("PREMIUM_1") or ()}
     assert premium["workers"].replicas == 19 and premium["parameter_servers"].replicas == 11
-    gpu = legacy.LEGACY_MACHINE_TYPES[legacy.SCALE_TIERS["BASIC_GPU"][0].legacy_machine]
+    (basic_gpu,) = catalog.scale_tier("BASIC_GPU") or ()
+    gpu = catalog.legacy_machine(basic_gpu.legacy_machine)
+    assert gpu is not None
     assert (gpu.machine_type, gpu.accelerator_type, gpu.accelerator_count) == ("n1-standard-8", "NVIDIA_TESLA_T4", 1)
 
 
@@ -471,11 +474,10 @@ def test_legacy_k80_names_keep_their_count_on_offered_gpus(name: str, machine: s
     assert all(d.severity == "warning" for d in diags)
 
 
-@pytest.mark.parametrize("name", sorted(legacy.LEGACY_MACHINE_TYPES))
+@pytest.mark.parametrize("name", sorted(catalog.legacy_machine_names()))
 def test_every_legacy_machine_maps_to_something_vertex_accepts(name: str) -> None:
-    from vxtrain import catalog
-
-    m = legacy.LEGACY_MACHINE_TYPES[name]
+    m = catalog.legacy_machine(name)
+    assert m is not None
     assert catalog.offered(m.machine_type)
     if m.accelerator_type:
         assert catalog.training_accelerator(m.accelerator_type)

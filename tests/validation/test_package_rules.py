@@ -27,3 +27,24 @@ def test_an_unusable_source_path_is_a_located_error(tmp_path: Path, source: str)
 
 def test_a_missing_source_folder_is_a_located_error(tmp_path: Path) -> None:
     assert _codes(tmp_path, "nowhere") == [("package-source-missing", "chief.python_package.source", 7)]
+
+
+@pytest.mark.parametrize("image, warned", [
+    (EXECUTOR, False),
+    ("gcr.io/cloud-aiplatform/training/tf-cpu.2-8:latest", False),
+    ("us-docker.pkg.dev/my-project/trainers/tf:1", True),
+])
+def test_an_executor_image_not_prebuilt_is_warned(tmp_path: Path, image: str, warned: bool) -> None:
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  python_package:\n"
+                    f"    executor_image: {image}\n    module: trainer.task\n"
+                    "    package_uris: [gs://b/trainer-0.1.tar.gz]\n")
+    found = [d for d in api.check_file(spec).diagnostics if d.code == "package-executor-image"]
+    assert bool(found) is warned
+    if warned:
+        assert found[0].message == (
+            f"executor_image {image} is not one of Google's prebuilt training images "
+            "({us,europe,asia}-docker.pkg.dev/vertex-ai/training/NAME:latest, listed at "
+            "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers); "
+            "Vertex AI runs python packages only in those")
+        assert (found[0].severity, found[0].path, found[0].line) == ("warning", "chief.python_package.executor_image", 5)

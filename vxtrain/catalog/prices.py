@@ -7,12 +7,10 @@ README.md says where the figures come from and what they include.
 """
 from __future__ import annotations
 
-import csv
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
-_FILE = Path(__file__).resolve().parent / "prices.csv"
+from vxtrain.catalog.tables import number, rows
 
 MACHINE = "machine"
 ACCELERATOR = "accelerator"
@@ -40,23 +38,17 @@ class Price:
     as_of: str
 
 
-def _number(text: str) -> float | None:
-    return float(text) if text else None
-
-
 def _price(row: dict[str, str]) -> Price:
     return Price(region=row["region"], kind=row["kind"], name=row["name"], pricing=row["pricing"],
                  usd_per_hour=float(row["usd_per_hour"]),
-                 compute_engine_usd_per_hour=_number(row["compute_engine_usd_per_hour"]),
-                 management_fee_usd_per_hour=_number(row["management_fee_usd_per_hour"]),
+                 compute_engine_usd_per_hour=number(row["compute_engine_usd_per_hour"]),
+                 management_fee_usd_per_hour=number(row["management_fee_usd_per_hour"]),
                  confidence=row["confidence"], source=row["source"], as_of=row["as_of"])
 
 
 @functools.cache
 def _prices() -> dict[tuple[str, str, str, str], Price]:
-    with open(_FILE, newline="", encoding="utf-8") as f:
-        rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return {(r["region"], r["kind"], r["name"], r["pricing"]): _price(r) for r in rows}
+    return {(r["region"], r["kind"], r["name"], r["pricing"]): _price(r) for r in rows("prices.csv")}
 
 
 def price(region: str, kind: str, name: str, pricing: str = ON_DEMAND) -> Price | None:

@@ -18,11 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from vxtrain.diagnostics import Diagnostic, error
+from vxtrain.errors import UsageError
 from vxtrain.formats import gcloud, legacy
 from vxtrain.formats.native import native_document
+from vxtrain.formats.package_flags import LEGACY_ONLY, PackageFlags
 from vxtrain.loading.document import Document, Format, NativeSpec
 
-__all__ = ["detect", "native_document", "to_native"]
+__all__ = ["PackageFlags", "detect", "native_document", "to_native"]
 
 #: Top-level keys that only an AI Platform Training document has.
 LEGACY_MARKERS: tuple[str, ...] = ("trainingInput", "scaleTier", "masterType", "masterConfig", "workerCount")
@@ -39,14 +41,19 @@ def detect(data: Any) -> Format:
     return "native"
 
 
-def to_native(document: Document, *, display_name: str | None = None) -> tuple[NativeSpec | None, list[Diagnostic]]:
+def to_native(document: Document, *, display_name: str | None = None,
+              package: PackageFlags | None = None) -> tuple[NativeSpec | None, list[Diagnostic]]:
     """The document in the native shape, plus the diagnostics of the conversion.
 
     ``display_name`` is used by formats that have none of their own (gcloud's
-    ``--display-name``, else the file stem). Native input is returned as is:
-    its JSON Schema check happens in the next stage.
+    ``--display-name``, else the file stem). ``package``: gcloud's
+    ``--package-path``/``--module-name``, for legacy configs only (UsageError
+    for any other format). Native input is returned as is: its JSON Schema
+    check happens in the next stage.
     """
     data = document.data
+    if package is not None and detect(data) != "legacy":
+        raise UsageError(LEGACY_ONLY)
     if not isinstance(data, Mapping):
         msg = f"a spec must be a mapping of keys to values, got {type(data).__name__}"
         return None, [error("not-a-mapping", msg, "", file=document.file, line=1, column=1)]
@@ -54,5 +61,5 @@ def to_native(document: Document, *, display_name: str | None = None) -> tuple[N
     if fmt == "gcloud":
         return gcloud.convert(document, display_name=display_name)
     if fmt == "legacy":
-        return legacy.convert(document, display_name=display_name)
+        return legacy.convert(document, display_name=display_name, package=package)
     return NativeSpec(data=dict(data), format="native", source=document, origin={}), []

@@ -12,11 +12,11 @@ How each key maps:
   ``parameterServerCount`` → parameter_servers, ``evaluatorType``/
   ``evaluatorCount`` → evaluators; ``*Config.acceleratorConfig`` → accelerator,
   ``*Config.diskConfig`` → disk.
-- Predefined tiers (BASIC, STANDARD_1, PREMIUM_1, BASIC_GPU) map through
-  :data:`SCALE_TIERS` and warn ``legacy-scale-tier`` (approximate). BASIC_TPU
-  is refused: it ran on a TPU *node* beside the master, which Vertex AI custom
-  training no longer offers in that form. A missing ``scaleTier`` is BASIC,
-  AI Platform's default.
+- Predefined tiers (BASIC, STANDARD_1, PREMIUM_1, BASIC_GPU) map through the
+  catalog's scale tiers (``catalog/legacy_scale_tiers.csv``) and warn
+  ``legacy-scale-tier`` (approximate). BASIC_TPU is refused: it ran on a TPU
+  *node* beside the master, which Vertex AI custom training no longer offers
+  in that form. A missing ``scaleTier`` is BASIC, AI Platform's default.
 - Legacy GPU machine names that meant K80s (``standard_gpu``,
   ``complex_model_m_gpu``, ``complex_model_l_gpu``, and so ``BASIC_GPU``) map to
   GPUs Vertex AI training offers, with the same count, and warn
@@ -31,6 +31,9 @@ How each key maps:
 - ``packageUris`` + ``pythonModule`` (no image) → ``python_package`` with a
   Vertex AI prebuilt TensorFlow executor image derived from ``runtimeVersion``
   (see :func:`executor_image`; warning ``legacy-executor-image``).
+  gcloud's ``--package-path``/``--module-name`` (``convert``'s ``package``
+  argument, :mod:`vxtrain.formats.package_flags`) stand for these two keys and
+  give ``python_package.source``/``module`` instead.
   ``pythonVersion`` is not used: each prebuilt image has its own Python.
 - ``region``, ``serviceAccount``, ``network``, ``enableWebAccess`` map by name;
   ``jobDir`` → base_output_dir (Vertex sets AIP_MODEL_DIR from it; it does not
@@ -47,97 +50,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from vxtrain import catalog
+from vxtrain.catalog import LegacyMachine, TierPool
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import Document, KeyPath, NativeSpec, format_path
+from vxtrain.formats import package_flags
 from vxtrain.formats.common import Conversion, as_int, describe, int_or_same, proto_duration
+from vxtrain.formats.package_flags import PackageFlags
 
 SCALE_TIER_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#scale_tiers"
 LEGACY_MACHINE_SOURCE = "https://cloud.google.com/ai-platform/training/docs/machine-types#legacy-machine-types"
-PRICING_SOURCE = "https://cloud.google.com/ml-engine/docs/pricing"
 
-
-ML_V1_SOURCE = ("https://github.com/googleapis/google-api-ruby-client/blob/c6e1a022f393e225b3e22d7b78c727e40ea2fde1/"
-                "generated/google/apis/ml_v1/classes.rb")
-
-
-@dataclass(frozen=True)
-class Machine:
-    """A Compute Engine machine type with the accelerators it carries.
-
-    ``replaces``: the GPUs the legacy name meant, when vxtrain maps it to others.
-    """
-
-    machine_type: str
-    accelerator_type: str | None = None
-    accelerator_count: int = 0
-    replaces: str | None = None
-
-
-#: AI Platform's legacy machine names → Compute Engine equivalents (source:
-#: LEGACY_MACHINE_SOURCE). UNVERIFIED: the table is recalled, not re-read; the
-#: training-unit prices on PRICING_SOURCE agree with it (e.g. complex_model_s /
-#: standard = 1.49 = n1-highcpu-8 / n1-standard-4 list price).
-#: The GPUs of each name are the ML Engine v1 API's own field docs (ML_V1_SOURCE,
-#: read 2026-11-23): standard_gpu = 1 × K80, complex_model_m_gpu = 4 × K80,
-#: complex_model_l_gpu = 8 × K80. Vertex AI training offers no K80 (end of support,
-#: https://cloud.google.com/compute/docs/eol/k80-eol; absent from
-#: https://cloud.google.com/vertex-ai/docs/training/configure-compute#gpus), so
-#: they get NVIDIA_TESLA_T4, the same count on the same N1 machine (the N1 table
-#: there allows 1 and 4 × T4 on n1-standard-8 / -16). T4 comes at most 4 to an N1
-#: machine, so 8 × K80 gets 8 × NVIDIA_TESLA_V100 (allowed on n1-standard-32):
-#: keeping the count keeps the trainer's device count, hence its strategy and
-#: per-device batch arithmetic.
-LEGACY_MACHINE_TYPES: dict[str, Machine] = {
-    "standard": Machine("n1-standard-4"),
-    "large_model": Machine("n1-highmem-8"),
-    # n1-highcpu-8 by price, but Vertex AI training does not offer n1-highcpu-2/4/8
-    # (configure-compute): the offered type with the same 8 vCPUs.
-    "complex_model_s": Machine("n1-standard-8"),
-    "complex_model_m": Machine("n1-highcpu-16"),
-    "complex_model_l": Machine("n1-highcpu-32"),
-    "standard_gpu": Machine("n1-standard-8", "NVIDIA_TESLA_T4", 1, replaces="1 × NVIDIA_TESLA_K80"),
-    "complex_model_m_gpu": Machine("n1-standard-16", "NVIDIA_TESLA_T4", 4, replaces="4 × NVIDIA_TESLA_K80"),
-    "complex_model_l_gpu": Machine("n1-standard-32", "NVIDIA_TESLA_V100", 8, replaces="8 × NVIDIA_TESLA_K80"),
-    "standard_p100": Machine("n1-standard-8", "NVIDIA_TESLA_P100", 1),
-    "complex_model_m_p100": Machine("n1-standard-16", "NVIDIA_TESLA_P100", 4),
-    "standard_v100": Machine("n1-standard-8", "NVIDIA_TESLA_V100", 1),
-    "large_model_v100": Machine("n1-highmem-8", "NVIDIA_TESLA_V100", 1),
-    "complex_model_m_v100": Machine("n1-standard-16", "NVIDIA_TESLA_V100", 4),
-    "complex_model_l_v100": Machine("n1-standard-32", "NVIDIA_TESLA_V100", 8),
-}
-
-
-@dataclass(frozen=True)
-class TierPool:
-    """One pool of a predefined scale tier: role, replicas, legacy machine name."""
-
-    role: str
-    replicas: int
-    legacy_machine: str
-
-
-#: Predefined scale tiers (source: SCALE_TIER_SOURCE). Pool sizes are the ones
-#: the tier descriptions give ("STANDARD_1: one master, four workers, three
-#: parameter servers"; "PREMIUM_1: one master, 19 workers, 11 parameter
-#: servers"; "BASIC_GPU: a single worker with one K80" — mapped to one T4, see
-#: LEGACY_MACHINE_TYPES), and they are checked
-#: against the training units on PRICING_SOURCE: BASIC 0.5661 = standard;
-#: STANDARD_1 5.9234 = 5 × complex_model_s 0.845 + 3 × standard 0.5661;
-#: PREMIUM_1 49.323 = 20 × complex_model_m 1.69 + 11 × large_model 1.4111;
-#: BASIC_GPU 2.4731 = standard_gpu. The machine behind each legacy name is
-#: LEGACY_MACHINE_TYPES (UNVERIFIED, see there).
-SCALE_TIERS: dict[str, tuple[TierPool, ...]] = {
-    "BASIC": (TierPool("chief", 1, "standard"),),
-    "STANDARD_1": (TierPool("chief", 1, "complex_model_s"), TierPool("workers", 4, "complex_model_s"),
-                   TierPool("parameter_servers", 3, "standard")),
-    "PREMIUM_1": (TierPool("chief", 1, "complex_model_m"), TierPool("workers", 19, "complex_model_m"),
-                  TierPool("parameter_servers", 11, "large_model")),
-    "BASIC_GPU": (TierPool("chief", 1, "standard_gpu"),),
-}
+# The legacy machine names (standard, complex_model_m_gpu, …) and the predefined scale
+# tiers (BASIC, STANDARD_1, PREMIUM_1, BASIC_GPU) are catalog data, each row with its
+# source: vxtrain/catalog/legacy_machines.csv and legacy_scale_tiers.csv
+# (catalog.legacy_machine, catalog.scale_tier). Why K80 names get T4s (8 × K80: V100s)
+# and complex_model_s an n1-standard-8: that file's header and docs/decisions.md.
 UNSUPPORTED_TIERS: dict[str, str] = {
     "BASIC_TPU": "it ran the master beside a Cloud TPU v2 node, which this mapping does not cover; "
                  "use scaleTier: CUSTOM, or write a native spec for a Vertex AI TPU VM machine type",
@@ -180,11 +110,10 @@ STUDY_COUNTS: tuple[tuple[str, str, int | None], ...] = (
     ("maxFailedTrials", "max_failed_trials", None))
 ALGORITHMS: dict[str, str] = {"ALGORITHM_UNSPECIFIED": "default", "GRID_SEARCH": "grid", "RANDOM_SEARCH": "random"}
 
-#: AI Platform runtime versions (TensorFlow versions) → Vertex AI prebuilt training
-#: images, https://cloud.google.com/vertex-ai/docs/training/pre-built-containers
-#: (``tf-cpu.2-8:latest``-style names; versions past their end of availability are
-#: refused by Vertex AI, which the warning says).
-PREBUILT_IMAGE = "{multi_region}-docker.pkg.dev/vertex-ai/training/tf-{kind}.{major}-{minor}:latest"
+#: AI Platform runtime versions (TensorFlow versions) → Vertex AI's prebuilt TensorFlow
+#: training images (catalog.prebuilt_image: ``tf-cpu.2-8:latest``-style names; versions
+#: past their end of availability are refused by Vertex AI, which the warning says).
+_PREBUILT_FRAMEWORK = "tf"
 _RUNTIME = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
 
 
@@ -193,18 +122,23 @@ def executor_image(runtime_version: Any, region: str | None, gpu: bool) -> str |
     m = _RUNTIME.match(str(runtime_version)) if isinstance(runtime_version, (str, float)) else None
     if not m:
         return None
-    return PREBUILT_IMAGE.format(multi_region=catalog.multi_region(region), kind="gpu" if gpu else "cpu",
-                                 major=m.group(1), minor=m.group(2))
+    return catalog.prebuilt_image(_PREBUILT_FRAMEWORK, gpu, m.group(1), m.group(2), region)
 
 
-def convert(document: Document, *, display_name: str | None = None) -> tuple[NativeSpec, list[Diagnostic]]:
-    """An AI Platform Training document in the native shape, with its origin map."""
+def convert(document: Document, *, display_name: str | None = None,
+            package: PackageFlags | None = None) -> tuple[NativeSpec, list[Diagnostic]]:
+    """An AI Platform Training document in the native shape, with its origin map.
+
+    ``package``: gcloud's ``--package-path``/``--module-name``, which stand for the
+    TrainingInput's ``packageUris``/``pythonModule``: Python-package pools get
+    ``python_package.source``/``module`` from them.
+    """
     conv = Conversion(document)
     root = document.data
     ti, prefix = _unwrap(conv, root)
     _job_fields(conv, root, display_name)
     if ti is not None:
-        _Legacy(conv, ti, prefix).run()
+        _Legacy(conv, ti, prefix, package).run()
     return conv.result("legacy")
 
 
@@ -231,11 +165,19 @@ def _job_fields(conv: Conversion, root: Mapping[str, Any], display_name: str | N
 class _Legacy:
     """The conversion of one TrainingInput mapping (state shared by the small steps)."""
 
-    def __init__(self, conv: Conversion, ti: Mapping[str, Any], prefix: KeyPath) -> None:
+    def __init__(self, conv: Conversion, ti: Mapping[str, Any], prefix: KeyPath,
+                 package: PackageFlags | None = None) -> None:
         self.conv = conv
         self.ti = ti
         self.prefix = prefix
+        self.package = package
         self.image_warned = False
+        if package is not None:
+            # The flags stand for these keys: diagnostics about their values keep the keys'
+            # paths and point at the flags, as --region's do (api._apply_overrides).
+            positions = conv.document.positions
+            positions[self.src("packageUris")] = package_flags.PATH_POSITION
+            positions[self.src("pythonModule")] = package_flags.MODULE_POSITION
 
     def src(self, *keys: str | int) -> KeyPath:
         """Source key path of keys inside the TrainingInput."""
@@ -283,13 +225,13 @@ class _Legacy:
     def _tier(self) -> str | None:
         raw = self.ti.get("scaleTier", "BASIC")  # AI Platform's default tier
         tier = raw.upper() if isinstance(raw, str) else ""
-        if tier == "CUSTOM" or tier in SCALE_TIERS:
+        if tier == "CUSTOM" or catalog.scale_tier(tier) is not None:
             return tier
         if tier in UNSUPPORTED_TIERS:
             self.conv.error("legacy-tpu-unsupported", f"scaleTier {raw} is not supported: {UNSUPPORTED_TIERS[tier]}",
                             self.src("scaleTier"))
             return None
-        accepted = ", ".join(["CUSTOM", *SCALE_TIERS])
+        accepted = ", ".join(["CUSTOM", *catalog.scale_tiers()])
         self.conv.error("bad-value", f"scaleTier {raw!r} is not a scale tier; expected one of {accepted}",
                         self.src("scaleTier"))
         return None
@@ -328,7 +270,7 @@ class _Legacy:
         self._machine(role, self.ti[type_key], self.src(type_key))
 
     def _machine(self, role: str, machine: Any, src: KeyPath) -> None:
-        legacy = LEGACY_MACHINE_TYPES.get(machine) if isinstance(machine, str) else None
+        legacy = catalog.legacy_machine(machine) if isinstance(machine, str) else None
         if legacy is None:
             self.conv.put((role, "machine_type"), machine, src)
         else:
@@ -340,7 +282,7 @@ class _Legacy:
         if accel is not None:
             self._accelerator(role, accel, self.src(ROLE_STEMS[role] + "Config", "acceleratorConfig"))
 
-    def _put_machine(self, role: str, machine: Machine, src: KeyPath) -> None:
+    def _put_machine(self, role: str, machine: LegacyMachine, src: KeyPath) -> None:
         self.conv.put((role, "machine_type"), machine.machine_type, src)
         if machine.accelerator_type:
             self.conv.link((role, "accelerator"), src)
@@ -368,20 +310,20 @@ class _Legacy:
             self.conv.error("legacy-needs-custom", f"{format_path(at)} needs scaleTier: CUSTOM (scaleTier is {tier}); "
                             "set scaleTier: CUSTOM with masterType, or remove it", at)
         tier_src = self.src("scaleTier") if "scaleTier" in self.ti else self.prefix
-        for pool in SCALE_TIERS[tier]:
+        pools = [(pool, _tier_machine(pool)) for pool in catalog.scale_tier(tier) or ()]
+        for pool, machine in pools:
             self.conv.link((pool.role,), tier_src)
             if pool.role != "chief":
                 self.conv.put((pool.role, "replicas"), pool.replicas, tier_src)
-            self._put_machine(pool.role, LEGACY_MACHINE_TYPES[pool.legacy_machine], tier_src)
-        shape = "; ".join(f"{p.role} {p.replicas} × {_describe_machine(LEGACY_MACHINE_TYPES[p.legacy_machine])}"
-                          for p in SCALE_TIERS[tier])
+            self._put_machine(pool.role, machine, tier_src)
+        shape = "; ".join(f"{pool.role} {pool.replicas} × {_describe_machine(machine)}" for pool, machine in pools)
         self.conv.warning("legacy-scale-tier", f"scale tier {tier} has no Vertex AI equivalent; mapped "
                           f"approximately to {shape} ({SCALE_TIER_SOURCE}); use scaleTier: CUSTOM to choose "
                           "machines yourself", tier_src)
-        for pool in SCALE_TIERS[tier]:
-            self._warn_replaced(f"scale tier {tier}", LEGACY_MACHINE_TYPES[pool.legacy_machine], tier_src)
+        for _, machine in pools:
+            self._warn_replaced(f"scale tier {tier}", machine, tier_src)
 
-    def _warn_replaced(self, what: str, machine: Machine, src: KeyPath) -> None:
+    def _warn_replaced(self, what: str, machine: LegacyMachine, src: KeyPath) -> None:
         """Say which GPUs a legacy name meant when vxtrain maps it to others (K80 → T4/V100)."""
         if machine.replaces is None:
             return
@@ -419,7 +361,7 @@ class _Legacy:
     def _warn_package_ignored(self, role: str) -> None:
         # A custom container runs its own code, so the converted pool has no place for
         # the package fields: say so rather than drop them silently.
-        given = [k for k in ("packageUris", "pythonModule") if k in self.ti]
+        given = [k for k in ("packageUris", "pythonModule") if k in self.ti or self.package is not None]
         if role == "chief" and given:
             self.conv.warning("legacy-package-ignored",
                               f"{' and '.join(given)} (here or from --package-path/--module-name) are not used: "
@@ -427,8 +369,7 @@ class _Legacy:
                               "run the package in a prebuilt image (runtimeVersion)", self.src(given[-1]))
 
     def _python_package(self, role: str) -> None:
-        missing = [k for k in ("packageUris", "pythonModule") if k not in self.ti]
-        if missing:
+        if self.package is None and not ("packageUris" in self.ti and "pythonModule" in self.ti):
             if role == "chief":
                 self.conv.error("missing-key", "nothing to run: set masterConfig.imageUri (a custom container) "
                                 "or packageUris and pythonModule (a Python package)", self.prefix)
@@ -446,6 +387,10 @@ class _Legacy:
         else:
             self.conv.put((role, "python_package", "executor_image"), image, self.src("runtimeVersion"))
             self._warn_image(role, image)
+        if self.package is not None:
+            self.conv.put((role, "python_package", "module"), self.package.module, self.src("pythonModule"))
+            self.conv.put((role, "python_package", "source"), self.package.source, self.src("packageUris"))
+            return
         uris = self.ti["packageUris"]
         self.conv.put((role, "python_package", "package_uris"), [uris] if isinstance(uris, str) else uris,
                       self.src("packageUris"))
@@ -456,8 +401,7 @@ class _Legacy:
             return
         self.image_warned = True
         self.conv.warning("legacy-executor-image", f"runtimeVersion {self.ti['runtimeVersion']} maps to Vertex AI "
-                          f"prebuilt images like {image}; check it is still available "
-                          "(https://cloud.google.com/vertex-ai/docs/training/pre-built-containers)",
+                          f"prebuilt images like {image}; check it is still available ({catalog.PREBUILT_DOC})",
                           self.src("runtimeVersion"))
 
     def _disk(self, role: str, value: Any, src: KeyPath) -> None:
@@ -578,7 +522,14 @@ class _Study:
                 self.conv.put(base + ("scale",), mapped, src + ("scaleType",))
 
 
-def _describe_machine(machine: Machine) -> str:
+def _tier_machine(pool: TierPool) -> LegacyMachine:
+    """The machine of a scale tier's pool (every tier names a legacy machine: tests/test_catalog.py)."""
+    machine = catalog.legacy_machine(pool.legacy_machine)
+    assert machine is not None, pool
+    return machine
+
+
+def _describe_machine(machine: LegacyMachine) -> str:
     if machine.accelerator_type:
         return f"{machine.machine_type} + {machine.accelerator_count} × {machine.accelerator_type}"
     return machine.machine_type

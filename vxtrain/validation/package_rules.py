@@ -14,19 +14,12 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from vxtrain.catalog import PREBUILT_DOC, PREBUILT_SHAPE, is_prebuilt_image
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, written_at
 from vxtrain.packaging.source import module_file, source_folder
 
-PREBUILT_DOC = "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers"
-#: Google's prebuilt training images: ``{us,europe,asia}-docker.pkg.dev/vertex-ai/training/``
-#: FRAMEWORK-ACCELERATOR.MAJOR-MINOR[.pyXYZ]``:latest`` (tf-cpu.2-14.py310, pytorch-gpu.2-1.py310,
-#: sklearn-cpu.1-0, xgboost-cpu.1-1, …), and the older gcr.io/cloud-aiplatform/training mirror
-#: (PREBUILT_DOC). A pattern rather than a list: new framework versions keep the shape.
-PREBUILT_IMAGE = re.compile(
-    r"^(?:(?:us|europe|asia)-docker\.pkg\.dev/vertex-ai/training|gcr\.io/cloud-aiplatform/training)"
-    r"/[a-z0-9]+(?:-[a-z0-9]+)*\.\d+-\d+(?:\.py\d+)?:latest$")
 #: ``gs://BUCKET`` or ``gs://BUCKET/PREFIX``; bucket names per
 #: https://cloud.google.com/storage/docs/buckets#naming (3-63 characters here; dotted names up to 222).
 STAGING_BUCKET = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](?:/[^\s]*)?$")
@@ -69,10 +62,10 @@ def _package(pool: Pool, native: NativeSpec, base: Path) -> Iterator[Diagnostic]
                     **native.where(_path(native, pool.role)))
     if pkg.source is not None:
         yield from _source(pkg.source, pkg.module, pool.role, native, base)
-    if pkg.executor_image and not PREBUILT_IMAGE.match(pkg.executor_image):
+    if pkg.executor_image and not is_prebuilt_image(pkg.executor_image):
         yield warning("package-executor-image", f"executor_image {pkg.executor_image} is not one of Google's "
-                      "prebuilt training images ({us,europe,asia}-docker.pkg.dev/vertex-ai/training/"
-                      f"NAME:latest, listed at {PREBUILT_DOC}); Vertex AI runs python packages only in those",
+                      f"prebuilt training images ({PREBUILT_SHAPE}, listed at {PREBUILT_DOC}); "
+                      "Vertex AI runs python packages only in those",
                       **native.where(_path(native, pool.role, "executor_image")))
 
 

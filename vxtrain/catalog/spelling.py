@@ -1,0 +1,26 @@
+"""How close a name is to another: the typo helpers of the machine and region lookups."""
+from __future__ import annotations
+
+import re
+
+_SEPARATORS = re.compile(r"[\s_.]+")
+
+
+def normalize(name: str) -> str:
+    """``N1_Standard 8`` → ``n1-standard-8``: lower case, ``_``/``.``/spaces folded to ``-``."""
+    return _SEPARATORS.sub("-", name.strip().lower())
+
+
+def distance(a: str, b: str) -> int:
+    """Optimal-string-alignment distance (Levenshtein plus adjacent transpositions)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, prev2[j - 2] + 1)
+            cur.append(cost)
+        prev2, prev = prev, cur
+    return prev[-1]
