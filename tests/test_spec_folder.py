@@ -74,4 +74,5 @@ def test_local_run_works_in_the_current_directory(stdin_spec: Path) -> None:
 
 def test_package_path_is_made_relative_to_the_current_directory(stdin_spec: Path) -> None:
     document = Document({"trainingInput": {"scaleTier": "BASIC"}}, STDIN)
-    assert package_flags.inject(document, str(stdin_spec / "pkg"), "trainer.task") == "pkg"
+    flags = package_flags.from_flags(document, str(stdin_spec / "pkg"), "trainer.task")
+    assert flags == package_flags.PackageFlags("pkg", "trainer.task")
