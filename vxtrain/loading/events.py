@@ -440,14 +440,13 @@ def parse(text: str, file: str, variables: Mapping[str, str] | None, environ: Ma
     if len(text) > MAX_FILE_BYTES // 4 and (  # a char is 1 to 4 bytes: encode only when unsure
             len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES):
         return None, {}, [too_large(None, file)]
-    builder = _Builder(file, variables, environ, any_root)
     # The builder makes only acyclic data: GC passes cost ~30% on big inputs, but
     # on a typical few-KiB spec switching GC off and on costs more than it saves.
     collecting = gc.isenabled() and len(text) > _GC_OFF_ABOVE
     if collecting:
         gc.disable()
     try:
-        fatal = _run(builder, text)
+        builder, fatal = _build(text, file, variables, environ, any_root)
     finally:
         if collecting:
             gc.enable()
@@ -459,18 +458,57 @@ def parse(text: str, file: str, variables: Mapping[str, str] | None, environ: Ma
     return root, builder.positions, builder.diags
 
 
-def _run(builder: _Builder, text: str) -> Diagnostic | None:
-    """Run ``builder`` over ``text``; the problem that stopped it, if any."""
+def _build(text: str, file: str, variables: Mapping[str, str] | None, environ: Mapping[str, str],
+           any_root: bool) -> tuple[_Builder, Diagnostic | None]:
+    """A builder run over ``text``, and the problem that stopped it, if any."""
+    builder = _Builder(file, variables, environ, any_root)
     try:
         builder.run(text)
     except _Abort as abort:
-        return abort.diagnostic
+        return builder, abort.diagnostic
     except yaml.YAMLError as exc:
-        return syntax_diag(exc, text, builder.file)
+        cut = nesting_cut(exc)
+        if cut is None:
+            return builder, syntax_diag(exc, text, file)
+        return _too_deep(builder, text, cut, exc)
     except UnicodeEncodeError as exc:
         line, column = offset_mark(exc, text)
-        return error("encoding", f"the text holds a character that is not valid Unicode (a lone surrogate, "
-                     f"{exc.object[exc.start]!r}): save it as UTF-8", file=builder.file, line=line,
-                     column=column)
-    return None
+        return builder, error("encoding", f"the text holds a character that is not valid Unicode (a lone "
+                              f"surrogate, {exc.object[exc.start]!r}): save it as UTF-8", file=file,
+                              line=line, column=column)
+    return builder, None
 
+
+#: The problem libyaml (0.2.6, in PyYAML 6.0.4's wheels) reports past its own nesting limit.
+_LIBYAML_NESTING = "exceeded maximum nesting depth"
+
+
+def nesting_cut(exc: yaml.YAMLError) -> int | None:
+    """Where PyYAML stopped at its own nesting limit (a character offset), else None.
+
+    libyaml's limit (1,000 levels) is far above ``MAX_DEPTH``, but its scanner
+    reads up to 1,024 characters ahead of the events it has given, so on a
+    line like ``x: [[[[…`` it stops before ``MAX_DEPTH`` is reached in events.
+    """
+    mark = getattr(exc, "problem_mark", None)
+    if getattr(exc, "problem", None) != _LIBYAML_NESTING or mark is None:
+        return None
+    return int(mark.index)
+
+
+def _too_deep(builder: _Builder, text: str, cut: int, exc: yaml.YAMLError) -> tuple[_Builder, Diagnostic]:
+    """``too-deep`` where MAX_DEPTH is passed, when PyYAML stopped at its own limit first.
+
+    The text up to where PyYAML stopped nests deeper than MAX_DEPTH (its limit
+    is above ours) but not past PyYAML's limit: built again, it stops at
+    MAX_DEPTH with the diagnostic (and the problems before it) a parser
+    without a limit gives. Should it not (it always has), ``too-deep`` at
+    PyYAML's mark.
+    """
+    if cut < len(text):  # always (the mark is where it stopped); each retry is shorter
+        again, fatal = _build(text[:cut], builder.file, builder.variables, builder.environ, builder.any_root)
+        if fatal is not None and fatal.code == "too-deep":
+            return again, fatal
+    mark = getattr(exc, "problem_mark", None)
+    return builder, builder._diag("too-deep", f"nesting deeper than {MAX_DEPTH} levels; a spec needs "
+                                  "far fewer: flatten the structure", mark, builder._next_path())
