@@ -33,7 +33,7 @@ def schema() -> dict[str, Any]:
 
 @cache
 def _validator() -> Any:
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator  # here: only invalid specs need it (~40 ms to import)
 
     return Draft202012Validator(schema())
 
@@ -47,17 +47,18 @@ def _fast_check() -> Any:
     only keywords whose meaning is the same in draft 7, which fastjsonschema
     implements; tests/validation/test_schema.py checks that both always agree.
     """
-    import fastjsonschema
+    # Imported here: fastjsonschema is for checking; `vxtrain schema` prints the schema without it.
+    from vxtrain.validation.compiled import compile_validator
 
     # A copy: schema() is shared and cached; keep it out of reach of the compiler.
     draft7 = json.loads(json.dumps(schema()))
     draft7["$schema"] = "http://json-schema.org/draft-07/schema#"
-    return fastjsonschema.compile(draft7, use_default=False)  # never fill defaults into the data
+    return compile_validator(draft7)  # cached in the user's cache folder (compiled.py)
 
 
 def is_valid(data: Any) -> bool:
     """True when ``data`` conforms to the native schema (fast path)."""
-    import fastjsonschema
+    import fastjsonschema  # here, as in _fast_check: `vxtrain schema` does without it
 
     try:
         _fast_check()(data)
