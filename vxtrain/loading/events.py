@@ -142,24 +142,124 @@ class _Builder:
             ev.ScalarEvent: self._on_scalar,
             ev.MappingStartEvent: self._on_start,
             ev.SequenceStartEvent: self._on_start,
-            ev.MappingEndEvent: self._on_end,
-            ev.SequenceEndEvent: self._on_end,
             ev.AliasEvent: self._on_alias,
             ev.DocumentStartEvent: self._on_document,
         }
         loader = _Loader(text)
         try:
-            get, end = loader.get_event, ev.StreamEndEvent
-            while True:
-                event = get()
-                kind = type(event)
+            self._loop(loader.get_event, handlers)
+        finally:
+            loader.dispose()
+
+    def _loop(self, get: Callable[[], Any], handlers: dict[type, Callable[[Any], None]]) -> None:
+        """The event loop (the hot path of bulk validation).
+
+        The common events are handled here, inline: untagged, unanchored scalars
+        and collections within the limits (the same steps ``_on_scalar``,
+        ``_on_key``, ``_on_start`` and ``_attach`` take, without their calls) and
+        every collection's end. Anything else — a tag, an anchor, an alias, a
+        ``${NAME}``, a duplicate or merge key, a limit reached — goes to its
+        handler, which reports it.
+        """
+        stack, positions, file, variables = self.stack, self.positions, self.file, self.variables
+        scalar_event, end = ev.ScalarEvent, ev.StreamEndEvent
+        map_start, seq_start = ev.MappingStartEvent, ev.SequenceStartEvent
+        map_end, seq_end = ev.MappingEndEvent, ev.SequenceEndEvent
+        cache_get, new = PLAIN_CACHE.get, _NEW
+        while True:
+            event = get()
+            kind = type(event)
+            if kind is not scalar_event or not stack or event.tag is not None or event.anchor is not None:
+                if kind is map_end or kind is seq_end:
+                    frame = stack.pop()
+                    if stack and stack[-1].height <= frame.height:
+                        stack[-1].height = frame.height + 1
+                    if frame.anchor is not None:
+                        self._anchored(frame)
+                    continue
+                if ((kind is map_start or kind is seq_start) and stack and event.tag is None
+                        and event.anchor is None and len(stack) < MAX_DEPTH and self.count < MAX_NODES):
+                    top = stack[-1]
+                    value: Any = {} if kind is map_start else []
+                    if top.is_map:
+                        if top.key is None:
+                            self._on_start(event)  # a collection as a key: reported there
+                            continue
+                        top.value[top.key] = value
+                        top.key = None
+                        path = top.key_path
+                    else:
+                        items = top.value
+                        path = top.path + (len(items),)
+                        mark = event.start_mark
+                        pos = new(Position)
+                        d = pos.__dict__
+                        d["file"] = file
+                        d["line"] = mark.line + 1
+                        d["column"] = mark.column + 1
+                        positions[path] = pos
+                        items.append(value)
+                    self.count += 1
+                    stack.append(_Frame(value, path, None, self.count - 1, self.chars))
+                    continue
                 if kind is end or event is None:
                     return
                 handler = handlers.get(kind)
                 if handler is not None:
                     handler(event)
-        finally:
-            loader.dispose()
+                continue
+            top = stack[-1]
+            text = event.value
+            if top.is_map and top.key is None:  # a key
+                if text == "<<" or text in top.value:
+                    self._on_scalar(event)  # a merge key or a duplicate: reported there
+                    continue
+                if self.count >= MAX_NODES or self.chars + len(text) > MAX_CHARS:
+                    self._on_scalar(event)  # raises the limit's error
+                    continue
+                path = top.path + (text,)
+                self.count += 1
+                self.chars += len(text)
+                mark = event.start_mark
+                pos = new(Position)
+                d = pos.__dict__
+                d["file"] = file
+                d["line"] = mark.line + 1
+                d["column"] = mark.column + 1
+                positions[path] = pos
+                top.key = text
+                top.key_path = path
+                continue
+            if event.implicit[0]:
+                value = cache_get(text, _MISSING)
+                if value is _MISSING:
+                    value = plain(text)
+            else:
+                value = text
+            if type(value) is str:
+                if (variables is not None and "$" in value) or self.chars + len(value) > MAX_CHARS:
+                    self._on_scalar(event)  # ${NAME} substitution, or the limit's error
+                    continue
+                self.chars += len(value)
+            if self.count >= MAX_NODES:
+                if type(value) is str:
+                    self.chars -= len(value)
+                self._on_scalar(event)  # raises the limit's error, located as there
+                continue
+            self.count += 1
+            if top.is_map:
+                top.value[top.key] = value
+                top.key = None
+                continue
+            items = top.value
+            mark = event.start_mark
+            pos = new(Position)
+            d = pos.__dict__
+            d["file"] = file
+            d["line"] = mark.line + 1
+            d["column"] = mark.column + 1
+            positions[top.path + (len(items),)] = pos
+            items.append(value)
 
     def _on_document(self, event: Any) -> None:
         self.documents += 1
@@ -337,14 +437,11 @@ class _Builder:
             self.anchors[event.anchor] = _PENDING
         stack.append(_Frame(value, path, event.anchor, self.count - 1, self.chars))
 
-    def _on_end(self, event: Any) -> None:
-        stack = self.stack
-        frame = stack.pop()
-        if stack and stack[-1].height <= frame.height:
-            stack[-1].height = frame.height + 1
-        if frame.anchor is not None:
-            self.anchors[frame.anchor] = _Anchor(frame.value, self.count - frame.count0,
-                                                 frame.height, frame.path, None, self.chars - frame.chars0)
+    def _anchored(self, frame: _Frame) -> None:
+        """Record an anchored collection, now complete, for its aliases."""
+        assert frame.anchor is not None
+        self.anchors[frame.anchor] = _Anchor(frame.value, self.count - frame.count0,
+                                             frame.height, frame.path, None, self.chars - frame.chars0)
 
     # -- aliases
 
