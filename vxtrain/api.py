@@ -300,7 +300,7 @@ def _parallel(files: Sequence[Path], options: Options, workers: int) -> list[Res
     gc.freeze()
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            chunk = max(1, (len(files) - 1) // (workers * 4))
+            chunk = max(1, (len(files) - 1) // (workers * 16))  # small: workers end together
             return [first] + pool.map(_check_index, range(1, len(files)), chunksize=chunk)
     finally:
         gc.unfreeze()

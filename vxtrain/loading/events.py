@@ -165,101 +165,103 @@ class _Builder:
         scalar_event, end = ev.ScalarEvent, ev.StreamEndEvent
         map_start, seq_start = ev.MappingStartEvent, ev.SequenceStartEvent
         map_end, seq_end = ev.MappingEndEvent, ev.SequenceEndEvent
-        cache_get, new = PLAIN_CACHE.get, _NEW
+        cache_get, new, max_nodes, max_chars, max_depth = PLAIN_CACHE.get, _NEW, MAX_NODES, MAX_CHARS, MAX_DEPTH
+        # self.count and self.chars live in locals here; they are handed back to self
+        # around every call of a handler (which reads and updates them).
+        count, chars = self.count, self.chars
         while True:
             event = get()
             kind = type(event)
-            if kind is not scalar_event or not stack or event.tag is not None or event.anchor is not None:
-                if kind is map_end or kind is seq_end:
-                    frame = stack.pop()
-                    if stack and stack[-1].height <= frame.height:
-                        stack[-1].height = frame.height + 1
-                    if frame.anchor is not None:
-                        self._anchored(frame)
+            if kind is scalar_event and stack and event.tag is None and event.anchor is None:
+                top = stack[-1]
+                text = event.value
+                if top.is_map and top.key is None:  # a key
+                    if text == "<<" or text in top.value or count >= max_nodes or chars + len(text) > max_chars:
+                        # a merge key, a duplicate or a limit reached: reported there
+                        self.count, self.chars = count, chars
+                        self._on_scalar(event)
+                        count, chars = self.count, self.chars
+                        continue
+                    path = top.path + (text,)
+                    count += 1
+                    chars += len(text)
+                    mark = event.start_mark
+                    pos = new(Position)
+                    d = pos.__dict__
+                    d["file"] = file
+                    d["line"] = mark.line + 1
+                    d["column"] = mark.column + 1
+                    positions[path] = pos
+                    top.key = text
+                    top.key_path = path
                     continue
-                if ((kind is map_start or kind is seq_start) and stack and event.tag is None
-                        and event.anchor is None and len(stack) < MAX_DEPTH and self.count < MAX_NODES):
-                    top = stack[-1]
-                    value: Any = {} if kind is map_start else []
-                    if top.is_map:
-                        if top.key is None:
-                            self._on_start(event)  # a collection as a key: reported there
-                            continue
-                        top.value[top.key] = value
-                        top.key = None
-                        path = top.key_path
-                    else:
-                        items = top.value
-                        path = top.path + (len(items),)
-                        mark = event.start_mark
-                        pos = new(Position)
-                        d = pos.__dict__
-                        d["file"] = file
-                        d["line"] = mark.line + 1
-                        d["column"] = mark.column + 1
-                        positions[path] = pos
-                        items.append(value)
-                    self.count += 1
-                    stack.append(_Frame(value, path, None, self.count - 1, self.chars))
+                if event.implicit[0]:
+                    value = cache_get(text, _MISSING)
+                    if value is _MISSING:
+                        value = plain(text)
+                else:
+                    value = text
+                size = len(value) if type(value) is str else 0
+                if (size and variables is not None and "$" in value) or chars + size > max_chars or count >= max_nodes:
+                    # a ${NAME} to substitute, or a limit reached: handled there
+                    self.count, self.chars = count, chars
+                    self._on_scalar(event)
+                    count, chars = self.count, self.chars
                     continue
-                if kind is end or event is None:
-                    return
-                handler = handlers.get(kind)
-                if handler is not None:
-                    handler(event)
-                continue
-            top = stack[-1]
-            text = event.value
-            if top.is_map and top.key is None:  # a key
-                if text == "<<" or text in top.value:
-                    self._on_scalar(event)  # a merge key or a duplicate: reported there
+                chars += size
+                count += 1
+                if top.is_map:
+                    top.value[top.key] = value
+                    top.key = None
                     continue
-                if self.count >= MAX_NODES or self.chars + len(text) > MAX_CHARS:
-                    self._on_scalar(event)  # raises the limit's error
-                    continue
-                path = top.path + (text,)
-                self.count += 1
-                self.chars += len(text)
+                items = top.value
                 mark = event.start_mark
                 pos = new(Position)
                 d = pos.__dict__
                 d["file"] = file
                 d["line"] = mark.line + 1
                 d["column"] = mark.column + 1
-                positions[path] = pos
-                top.key = text
-                top.key_path = path
+                positions[top.path + (len(items),)] = pos
+                items.append(value)
                 continue
-            if event.implicit[0]:
-                value = cache_get(text, _MISSING)
-                if value is _MISSING:
-                    value = plain(text)
-            else:
-                value = text
-            if type(value) is str:
-                if (variables is not None and "$" in value) or self.chars + len(value) > MAX_CHARS:
-                    self._on_scalar(event)  # ${NAME} substitution, or the limit's error
-                    continue
-                self.chars += len(value)
-            if self.count >= MAX_NODES:
-                if type(value) is str:
-                    self.chars -= len(value)
-                self._on_scalar(event)  # raises the limit's error, located as there
+            if kind is map_end or kind is seq_end:
+                frame = stack.pop()
+                if stack and stack[-1].height <= frame.height:
+                    stack[-1].height = frame.height + 1
+                if frame.anchor is not None:
+                    self.count, self.chars = count, chars
+                    self._anchored(frame)
                 continue
-            self.count += 1
-            if top.is_map:
-                top.value[top.key] = value
-                top.key = None
+            if ((kind is map_start or kind is seq_start) and stack and event.tag is None
+                    and event.anchor is None and len(stack) < max_depth and count < max_nodes
+                    and (not stack[-1].is_map or stack[-1].key is not None)):
+                top = stack[-1]
+                value = {} if kind is map_start else []
+                if top.is_map:
+                    top.value[top.key] = value
+                    top.key = None
+                    path = top.key_path
+                else:
+                    items = top.value
+                    path = top.path + (len(items),)
+                    mark = event.start_mark
+                    pos = new(Position)
+                    d = pos.__dict__
+                    d["file"] = file
+                    d["line"] = mark.line + 1
+                    d["column"] = mark.column + 1
+                    positions[path] = pos
+                    items.append(value)
+                count += 1
+                stack.append(_Frame(value, path, None, count - 1, chars))
                 continue
-            items = top.value
-            mark = event.start_mark
-            pos = new(Position)
-            d = pos.__dict__
-            d["file"] = file
-            d["line"] = mark.line + 1
-            d["column"] = mark.column + 1
-            positions[top.path + (len(items),)] = pos
-            items.append(value)
+            self.count, self.chars = count, chars
+            if kind is end or event is None:
+                return
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(event)  # a root, a tag, an anchor, an alias, a document, a limit reached
+            count, chars = self.count, self.chars
 
     def _on_document(self, event: Any) -> None:
         self.documents += 1
