@@ -130,8 +130,11 @@ def test_a_read_only_folder_compiles_in_memory(tmp_path: Path) -> None:
 def test_the_cache_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert compiled.cache_dir() == tmp_path / "vxtrain"
-    monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for unset in ("", "relative/cache"):
+        monkeypatch.setenv("XDG_CACHE_HOME", unset)
+        assert compiled.cache_dir() == tmp_path / "home" / ".cache" / "vxtrain"
+    monkeypatch.delenv("XDG_CACHE_HOME")
     assert compiled.cache_dir() == tmp_path / "home" / ".cache" / "vxtrain"
 
 

@@ -36,8 +36,11 @@ _SUFFIX = ".marshal"
 
 
 def cache_dir() -> Path:
-    """The user's cache folder for vxtrain: ``$XDG_CACHE_HOME/vxtrain``, else ``~/.cache/vxtrain``."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """The user's cache folder for vxtrain: ``$XDG_CACHE_HOME/vxtrain``, else ``~/.cache/vxtrain``
+    (a relative XDG_CACHE_HOME is ignored, as the XDG spec says)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base, "vxtrain")
 
 
