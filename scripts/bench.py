@@ -52,9 +52,10 @@ def _alternated(commands: dict[str, list[str]], runs: int) -> dict[str, float]:
     for argv in commands.values():
         _wall(argv)  # warm the page cache: a cold *interpreter*, not a cold disk
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(runs):
-        for name, argv in commands.items():
-            times[name].append(_wall(argv))
+    names = list(commands)
+    for i in range(runs):
+        for name in names[i % len(names):] + names[:i % len(names)]:  # each follows each in turn
+            times[name].append(_wall(commands[name]))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
