@@ -196,17 +196,35 @@ def spec_files(paths: Sequence[str | Path]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
-        out += sorted(_walk_specs(p)) if p.is_dir() else [p]
+        out += _sorted(p, _walk_specs(p)) if p.is_dir() else [p]
     return out
 
 
-def _walk_specs(root: Path) -> list[Path]:
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):  # symlinked folders not followed
-        here = Path(dirpath)
-        dirnames[:] = [d for d in dirnames if not _skipped_dir(here / d)]
-        found += [here / f for f in filenames
-                  if not f.startswith(".") and f.endswith((".yaml", ".yml")) and (here / f).is_file()]
+def _sorted(root: Path, rels: list[str]) -> list[Path]:
+    """``root / rel`` for each of ``rels``, in the order of the Paths."""
+    if os.sep == "/":  # POSIX Paths compare part by part, case and all: the same order, ~10x faster
+        return [root / rel for rel in sorted(rels, key=lambda rel: rel.split("/"))]
+    return sorted(root / rel for rel in rels)
+
+
+def _walk_specs(root: Path) -> list[str]:
+    """Spec files under ``root`` as paths relative to it (bulk validation walks
+    thousands: plain strings and scandir's entries, no stat per file)."""
+    found: list[str] = []
+    todo = [""]
+    while todo:
+        rel = todo.pop()
+        try:
+            with os.scandir(root / rel if rel else root) as entries:  # symlinked folders not followed
+                for entry in entries:
+                    name = entry.name
+                    if entry.is_dir():
+                        if not entry.is_symlink() and not _skipped_dir(Path(entry.path)):
+                            todo.append(f"{rel}/{name}" if rel else name)
+                    elif not name.startswith(".") and name.endswith((".yaml", ".yml")) and entry.is_file():
+                        found.append(f"{rel}/{name}" if rel else name)
+        except OSError:
+            continue  # like os.walk: a folder that cannot be listed is left out
     return found
 
 
@@ -258,16 +276,26 @@ def _workers(files: int) -> int:
 
 
 def _parallel(files: Sequence[Path], options: Options, workers: int) -> list[Result]:
-    """``_check_slim`` over ``files`` in ``workers`` forked processes, in input order."""
-    import multiprocessing
+    """``_check_slim`` over ``files`` in ``workers`` forked processes, in input order.
+
+    The first file is checked here, before the fork: its lazy imports and
+    caches (the pipeline's modules, the compiled schema) are then made once,
+    not once per worker; ``gc.freeze`` keeps the collector from touching (and
+    so copying) the inherited objects in every worker.
+    """
+    import gc
+    import multiprocessing  # here: only large batches need it
 
     global _BATCH
+    first = _check_slim(files[0], options)
     _BATCH = (files, options)
+    gc.freeze()
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            chunk = max(1, len(files) // (workers * 4))
-            return pool.map(_check_index, range(len(files)), chunksize=chunk)
+            chunk = max(1, (len(files) - 1) // (workers * 16))  # small: workers end together
+            return [first] + pool.map(_check_index, range(1, len(files)), chunksize=chunk)
     finally:
+        gc.unfreeze()
         _BATCH = None
 
 

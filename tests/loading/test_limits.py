@@ -16,8 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
-from vxtrain.loading import limits, load, load_text
+from vxtrain.loading import events, limits, load, load_text
 from vxtrain.loading.variables import substitute
 
 SECONDS = 1.0
@@ -225,3 +226,76 @@ def test_substitution_within_the_character_budget_still_works() -> None:
     assert doc is not None and diags == [] and doc.data == {"a": "x" * 2000, "b": ["x" * 1000]}
     assert substitute("${P}${P}", {}, {"P": "xy"}, limit=3)[1][0][0] == "variable-limit"
     assert substitute("${P}${P}", {}, {"P": "xy"}, limit=4) == ("xyxy", [], False)
+
+
+# --- too-deep whatever PyYAML's own nesting limit ---------------------------------------------
+# libyaml 0.2.6 (PyYAML 6.0.4's wheels) stops at 1,000 levels with "exceeded maximum nesting
+# depth", and its scanner reads up to 1,024 characters ahead of the events it gives: on one
+# line of `[[[[…` it stops before MAX_DEPTH is reached in events. libyaml 0.2.5 (6.0.3) has
+# no limit. Either way the loader reports too-deep where MAX_DEPTH is passed.
+
+DEEP_TEXTS: dict[str, tuple[str, tuple[int, int, str]]] = {
+    # name: (text, (line, column, path) of the too-deep diagnostic)
+    "flow lists": ("x: " + "[" * 10_000 + "]" * 10_000 + "\n", (1, 67, "x" + "[0]" * 63)),
+    "unclosed flow lists": ("x: " + "[" * 10_000, (1, 67, "x" + "[0]" * 63)),
+    "lists in a flow map": ("a: {b: " + "[" * 3000 + "\n", (1, 70, "a.b" + "[0]" * 62)),
+    "lists after items": ("x: [1, " + "[2, " * 3000 + "]", (1, 256, "x" + "[1]" * 63)),
+    "flow maps and lists": ("x: " + "[{a: " * 1500, (1, 160, "x" + "[0].a" * 31 + "[0]")),
+    "lists in a block list": ("x:\n  - " + "[" * 2000 + "\n", (2, 67, "x" + "[0]" * 63)),
+    "flow maps": ("a: " + "{a: " * 10_000 + "1" + "}" * 10_000 + "\n", (1, 256, ".".join(["a"] * 64))),
+    "block maps": ("".join(" " * i + "a:\n" for i in range(2_000)) + " " * 2_000 + "b: 1\n",
+                   (65, 65, ".".join(["a"] * 64))),
+    "compact block lists": ("a:\n" + "- " * 3000 + "x\n", (2, 127, "a" + "[0]" * 63)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP_TEXTS))
+def test_too_deep_is_located_where_max_depth_is_passed(name: str) -> None:
+    text, where = DEEP_TEXTS[name]
+    doc, diags = load_text(text, "deep.yaml", environ={})
+    assert doc is None and [d.code for d in diags] == ["too-deep"], diags
+    assert (diags[0].line, diags[0].column, diags[0].path) == where
+    assert diags[0].message == (f"nesting deeper than {limits.MAX_DEPTH} levels; a spec needs far fewer: "
+                                "flatten the structure")
+
+
+def test_problems_before_the_nesting_are_kept() -> None:
+    # Characters beyond ASCII before the cut: PyYAML's mark counts characters, not bytes.
+    text = "é: ü€😀\nb: [1]\ndup: 1\ndup: 2\nx: " + "[" * 5000
+    doc, diags = load_text(text, "deep.yaml", environ={})
+    assert doc is None
+    assert [(d.code, d.line, d.column) for d in diags] == [("duplicate-key", 4, 1), ("too-deep", 5, 67)]
+
+
+def test_pyyaml_nesting_errors_are_recognised() -> None:
+    # The error as PyYAML 6.0.4's C parser raises it, built here so the check runs under any PyYAML.
+    mark = yaml.Mark("<unicode string>", 1002, 0, 1002, None, None)
+    nesting = yaml.scanner.ScannerError("while increasing flow level", mark,
+                                        "exceeded maximum nesting depth", mark)
+    assert events.nesting_cut(nesting) == 1002
+    other = yaml.scanner.ScannerError("while scanning a quoted scalar", mark,
+                                      "found unexpected end of stream", mark)
+    assert events.nesting_cut(other) is None
+    assert events.nesting_cut(yaml.YAMLError("no marks")) is None
+
+
+_SET_NEST = getattr(getattr(yaml, "_yaml", None), "_set_max_nest_level", None)
+
+
+@pytest.mark.skipif(_SET_NEST is None, reason="this PyYAML's libyaml has no nesting limit")
+@pytest.mark.parametrize("nest", [65, 66, 67, 100, 500])
+def test_too_deep_whatever_libyaml_s_limit(nest: int) -> None:
+    # With libyaml's limit just above MAX_DEPTH every deep text stops in libyaml first; at or
+    # below it the position is libyaml's (the path may be shorter), the code still too-deep.
+    assert _SET_NEST is not None
+    get_nest = yaml._yaml._get_max_nest_level  # type: ignore[attr-defined]
+    before = get_nest()
+    _SET_NEST(nest)
+    try:
+        for name, (text, where) in DEEP_TEXTS.items():
+            doc, diags = load_text(text, "deep.yaml", environ={})
+            assert doc is None and [d.code for d in diags] == ["too-deep"], (name, diags)
+            if nest > limits.MAX_DEPTH + 1:
+                assert (diags[0].line, diags[0].column, diags[0].path) == where, name
+    finally:
+        _SET_NEST(before)

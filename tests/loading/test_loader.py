@@ -55,6 +55,35 @@ def test_safe_dump_round_trips_with_a_position_for_every_path(data: dict[str, An
                for p in doc.positions.values())
 
 
+
+def node_positions(node: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], tuple[int, int]]:
+    """(line, column) of every key path, from PyYAML's composed nodes: a key's own
+    node, a sequence item's node, the root's node."""
+    out = {path: (node.start_mark.line + 1, node.start_mark.column + 1)} if not path else {}
+    if isinstance(node, yaml.MappingNode):
+        for key, child in node.value:
+            here = path + (key.value,)
+            out[here] = (key.start_mark.line + 1, key.start_mark.column + 1)
+            out.update(node_positions(child, here))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, child in enumerate(node.value):
+            out[path + (index,)] = (child.start_mark.line + 1, child.start_mark.column + 1)
+            out.update(node_positions(child, path + (index,)))
+    return out
+
+
+@SETTINGS
+@given(documents, st.sampled_from([None, True, False]))
+def test_positions_are_those_of_pyyaml_s_nodes(data: dict[str, Any], flow: bool | None) -> None:
+    # The builder places most events inline (its hot path): each position must still be
+    # where PyYAML's own composer puts the node.
+    text = yaml.safe_dump(data, default_flow_style=flow, allow_unicode=True)
+    doc, _ = load_text(text, "p.yaml", environ={})
+    assert doc is not None
+    expected = node_positions(yaml.compose(text, Loader=yaml.SafeLoader))
+    assert {path: (p.line, p.column) for path, p in doc.positions.items()} == expected
+
+
 @SETTINGS
 @given(st.text() | st.binary() | st.text(alphabet="[]{}:,-&*!|>'\"#%@`?$ \t\n\rab01"))
 def test_any_input_gives_a_document_or_an_error(text: str | bytes) -> None:

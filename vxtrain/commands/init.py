@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -31,6 +30,8 @@ class Shape(str, Enum):
 
 def template_text(shape: Shape, display_name: str | None = None) -> str:
     """The starter spec of ``shape`` (with ``display_name`` set when given)."""
+    from importlib import resources  # here: every command imports this module at start-up
+
     # One name per joinpath: several at once need Python 3.11, and 3.10 is supported.
     source = resources.files("vxtrain").joinpath("templates").joinpath(f"{shape.value}.yaml")
     text = source.read_text(encoding="utf-8")

@@ -142,24 +142,126 @@ class _Builder:
             ev.ScalarEvent: self._on_scalar,
             ev.MappingStartEvent: self._on_start,
             ev.SequenceStartEvent: self._on_start,
-            ev.MappingEndEvent: self._on_end,
-            ev.SequenceEndEvent: self._on_end,
             ev.AliasEvent: self._on_alias,
             ev.DocumentStartEvent: self._on_document,
         }
         loader = _Loader(text)
         try:
-            get, end = loader.get_event, ev.StreamEndEvent
-            while True:
-                event = get()
-                kind = type(event)
-                if kind is end or event is None:
-                    return
-                handler = handlers.get(kind)
-                if handler is not None:
-                    handler(event)
+            self._loop(loader.get_event, handlers)
         finally:
             loader.dispose()
+
+    def _loop(self, get: Callable[[], Any], handlers: dict[type, Callable[[Any], None]]) -> None:
+        """The event loop (the hot path of bulk validation).
+
+        The common events are handled here, inline: untagged, unanchored scalars
+        and collections within the limits (the same steps ``_on_scalar``,
+        ``_on_key``, ``_on_start`` and ``_attach`` take, without their calls) and
+        every collection's end. Anything else — a tag, an anchor, an alias, a
+        ``${NAME}``, a duplicate or merge key, a limit reached — goes to its
+        handler, which reports it.
+        """
+        stack, positions, file, variables = self.stack, self.positions, self.file, self.variables
+        scalar_event, end = ev.ScalarEvent, ev.StreamEndEvent
+        map_start, seq_start = ev.MappingStartEvent, ev.SequenceStartEvent
+        map_end, seq_end = ev.MappingEndEvent, ev.SequenceEndEvent
+        cache_get, new, max_nodes, max_chars, max_depth = PLAIN_CACHE.get, _NEW, MAX_NODES, MAX_CHARS, MAX_DEPTH
+        # self.count and self.chars live in locals here; they are handed back to self
+        # around every call of a handler (which reads and updates them).
+        count, chars = self.count, self.chars
+        while True:
+            event = get()
+            kind = type(event)
+            if kind is scalar_event and stack and event.tag is None and event.anchor is None:
+                top = stack[-1]
+                text = event.value
+                if top.is_map and top.key is None:  # a key
+                    if text == "<<" or text in top.value or count >= max_nodes or chars + len(text) > max_chars:
+                        # a merge key, a duplicate or a limit reached: reported there
+                        self.count, self.chars = count, chars
+                        self._on_scalar(event)
+                        count, chars = self.count, self.chars
+                        continue
+                    path = top.path + (text,)
+                    count += 1
+                    chars += len(text)
+                    mark = event.start_mark
+                    pos = new(Position)
+                    d = pos.__dict__
+                    d["file"] = file
+                    d["line"] = mark.line + 1
+                    d["column"] = mark.column + 1
+                    positions[path] = pos
+                    top.key = text
+                    top.key_path = path
+                    continue
+                if event.implicit[0]:
+                    value = cache_get(text, _MISSING)
+                    if value is _MISSING:
+                        value = plain(text)
+                else:
+                    value = text
+                size = len(value) if type(value) is str else 0
+                if (size and variables is not None and "$" in value) or chars + size > max_chars or count >= max_nodes:
+                    # a ${NAME} to substitute, or a limit reached: handled there
+                    self.count, self.chars = count, chars
+                    self._on_scalar(event)
+                    count, chars = self.count, self.chars
+                    continue
+                chars += size
+                count += 1
+                if top.is_map:
+                    top.value[top.key] = value
+                    top.key = None
+                    continue
+                items = top.value
+                mark = event.start_mark
+                pos = new(Position)
+                d = pos.__dict__
+                d["file"] = file
+                d["line"] = mark.line + 1
+                d["column"] = mark.column + 1
+                positions[top.path + (len(items),)] = pos
+                items.append(value)
+                continue
+            if kind is map_end or kind is seq_end:
+                frame = stack.pop()
+                if stack and stack[-1].height <= frame.height:
+                    stack[-1].height = frame.height + 1
+                if frame.anchor is not None:
+                    self.count, self.chars = count, chars
+                    self._anchored(frame)
+                continue
+            if ((kind is map_start or kind is seq_start) and stack and event.tag is None
+                    and event.anchor is None and len(stack) < max_depth and count < max_nodes
+                    and (not stack[-1].is_map or stack[-1].key is not None)):
+                top = stack[-1]
+                value = {} if kind is map_start else []
+                if top.is_map:
+                    top.value[top.key] = value
+                    top.key = None
+                    path = top.key_path
+                else:
+                    items = top.value
+                    path = top.path + (len(items),)
+                    mark = event.start_mark
+                    pos = new(Position)
+                    d = pos.__dict__
+                    d["file"] = file
+                    d["line"] = mark.line + 1
+                    d["column"] = mark.column + 1
+                    positions[path] = pos
+                    items.append(value)
+                count += 1
+                stack.append(_Frame(value, path, None, count - 1, chars))
+                continue
+            self.count, self.chars = count, chars
+            if kind is end or event is None:
+                return
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(event)  # a root, a tag, an anchor, an alias, a document, a limit reached
+            count, chars = self.count, self.chars
 
     def _on_document(self, event: Any) -> None:
         self.documents += 1
@@ -337,14 +439,11 @@ class _Builder:
             self.anchors[event.anchor] = _PENDING
         stack.append(_Frame(value, path, event.anchor, self.count - 1, self.chars))
 
-    def _on_end(self, event: Any) -> None:
-        stack = self.stack
-        frame = stack.pop()
-        if stack and stack[-1].height <= frame.height:
-            stack[-1].height = frame.height + 1
-        if frame.anchor is not None:
-            self.anchors[frame.anchor] = _Anchor(frame.value, self.count - frame.count0,
-                                                 frame.height, frame.path, None, self.chars - frame.chars0)
+    def _anchored(self, frame: _Frame) -> None:
+        """Record an anchored collection, now complete, for its aliases."""
+        assert frame.anchor is not None
+        self.anchors[frame.anchor] = _Anchor(frame.value, self.count - frame.count0,
+                                             frame.height, frame.path, None, self.chars - frame.chars0)
 
     # -- aliases
 
@@ -440,14 +539,13 @@ def parse(text: str, file: str, variables: Mapping[str, str] | None, environ: Ma
     if len(text) > MAX_FILE_BYTES // 4 and (  # a char is 1 to 4 bytes: encode only when unsure
             len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES):
         return None, {}, [too_large(None, file)]
-    builder = _Builder(file, variables, environ, any_root)
     # The builder makes only acyclic data: GC passes cost ~30% on big inputs, but
     # on a typical few-KiB spec switching GC off and on costs more than it saves.
     collecting = gc.isenabled() and len(text) > _GC_OFF_ABOVE
     if collecting:
         gc.disable()
     try:
-        fatal = _run(builder, text)
+        builder, fatal = _build(text, file, variables, environ, any_root)
     finally:
         if collecting:
             gc.enable()
@@ -459,18 +557,57 @@ def parse(text: str, file: str, variables: Mapping[str, str] | None, environ: Ma
     return root, builder.positions, builder.diags
 
 
-def _run(builder: _Builder, text: str) -> Diagnostic | None:
-    """Run ``builder`` over ``text``; the problem that stopped it, if any."""
+def _build(text: str, file: str, variables: Mapping[str, str] | None, environ: Mapping[str, str],
+           any_root: bool) -> tuple[_Builder, Diagnostic | None]:
+    """A builder run over ``text``, and the problem that stopped it, if any."""
+    builder = _Builder(file, variables, environ, any_root)
     try:
         builder.run(text)
     except _Abort as abort:
-        return abort.diagnostic
+        return builder, abort.diagnostic
     except yaml.YAMLError as exc:
-        return syntax_diag(exc, text, builder.file)
+        cut = nesting_cut(exc)
+        if cut is None:
+            return builder, syntax_diag(exc, text, file)
+        return _too_deep(builder, text, cut, exc)
     except UnicodeEncodeError as exc:
         line, column = offset_mark(exc, text)
-        return error("encoding", f"the text holds a character that is not valid Unicode (a lone surrogate, "
-                     f"{exc.object[exc.start]!r}): save it as UTF-8", file=builder.file, line=line,
-                     column=column)
-    return None
+        return builder, error("encoding", f"the text holds a character that is not valid Unicode (a lone "
+                              f"surrogate, {exc.object[exc.start]!r}): save it as UTF-8", file=file,
+                              line=line, column=column)
+    return builder, None
 
+
+#: The problem libyaml (0.2.6, in PyYAML 6.0.4's wheels) reports past its own nesting limit.
+_LIBYAML_NESTING = "exceeded maximum nesting depth"
+
+
+def nesting_cut(exc: yaml.YAMLError) -> int | None:
+    """Where PyYAML stopped at its own nesting limit (a character offset), else None.
+
+    libyaml's limit (1,000 levels) is far above ``MAX_DEPTH``, but its scanner
+    reads up to 1,024 characters ahead of the events it has given, so on a
+    line like ``x: [[[[…`` it stops before ``MAX_DEPTH`` is reached in events.
+    """
+    mark = getattr(exc, "problem_mark", None)
+    if getattr(exc, "problem", None) != _LIBYAML_NESTING or mark is None:
+        return None
+    return int(mark.index)
+
+
+def _too_deep(builder: _Builder, text: str, cut: int, exc: yaml.YAMLError) -> tuple[_Builder, Diagnostic]:
+    """``too-deep`` where MAX_DEPTH is passed, when PyYAML stopped at its own limit first.
+
+    The text up to where PyYAML stopped nests deeper than MAX_DEPTH (its limit
+    is above ours) but not past PyYAML's limit: built again, it stops at
+    MAX_DEPTH with the diagnostic (and the problems before it) a parser
+    without a limit gives. Should it not (it always has), ``too-deep`` at
+    PyYAML's mark.
+    """
+    if cut < len(text):  # always (the mark is where it stopped); each retry is shorter
+        again, fatal = _build(text[:cut], builder.file, builder.variables, builder.environ, builder.any_root)
+        if fatal is not None and fatal.code == "too-deep":
+            return again, fatal
+    mark = getattr(exc, "problem_mark", None)
+    return builder, builder._diag("too-deep", f"nesting deeper than {MAX_DEPTH} levels; a spec needs "
+                                  "far fewer: flatten the structure", mark, builder._next_path())
