@@ -63,6 +63,10 @@ def main() -> int:
                             timeout=timedelta(seconds=60))
     try:
         ok = check_all_reduce(rank, world) and train_ddp(rank, world)
+        # No rank tears down while another still talks to it: rank 0 hosts the
+        # rendezvous store, and a rank whose peer exited first can abort in gloo's
+        # threads at exit ("terminate called without an active exception").
+        dist.barrier()
     finally:
         dist.destroy_process_group()
     return 0 if ok else 1
