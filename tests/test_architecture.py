@@ -88,3 +88,41 @@ def test_nothing_in_the_repository_points_outside_it() -> None:
         text = path.read_text(encoding="utf-8", errors="replace")
         offenders += [f"{name}: {needle}" for needle in _OUTSIDE if needle in text]
     assert offenders == []
+
+
+def _reason_for(lines: list[str], lineno: int) -> bool:
+    """A comment on the import's line, or on the line that opens its run of imports
+    (the line above it: a comment line, or an ``if``/``else`` that carries one)."""
+    index = lineno - 1
+    while True:
+        if "#" in lines[index]:
+            return True
+        above = lines[index - 1].strip() if index else ""
+        if above.startswith(("from ", "import ")):
+            index -= 1
+            continue
+        return above.startswith("#") or ("#" in above and above.split("#")[0].rstrip().endswith(":"))
+
+
+def test_every_import_inside_a_function_says_why() -> None:
+    """An import inside a function exists to keep a command's start fast (or for an
+    optional or version-dependent module), and says so; any other belongs at the top."""
+    import ast
+
+    silent = []
+    for path in sorted((ROOT / "vxtrain").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for fn in ast.walk(ast.parse(text)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and not _reason_for(lines, node.lineno):
+                    silent.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert silent == []
+
+
+def test_an_import_without_its_reason_is_found() -> None:
+    lines = ["def f():", "    x = 1", "    import json", "    # lazy: why", "    import yaml",
+             "    import re", "    if x:  # 3.11 only", "        import tomllib"]
+    assert [_reason_for(lines, n) for n in (3, 5, 6, 8)] == [False, True, True, True]

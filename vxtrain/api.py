@@ -7,9 +7,13 @@ an API.
 """
 from __future__ import annotations
 
+import gc
 import io
+import json
 import os
 import re
+import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +23,7 @@ from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import InvalidArgumentError, SpecError, UsageError
 from vxtrain.loading.document import Document, NativeSpec, Position, spec_folder
+from vxtrain.slots import POOL_INDEX
 
 if TYPE_CHECKING:
     from vxtrain.backends.base import LocalRun
@@ -91,7 +96,7 @@ def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str,
 
 
 def _load(path: str | Path, options: Options) -> tuple[Document | None, list[Diagnostic]]:
-    from vxtrain.loading import load as load_document
+    from vxtrain.loading import load as load_document  # lazy: every command imports api at start-up; only the pipeline's commands need it
 
     environ = os.environ if options.environ is None else options.environ
     return load_document(path, overlays=options.overlays, sets=options.sets,
@@ -145,13 +150,14 @@ def check_document(document: Document, options: Options | None = None, result: R
 
 
 def _compile(result: Result) -> None:
+    # lazy: every command imports api at start-up; only the pipeline's commands need these
     from vxtrain import compiler
     from vxtrain.planning.bandwidth import resolve
 
     job = resolve(result.job, result.plan)
     result.job = job
     if any(p.python_package is not None and p.python_package.source for p in job.pools.values()):
-        from vxtrain.packaging import jobs
+        from vxtrain.packaging import jobs  # lazy: only specs with python_package.source need it
 
         assert result.native is not None
         # Hashing reads files, so it happens here and the compiler stays pure: it
@@ -166,7 +172,7 @@ def _price(result: Result, options: Options) -> None:
     """The cost plan of the compiled job, its warnings, and the --max-hourly-cost guardrail."""
     if not options.cost and options.max_hourly_cost is None:
         return  # validate stays free of price warnings (and of the price catalog)
-    from vxtrain.planning import cost
+    from vxtrain.planning import cost  # lazy: the price catalog is read only when a cost is asked for
 
     result.cost = cost.plan(result.job)
     if options.cost:
@@ -267,8 +273,6 @@ def _workers(files: int) -> int:
     spawned worker would pay the start-up again; forking a threaded process is
     unsafe.
     """
-    import threading
-
     if files < 2 * _FILES_PER_WORKER or threading.active_count() > 1 or not hasattr(os, "fork"):
         return 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -283,7 +287,6 @@ def _parallel(files: Sequence[Path], options: Options, workers: int) -> list[Res
     not once per worker; ``gc.freeze`` keeps the collector from touching (and
     so copying) the inherited objects in every worker.
     """
-    import gc
     import multiprocessing  # here: only large batches need it
 
     global _BATCH
@@ -351,7 +354,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     emulator) or "local" (an in-process emulator running the job here, always
     followed to the end). ``logs``: while following, a callable that gets the job's
     new log lines (lists of vxtrain.joblogs.Entry) as they arrive. ``say``: where
-    retries and notices go, one line at a time (default: stderr).
+    retries and notices go, one line at a time (default: the ``vxtrain`` logger).
     ``upload_progress``: watches each large python_package.source upload
     (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar). Raises
     SpecError, UsageError, ApiError, and JobFailedError when a followed job fails.
@@ -364,7 +367,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     job = result.hyperparameter_tuning_job or result.custom_job
     assert job is not None  # a valid result is compiled
     project, region = _project_region(result, local=target == "local" or endpoint is not None)
-    say = say or submission.stderr_say
+    say = say or submission.log_say
     try:
         if target == "local":
             return _submit_local(result, _local_packages(job, result.packages), project, region,
@@ -404,9 +407,7 @@ def _local_packages(job: dict[str, Any], packages: list[Any]) -> dict[str, Any]:
     """The job with each source package's URI replaced by its folder: local runs use DIR as it is."""
     if not packages:
         return job
-    import json
-
-    from vxtrain.packaging.source import import_root
+    from vxtrain.packaging.source import import_root  # lazy: only local runs of source packages
 
     text = json.dumps(job)
     for p in packages:
@@ -447,8 +448,6 @@ _POOL_IN_MESSAGE = re.compile(r"(?:worker_pool_specs|workerPoolSpecs)\[(\d+)\]")
 
 def _spec_location(result: Result, message: str) -> str:
     """`` (at FILE:LINE:COL, key ROLE)`` for the pool a server message names, else ``""``."""
-    from vxtrain.slots import POOL_INDEX
-
     found = _POOL_IN_MESSAGE.search(message)
     native = result.native
     if not found or native is None:
@@ -473,8 +472,6 @@ def _submit_local(result: Result, job: dict[str, Any], project: str, region: str
     """An in-process emulator running the job with the local runner, followed to the end.
     With ``logs``, the job's lines reach it through the emulator's Logging service
     only (as on Vertex AI), not also straight from the replicas."""
-    import uuid
-
     from vxtrain import submission  # lazy: as in submit()
     from vxtrain.backends import open_backend
 
@@ -490,6 +487,6 @@ def _submit_local(result: Result, job: dict[str, Any], project: str, region: str
 def _local_run(result: Result) -> LocalRun:
     """How an emulator runs the spec's job on its host: the ``local:`` block and the spec's
     folder (the CustomJob carries neither; see vxtrain.backends.base.LocalRun)."""
-    from vxtrain.backends.base import LocalRun
+    from vxtrain.backends.base import LocalRun  # lazy: validate and plan never load the backends
 
     return LocalRun(result.job.local, str(spec_folder(result.file)))

@@ -20,6 +20,7 @@ most every 10 s, one sixth of it even when lines keep coming.
 """
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -126,8 +127,6 @@ def _text_of(raw: dict[str, Any]) -> str:
     if isinstance(payload, dict):
         if "message" in payload:
             return str(payload["message"]).rstrip("\n")
-        import json
-
         return json.dumps(payload, sort_keys=True)
     return ""
 

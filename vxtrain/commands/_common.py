@@ -130,7 +130,7 @@ def where(project: str | None, region: str | None, endpoint: str | None,
           environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
     """Project and region of a job command: flag, else environment, else (for an
     emulator) the local defaults."""
-    from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
+    from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION  # lazy: submission loads the backends; validate and plan never do
 
     env = os.environ if environ is None else environ
     project = project or env.get("GOOGLE_CLOUD_PROJECT")
@@ -144,7 +144,7 @@ def on_job(name: str, project: str | None, region: str | None, endpoint: str | N
            operation: Callable[[str], T]) -> T:
     """``operation`` on the job ``name``. A bare id does not say its kind: it is a
     CustomJob's, else (NOT_FOUND) a HyperparameterTuningJob's."""
-    from vxtrain.submission import TUNING, resolve_name
+    from vxtrain.submission import TUNING, resolve_name  # lazy: submission loads the backends; validate and plan never do
 
     project, region = where(project, region, endpoint)
     full = resolve_name(name, project=project, region=region)

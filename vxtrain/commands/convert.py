@@ -32,7 +32,7 @@ class ConvertTarget(str, Enum):
 def _yaml(data: Any) -> str:
     """YAML as a person would write it: keys in order, block style, and multi-line strings
     (a ``bash -c`` script, say) as ``|`` block scalars instead of escaped one-liners."""
-    import yaml
+    import yaml  # lazy: the CLI imports every command at start-up
 
     class Dumper(yaml.SafeDumper):
         """SafeDumper with block scalars for multi-line strings."""
@@ -51,7 +51,7 @@ def _yaml(data: Any) -> str:
 
 def convert(path: str, to: ConvertTarget, options: Options) -> int:
     """Print ``path`` in the target form; exit 1 (with diagnostics) when it is invalid."""
-    from vxtrain.formats import native_document
+    from vxtrain.formats import native_document  # lazy: the CLI imports every command at start-up
 
     result = api.load_job(path, options)
     native, custom_job = result.native, result.custom_job

@@ -29,6 +29,7 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     A host that is not loopback is refused (exit 2) unless ``allow_remote``: the
     emulator runs the commands of the jobs it is sent.
     """
+    # lazy: the CLI imports every command at start-up, and the emulator loads grpc
     from vxtrain.backends.emulator import parse_fault, start_emulator
     from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
 

@@ -42,7 +42,7 @@ def template_text(shape: Shape, display_name: str | None = None) -> str:
 
 def _quote(value: str) -> str:
     """A YAML scalar for ``value`` (quoted only when it needs to be)."""
-    import yaml
+    import yaml  # lazy: the CLI imports every command at start-up
 
     return str(yaml.safe_dump(value, default_style=None).splitlines()[0])
 

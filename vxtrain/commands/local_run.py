@@ -30,7 +30,7 @@ def local_run(path: str, options: Options, trial: str | None = None,
     A spec with ``study:`` (and no ``trial``) runs the whole study: 0 when it
     succeeded, 3 when it failed (see :func:`run_study_command`).
     """
-    from vxtrain.runtime import runner as local
+    from vxtrain.runtime import runner as local  # lazy: the CLI imports every command at start-up
 
     trial = c.parse_trial(trial)
     result = api.load_job(path, options)
@@ -61,7 +61,7 @@ def study_trial_args(hpt: dict[str, Any] | None, trial: str | None, seed: int | 
     """
     if hpt is None or trial is None:
         return []
-    from vxtrain.runtime import study
+    from vxtrain.runtime import study  # lazy: the CLI imports every command at start-up
 
     config = study.StudyConfig.from_hpt_json(hpt)
     points = study.suggest(config.study_spec, config.max_trials, seed=seed).points
@@ -74,7 +74,7 @@ def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c
                       seed: int | None, base_dir: Path) -> int:
     """Every trial of the study with the local runner, then the trial table and the best trial."""
     from vxtrain.render.study import summary_lines  # lazy, as study: the CLI imports every command at start-up
-    from vxtrain.runtime import study
+    from vxtrain.runtime import study  # lazy: the CLI imports every command at start-up
 
     hpt = result.hyperparameter_tuning_job
     config = study.StudyConfig.from_hpt_json(hpt)

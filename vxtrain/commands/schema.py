@@ -31,6 +31,7 @@ _MACHINE_KEYS = ("machine_type",)
 
 def enriched_schema() -> dict[str, Any]:
     """The shipped native schema plus catalog enums for editors (a new dict each call)."""
+    # lazy: the CLI imports every command at start-up
     from vxtrain import catalog
     from vxtrain.validation.schema import schema as native_schema
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vxtrain.errors import LocalRunError
+from vxtrain.packaging.upload import mapped_error, split_gs_uri, storage_client
 
 #: Archive suffixes pip installs (sdists and wheels).
 ARCHIVES = (".tar.gz", ".tgz", ".zip", ".whl", ".tar.bz2", ".tar.xz")
@@ -63,9 +64,7 @@ def package_path_entries(uris: Sequence[str], base_dir: Path, work_dir: Path | N
 
 def download(uri: str, folder: Path) -> Path:
     """Fetch ``gs://`` ``uri`` into ``folder`` (keeping its file name); exit 4 when storage refuses."""
-    from google.api_core import exceptions as gexc
-
-    from vxtrain.packaging.upload import mapped_error, split_gs_uri, storage_client
+    from google.api_core import exceptions as gexc  # lazy: google-cloud-storage only where a bucket is used
 
     bucket, name = split_gs_uri(uri)
     folder.mkdir(parents=True, exist_ok=True)

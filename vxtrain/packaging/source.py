@@ -129,7 +129,7 @@ def package_name(root: Path) -> str:
 def _pyproject_name(pyproject: Path) -> str | None:
     if not pyproject.is_file():
         return None
-    if sys.version_info >= (3, 11):
+    if sys.version_info >= (3, 11):  # tomllib is new in 3.11; read only for a pyproject.toml
         import tomllib
     else:  # pragma: no cover - Python 3.10 (tomli comes with pypa build)
         import tomli as tomllib

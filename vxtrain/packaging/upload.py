@@ -67,6 +67,7 @@ def split_gs_uri(uri: str) -> tuple[str, str]:
 def storage_client(project: str | None = None, purpose: str = "upload the package") -> Client:
     """A storage client: anonymous against ``STORAGE_EMULATOR_HOST``, else default credentials
     (``purpose`` says what they were needed for when there are none)."""
+    # lazy: google-cloud-storage only where a bucket is used
     from google.auth.exceptions import GoogleAuthError
     from google.cloud import storage
 
@@ -81,7 +82,7 @@ def storage_client(project: str | None = None, purpose: str = "upload the packag
 
 def existing_generation(uri: str, client: Client) -> int | None:
     """The generation of the object at ``uri``, or None when there is none (exit 4 on storage errors)."""
-    from google.api_core import exceptions as gexc
+    from google.api_core import exceptions as gexc  # lazy: google-cloud-storage only where a bucket is used
 
     bucket_name, name = split_gs_uri(uri)
     try:
@@ -95,8 +96,9 @@ def upload_if_missing(path: str | Path, uri: str, client: Client | None = None,
                       progress: UploadProgress | None = None) -> Uploaded:
     """Put the file ``path`` at ``uri`` unless an object is already there (a large one
     tells ``progress`` how far it got)."""
+    # lazy: google-cloud-storage (and its requests) only where a bucket is used
     import requests
-    from google.api_core import exceptions as gexc
+    from google.api_core import exceptions as gexc  # lazy: google-cloud-storage only where a bucket is used
 
     bucket_name, name = split_gs_uri(uri)
     if client is None:
@@ -164,7 +166,7 @@ class _Watched:
 
 def mapped_error(exc: Exception, bucket: str, uri: str, doing: str) -> ApiError:
     """A storage error while ``doing`` (uploading, downloading) ``uri`` as vxtrain's API error (exit 4)."""
-    from google.api_core import exceptions as gexc
+    from google.api_core import exceptions as gexc  # lazy: google-cloud-storage only where a bucket is used
 
     if isinstance(exc, gexc.NotFound):
         return NotFoundError(

@@ -41,6 +41,8 @@ from typing import IO, TYPE_CHECKING, Any, TextIO, Union
 
 from vxtrain import slots
 from vxtrain.errors import LocalRunError
+from vxtrain.packaging.install import package_path_entries
+from vxtrain.packaging.source import import_root, source_folder
 from vxtrain.runtime import cluster_env, reaper
 
 if TYPE_CHECKING:
@@ -247,14 +249,9 @@ def package_paths(pool: Pool, base_dir: Path, work_dir: Path | None = None, *, i
     if pkg is None:
         return []
     if pkg.source is not None:
-        from vxtrain.packaging.source import import_root
-        from vxtrain.packaging.source import source_folder
-
         return [str(import_root(source_folder(base_dir, pkg.source), pkg.module))]
     if not pkg.package_uris:
         return []
-    from vxtrain.packaging.install import package_path_entries
-
     if not install:
         folders = [str((base_dir / u).resolve()) for u in pkg.package_uris if "://" not in u]
         return [f for f in folders if Path(f).is_dir()]

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vxtrain.errors import LocalRunError
+
 if TYPE_CHECKING:
     from vxtrain.runtime.runner import Output
     from vxtrain.model import Job
@@ -457,8 +459,7 @@ class LocalTrials:
 
     def __call__(self, trial_id: str, params: dict[str, Any]) -> TrialResult:
         """Run trial ``trial_id`` to its end and measure it."""
-        from vxtrain.runtime import runner as local
-        from vxtrain.errors import LocalRunError
+        from vxtrain.runtime import runner as local  # lazy: plan reads this module; only runs need the runner
 
         metrics_dir = self.workspace / f"trial-{trial_id}"
         metrics_dir.mkdir(parents=True, exist_ok=True)
@@ -481,7 +482,7 @@ def prefixed(out: Output, prefix: str) -> Callable[[str], None]:
     Lines go out under the local runner's process-wide write lock, the one its
     replicas' printers hold, so lines of parallel trials never interleave.
     """
-    from vxtrain.runtime.runner import write_line
+    from vxtrain.runtime.runner import write_line  # lazy: as in LocalTrials.__call__
 
     def write(line: str) -> None:
         write_line(out, prefix + line)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from vxtrain.backends.base import JobDict
 from vxtrain.backends.kinds import CUSTOM, FAILED_STATES, TERMINAL_STATES, TUNING, JobKind, kind_of_job, kind_of_name
 from vxtrain.submission.create import create_once, find_labelled
-from vxtrain.submission.events import ProgressFn, Say, stderr_say
+from vxtrain.submission.events import ProgressFn, Say, log_say
 from vxtrain.submission.jobs import (
     build_filter, cancel, get, list_jobs, normalize_state, read_logs, submit, wait_job,
 )
@@ -45,6 +45,6 @@ __all__ = sorted([
     "LOCAL_PROJECT", "LOCAL_REGION", "LOCAL_RETRY", "ProgressFn", "Say", "TERMINAL_STATES", "TUNING",
     "VERTEX_POLL", "VERTEX_RETRY", "build_filter", "cancel", "console_url", "create_once", "find_labelled",
     "get", "job_view", "kind_of_job", "kind_of_name", "label_value", "list_jobs", "normalize_state",
-    "parent_of", "raise_for_state", "read_logs", "resolve_name", "retrying", "split_name", "stderr_say",
+    "parent_of", "raise_for_state", "read_logs", "resolve_name", "retrying", "split_name", "log_say",
     "study_fields", "submit", "trials_from_json", "wait", "wait_job",
 ])

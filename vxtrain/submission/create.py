@@ -17,7 +17,7 @@ import time
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
 from vxtrain.backends.kinds import JobKind, kind_of_job, other
-from vxtrain.submission.events import Say, stderr_say
+from vxtrain.submission.events import Say, log_say
 from vxtrain.submission.names import LABEL_KEY, label_value
 from vxtrain.submission.retry import Backoff, retrying
 
@@ -106,7 +106,7 @@ class _CreateAttempt:
 
 
 def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
-                backoff: Backoff, say: Say = stderr_say,
+                backoff: Backoff, say: Say = log_say,
                 local: LocalRun | None = None) -> tuple[JobDict, bool]:
     """Create ``job`` labelled with ``key`` at most once; return (job, adopted). ``local``:
     how an emulator runs it on its host (the spec's ``local:`` block and folder).

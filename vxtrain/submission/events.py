@@ -1,7 +1,8 @@
 """How submission reports what happens while it happens, without printing anything itself.
 
-Submission is a library layer: the command line decides how its reports look
-(vxtrain.render.progress implements them; the commands pass them in). Three
+Submission is a library layer: it prints nothing. The command line decides how
+its reports look (vxtrain.render.progress implements them; the commands pass
+them in); a Python caller that passes none gets them on the ``vxtrain`` logger. Three
 channels, each a plain callable:
 
 * ``Say``: one line of vxtrain's own as it happens (a retry and its wait, a
@@ -13,7 +14,7 @@ channels, each a plain callable:
 """
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Callable
 
 from vxtrain.backends.base import JobDict
@@ -22,11 +23,13 @@ from vxtrain.backends.base import JobDict
 Say = Callable[[str], None]
 #: A followed job's view after each poll, and the seconds since following began.
 ProgressFn = Callable[[JobDict, float], None]
+#: Where a Python API call given no ``Say`` reports.
+LOGGER = logging.getLogger("vxtrain")
 
 
-def stderr_say(line: str) -> None:
-    """The ``Say`` of a Python API call given none: the line on stderr as the command line
-    words it (``vxtrain: LINE``), so a retry never looks like a hang. The command line
-    passes vxtrain.render.progress's reporter instead."""
-    sys.stderr.write(f"vxtrain: {line}\n")
-    sys.stderr.flush()
+def log_say(line: str) -> None:
+    """The ``Say`` of a Python API call given none: the line goes to the ``vxtrain`` logger
+    at WARNING, so a retry never looks like a hang (Python prints it on stderr where
+    logging is not configured) and an application routes it like its other logs. The
+    command line passes vxtrain.render.progress's reporter instead."""
+    LOGGER.warning("%s", line)

@@ -20,7 +20,7 @@ from vxtrain.backends.base import JobBackend, JobDict, LocalRun
 from vxtrain.backends.kinds import CUSTOM, TERMINAL_STATES, TUNING, kind_of_name
 from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, LogWatch, read_entries
 from vxtrain.submission.create import create_once
-from vxtrain.submission.events import ProgressFn, Say, stderr_say
+from vxtrain.submission.events import ProgressFn, Say, log_say
 from vxtrain.submission.names import parent_of, split_name
 from vxtrain.submission.retry import (
     LOCAL_POLL, LOCAL_RETRY, VERTEX_POLL, VERTEX_RETRY, Backoff, default_backoff, retrying,
@@ -42,7 +42,7 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
            backoff: Backoff | None = None, poll: Backoff | None = None,
            progress: ProgressFn | None = None, check: bool = True,
-           logs: LogSink | None = None, local: LocalRun | None = None, say: Say = stderr_say) -> dict[str, Any]:
+           logs: LogSink | None = None, local: LocalRun | None = None, say: Say = log_say) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
     to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED;
@@ -71,7 +71,7 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
 
 
 def get(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
-        backoff: Backoff | None = None, say: Say = stderr_say) -> dict[str, Any]:
+        backoff: Backoff | None = None, say: Say = log_say) -> dict[str, Any]:
     """The view of the job ``name`` (a full resource name)."""
     with _using(backend, split_name(name)[1], endpoint) as api:
         job = _get(api, name, default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY), say)
@@ -95,7 +95,7 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
              backoff: Backoff | None = None, poll: Backoff | None = None,
              progress: ProgressFn | None = None, timeout: float | None = None,
              check: bool = True, logs: LogSink | None = None, replica: str | None = None,
-             since: str | None = None, say: Say = stderr_say) -> dict[str, Any]:
+             since: str | None = None, say: Say = log_say) -> dict[str, Any]:
     """Poll the job with backoff until it ends; return its view.
 
     ``progress(view, elapsed_seconds)`` is called after every poll. With
@@ -156,7 +156,7 @@ def _log_endpoint(api: JobBackend) -> str | None:
 
 
 def read_logs(name: str, *, endpoint: str | None = None, replica: str | None = None,
-              since: str | None = None, backoff: Backoff | None = None, say: Say = stderr_say) -> list[Entry]:
+              since: str | None = None, backoff: Backoff | None = None, say: Say = log_say) -> list[Entry]:
     """The job's log lines (of ``replica``, from ``since``), oldest first: from Cloud
     Logging, or from the emulator at ``endpoint``."""
     project, _, _, job_id = split_name(name)
@@ -167,7 +167,7 @@ def read_logs(name: str, *, endpoint: str | None = None, replica: str | None = N
 
 
 def cancel(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
-           backoff: Backoff | None = None, say: Say = stderr_say) -> dict[str, Any]:
+           backoff: Backoff | None = None, say: Say = log_say) -> dict[str, Any]:
     """Ask for the job to be cancelled; return its view right after (often CANCELLING)."""
     with _using(backend, split_name(name)[1], endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
@@ -214,7 +214,7 @@ def normalize_state(state: str) -> str:
 
 def list_jobs(*, project: str, region: str, backend: JobBackend | None = None,
               endpoint: str | None = None, filter: str = "",  # noqa: A002 - the API's word
-              tuning: bool = False, backoff: Backoff | None = None, say: Say = stderr_say) -> list[dict[str, Any]]:
+              tuning: bool = False, backoff: Backoff | None = None, say: Say = log_say) -> list[dict[str, Any]]:
     """Views of the CustomJobs (or, with ``tuning``, HyperparameterTuningJobs) matching ``filter``."""
     kind = TUNING if tuning else CUSTOM
     with _using(backend, region, endpoint) as api:

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend
-from vxtrain.submission.events import Say, stderr_say
+from vxtrain.submission.events import Say, log_say
 
 T = TypeVar("T")
 
@@ -97,7 +97,7 @@ class _RetryReport:
 
 
 def retrying(call: Callable[[], T], backoff: Backoff, what: str = "the call",
-             say: Say = stderr_say) -> T:
+             say: Say = log_say) -> T:
     """Run ``call`` under google.api_core.retry, retrying transient ApiErrors only and
     reporting every retry through ``say``; ``what`` names the call in reports."""
     # Lazy: google.api_core costs start-up time, and only a call to an API retries.
