@@ -81,6 +81,9 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["no_grpc_proxy"] = "localhost,127.0.0.1,::1"
     for name in ("GOOGLE_CLOUD_PROJECT", "CLOUD_ML_REGION", "GOOGLE_CLOUD_REGION"):
         os.environ.pop(name, None)  # the developer's defaults must not leak into tests
+    # vxtrain's caches (the compiled schema validator) go to a folder of this run,
+    # never into the developer's ~/.cache.
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="vxtrain-cache-")
 
 
 @pytest.fixture(autouse=True)
