@@ -46,7 +46,15 @@ container_props = {
 machine_props = {
     "machine_type": {"type": "string", "description": "Compute Engine machine type, e.g. n1-highmem-96, a2-highgpu-8g, g2-standard-8."},
     "accelerator": {"$ref": "#/$defs/accelerator"},
+    "tpu_topology": {"type": "string", "pattern": "^[1-9][0-9]*x[1-9][0-9]*(x[1-9][0-9]*)?$", "x-accepts": "a TPU topology such as 2x4 or 2x2x1",
+                     "description": "TPU slice topology of a TPU VM machine (ct5lp-*, ct6e-*, tpu7x-*), e.g. 2x4; its hosts are one replica."},
+    "reservation": {"$ref": "#/$defs/reservation"},
 }
+reservation = {"type": "object", "additionalProperties": False, "required": ["affinity"],
+               "description": "Which Compute Engine reservation the pool's machines consume.",
+               "properties": {"affinity": {"type": "string", "enum": ["specific", "any", "none"],
+                                           "description": "specific (the reservation named by name), any (any matching reservation, else on-demand) or none (on-demand only)."},
+                              "name": {"type": "string", "description": "With affinity specific: projects/PROJECT/zones/ZONE/reservations/NAME."}}}
 def pool(desc, replicas):
     props = {"replicas": replicas, **machine_props, **container_props}
     return {"type": "object", "description": desc, "additionalProperties": False, "properties": props}
@@ -112,10 +120,13 @@ schema = {
                                  "parallel_trials": {"type": "integer", "minimum": 1, "description": "Trials run at the same time."},
                                  "max_failed_trials": {"type": "integer", "minimum": 0, "description": "Failed trials after which the study fails."},
                                  "algorithm": {"type": "string", "enum": ["default", "random", "grid"], "default": "default", "description": "default (Vertex AI's Bayesian optimization), random or grid search."}}},
+        "persistent_resource": {"type": "string", "pattern": "^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$",
+                                "x-accepts": "a persistent resource ID: lowercase letters, digits and hyphens, starting with a letter, at most 63 characters",
+                                "description": "ID of a PersistentResource in the job's project and region to run on (its machines, billed while it runs)."},
         "staging_bucket": {"type": "string", "description": "gs://BUCKET[/PREFIX] where python_package.source packages are uploaded (--staging-bucket overrides)."},
         "extra": {"type": "object", "description": "Raw CustomJob fields (camelCase REST form), deep-merged last; checked against the installed aiplatform protos."},
     },
-    "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg},
+    "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg, "reservation": reservation},
 }
 
 

@@ -365,3 +365,35 @@ def test_every_example_compiles_into_the_real_messages(path: Any) -> None:
     parse_custom_job(result.custom_job)
     if result.hyperparameter_tuning_job is not None:
         parse_hpt_job(result.hyperparameter_tuning_job)
+
+
+# --- TPU topology, reservations, persistent resources --------------------------------
+
+RESERVATION = "projects/p/zones/us-central1-a/reservations/r"
+
+
+def test_tpu_topology_reservation_and_persistent_resource_compile_to_what_the_protos_parse() -> None:
+    data = {"display_name": "tpu", "region": "us-central1", "persistent_resource": "train-pool",
+            "chief": {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2x4", "image": "i:1",
+                      "reservation": {"affinity": "specific", "name": RESERVATION}}}
+    out = compiled(data)
+    message = parse_custom_job(out)
+    spec = message.job_spec.worker_pool_specs[0].machine_spec
+    assert spec.tpu_topology == "2x4"
+    assert spec.reservation_affinity.reservation_affinity_type.name == "SPECIFIC_RESERVATION"
+    assert spec.reservation_affinity.key == "compute.googleapis.com/reservation-name"
+    assert list(spec.reservation_affinity.values) == [RESERVATION]
+    assert message.job_spec.persistent_resource_id == "train-pool"
+
+
+@pytest.mark.parametrize(("affinity", "api"), [("any", "ANY_RESERVATION"), ("none", "NO_RESERVATION")])
+def test_any_and_no_reservation_carry_no_key_or_values(affinity: str, api: str) -> None:
+    pools = pools_of(spec(workers={"replicas": 1, "reservation": {"affinity": affinity}}))
+    assert pools[1]["machineSpec"]["reservationAffinity"] == {"reservationAffinityType": api}
+
+
+def test_defaults_carry_topology_and_reservation_but_never_into_the_reduction_server() -> None:
+    data = spec(workers={"replicas": 2, **GPU}, reduction_server={"replicas": 2})
+    data["defaults"]["reservation"] = {"affinity": "any"}
+    pools = pools_of(data)
+    assert [("reservationAffinity" in p["machineSpec"]) for p in pools] == [True, True, False]

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from vxtrain import catalog, slots
-from vxtrain.model import Job, Pool, PythonPackage, Scheduling, Study, StudyParameter
+from vxtrain.model import (RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, Pool, PythonPackage, Reservation,
+                           Scheduling, Study, StudyParameter)
 
 _ALGORITHMS = {
     None: "ALGORITHM_UNSPECIFIED",  # Vertex's default: Bayesian optimization
@@ -80,6 +81,8 @@ def _job_spec_scalars(job: Job) -> dict[str, Any]:
         out["tensorboard"] = job.tensorboard
     if job.enable_web_access is not None:
         out["enableWebAccess"] = job.enable_web_access
+    if job.persistent_resource is not None:
+        out["persistentResourceId"] = job.persistent_resource
     return out
 
 
@@ -121,6 +124,19 @@ def _machine_spec(pool: Pool) -> dict[str, Any]:
         out["acceleratorType"] = acc.type
         if acc.count is not None:
             out["acceleratorCount"] = acc.count
+    if pool.tpu_topology is not None:
+        out["tpuTopology"] = pool.tpu_topology
+    if pool.reservation is not None and pool.reservation.affinity in RESERVATION_AFFINITY:
+        out["reservationAffinity"] = _reservation_affinity(pool.reservation)
+    return out
+
+
+def _reservation_affinity(reservation: Reservation) -> dict[str, Any]:
+    """machineSpec.reservationAffinity: ``key`` and ``values`` with a specific reservation only."""
+    out: dict[str, Any] = {"reservationAffinityType": RESERVATION_AFFINITY[str(reservation.affinity)]}
+    if reservation.affinity == "specific" and reservation.name is not None:
+        out["key"] = RESERVATION_NAME_KEY
+        out["values"] = [reservation.name]
     return out
 
 

@@ -91,6 +91,24 @@ class Disk:
     size_gb: int = DEFAULT_DISK_GB
 
 
+#: The spec's ``reservation.affinity`` → machineSpec.reservationAffinity.reservationAffinityType.
+#: https://cloud.google.com/vertex-ai/docs/training/use-reservations
+RESERVATION_AFFINITY = {"specific": "SPECIFIC_RESERVATION", "any": "ANY_RESERVATION", "none": "NO_RESERVATION"}
+#: The key that names a reservation: "To target a SPECIFIC_RESERVATION by name, use
+#: `compute.googleapis.com/reservation-name` as the key" (google/cloud/aiplatform/v1/reservation_affinity.proto).
+RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+
+
+@dataclass
+class Reservation:
+    """Which Compute Engine reservation a pool's machines consume (machineSpec.reservationAffinity)."""
+
+    #: ``specific``, ``any`` or ``none`` (RESERVATION_AFFINITY: the API's types).
+    affinity: str | None
+    #: ``projects/P/zones/Z/reservations/R``; with ``specific`` only.
+    name: str | None = None
+
+
 @dataclass
 class PythonPackage:
     """A Python package run in a prebuilt executor image (instead of ``image``)."""
@@ -117,6 +135,9 @@ class Pool:
     disk: Disk | None = None
     python_package: PythonPackage | None = None
     auto_replicas: bool = False
+    #: machineSpec.tpuTopology of a TPU VM slice, e.g. ``2x4`` or ``2x2x1``.
+    tpu_topology: str | None = None
+    reservation: Reservation | None = None
 
     @property
     def index(self) -> int:
@@ -200,6 +221,8 @@ class Job:
     study: Study | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     staging_bucket: str | None = None
+    #: jobSpec.persistentResourceId: the ID of a PersistentResource in the job's project and region.
+    persistent_resource: str | None = None
 
     def pool(self, role: str) -> Pool | None:
         """The pool with ``role``, or None."""
@@ -323,6 +346,10 @@ def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
     if isinstance(pkg_raw, dict):
         pkg = PythonPackage(_str(pkg_raw.get("executor_image")), _strlist(pkg_raw.get("package_uris")),
                             _str(pkg_raw.get("module")), _str(pkg_raw.get("source")))
+    res_raw = raw.get("reservation")
+    reservation = None
+    if isinstance(res_raw, dict):
+        reservation = Reservation(_str(res_raw.get("affinity")), _str(res_raw.get("name")))
     machine = _str(raw.get("machine_type"))
     if role == "reduction_server" and "machine_type" not in raw:
         machine = DEFAULT_RS_MACHINE
@@ -330,7 +357,8 @@ def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
         role=role, replicas=replicas, machine_type=machine, accelerator=accelerator,
         image=_str(raw.get("image")), command=_strlist(raw.get("command")),
         args=_strlist(raw.get("args")), env=_strmap(raw.get("env")), disk=disk,
-        python_package=pkg, auto_replicas=auto,
+        python_package=pkg, auto_replicas=auto, tpu_topology=_str(raw.get("tpu_topology")),
+        reservation=reservation,
     )
 
 
@@ -384,4 +412,5 @@ def build(data: Mapping[str, Any]) -> Job:
         enable_web_access=_bool(data.get("enable_web_access")), scheduling=scheduling,
         local=local, study=_build_study(study_raw) if isinstance(study_raw, dict) else None,
         extra=_dict(data.get("extra")), staging_bucket=_str(data.get("staging_bucket")),
+        persistent_resource=_str(data.get("persistent_resource")),
     )

@@ -1,6 +1,8 @@
 """Input formats: detection, gcloud and legacy conversion, origins, native_document."""
 from __future__ import annotations
 
+import json
+
 import dataclasses
 import subprocess
 import sys
@@ -277,9 +279,10 @@ def test_gcloud_fields_without_a_native_key_go_to_extra_and_compile_back() -> No
         """)
     assert diags == []
     assert native.data["extra"] == {"jobSpec": {
-        "reservedIpRanges": ["vertex-range"], "persistentResourceId": "my-pool",
-        "workerPoolSpecs": [{}, {"machineSpec": {"tpuTopology": "2x2"},
-                                 "nfsMounts": [{"server": "10.0.0.2", "path": "/data", "mountPoint": "data"}]}]}}
+        "reservedIpRanges": ["vertex-range"],
+        "workerPoolSpecs": [{}, {"nfsMounts": [{"server": "10.0.0.2", "path": "/data", "mountPoint": "data"}]}]}}
+    # tpuTopology and persistentResourceId have native keys (checked like the native ones)
+    assert native.data["workers"]["tpu_topology"] == "2x2" and native.data["persistent_resource"] == "my-pool"
     spec = compile_custom_job_spec(model.build(native.data))
     assert spec["reservedIpRanges"] == ["vertex-range"] and spec["persistentResourceId"] == "my-pool"
     assert spec["workerPoolSpecs"][1]["machineSpec"] == {"machineType": "ct5lp-hightpu-4t", "tpuTopology": "2x2"}
@@ -869,3 +872,35 @@ def test_legacy_package_fields_beside_a_custom_container_are_warned_not_dropped_
     warned = [d for d in diags if d.code == "legacy-package-ignored"]
     assert len(warned) == 1 and warned[0].severity == "warning" and warned[0].line == 6
     assert "packageUris and pythonModule" in warned[0].message
+
+
+@pytest.mark.parametrize(("affinity", "native_form"), [
+    ({"reservationAffinityType": "ANY_RESERVATION"}, {"affinity": "any"}),
+    ({"reservationAffinityType": "NO_RESERVATION"}, {"affinity": "none"}),
+    ({"reservationAffinityType": "SPECIFIC_RESERVATION"}, {"affinity": "specific"}),
+    ({"reservationAffinityType": "SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
+      "values": ["projects/p/zones/us-central1-a/reservations/r"]},
+     {"affinity": "specific", "name": "projects/p/zones/us-central1-a/reservations/r"}),
+])
+def test_gcloud_reservation_affinity_becomes_the_native_reservation(affinity: dict, native_form: dict) -> None:
+    native, diags = convert(f"""
+        workerPoolSpecs:
+          - machineSpec: {{machineType: a2-highgpu-1g, reservationAffinity: {json.dumps(affinity)}}}
+            containerSpec: {{imageUri: us-docker.pkg.dev/my-project/t/a:1}}
+        """)
+    assert diags == [] and native.data["chief"]["reservation"] == native_form and "extra" not in native.data
+    where = native.where(("chief", "reservation", "affinity"))
+    assert where["line"] == 3 and where["path"].endswith("machineSpec.reservationAffinity.reservationAffinityType")
+    spec = compile_custom_job_spec(model.build(native.data))
+    assert spec["workerPoolSpecs"][0]["machineSpec"]["reservationAffinity"] == affinity
+
+
+def test_gcloud_reservation_affinity_of_another_shape_stays_in_extra() -> None:
+    affinity = {"reservationAffinityType": "SPECIFIC_RESERVATION", "key": "other/key", "values": ["a", "b"]}
+    native, diags = convert(f"""
+        workerPoolSpecs:
+          - machineSpec: {{machineType: a2-highgpu-1g, reservationAffinity: {json.dumps(affinity)}}}
+            containerSpec: {{imageUri: us-docker.pkg.dev/my-project/t/a:1}}
+        """)
+    assert diags == [] and "reservation" not in native.data["chief"]
+    assert native.data["extra"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["reservationAffinity"] == affinity

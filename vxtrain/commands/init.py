@@ -26,6 +26,7 @@ class Shape(str, Enum):
     parameter_servers = "parameter-servers"
     reduction_server = "reduction-server"
     study = "study"
+    tpu = "tpu"
 
 
 def template_text(shape: Shape, display_name: str | None = None) -> str:
@@ -68,7 +69,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("init")
     def _cmd(
-        shape: Annotated[Shape, typer.Option("--shape", help="single, parameter-servers, reduction-server or study.")] = Shape.single,
+        shape: Annotated[Shape, typer.Option("--shape", help="single, parameter-servers, reduction-server, study or tpu.")] = Shape.single,
         output_file: Annotated[str, typer.Option("--output-file", help="Where to write the spec (- for stdout).")] = "job.yaml",
         force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
         display_name: Annotated[Optional[str], typer.Option("--display-name", help="display_name of the new spec.")] = None,

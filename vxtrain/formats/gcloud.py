@@ -25,7 +25,7 @@ from vxtrain import protos, slots
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.formats.common import Conversion, describe, int_or_same, proto_duration
 from vxtrain.loading.document import Document, KeyPath, NativeSpec
-from vxtrain.model import Job, build
+from vxtrain.model import RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, build
 from vxtrain.protos import MessageRef
 
 #: Where each message a config may contain is declared: (module under aiplatform_v1/types/,
@@ -35,13 +35,14 @@ MESSAGES: dict[str, tuple[MessageRef, tuple[str, ...]]] = {
     "CustomJob": (("custom_job", "CustomJob"), ("displayName", "jobSpec", "labels", "encryptionSpec")),
     "CustomJobSpec": (("custom_job", "CustomJobSpec"), (
         "workerPoolSpecs", "scheduling", "serviceAccount", "network", "baseOutputDirectory", "tensorboard",
-        "enableWebAccess")),
+        "enableWebAccess", "persistentResourceId")),
     "WorkerPoolSpec": (("custom_job", "WorkerPoolSpec"), (
         "containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec")),
     "ContainerSpec": (("custom_job", "ContainerSpec"), ("imageUri", "command", "args", "env")),
     "PythonPackageSpec": (("custom_job", "PythonPackageSpec"), (
         "executorImageUri", "packageUris", "pythonModule", "args", "env")),
-    "MachineSpec": (("machine_resources", "MachineSpec"), ("machineType", "acceleratorType", "acceleratorCount")),
+    "MachineSpec": (("machine_resources", "MachineSpec"), (
+        "machineType", "acceleratorType", "acceleratorCount", "tpuTopology", "reservationAffinity")),
     "DiskSpec": (("machine_resources", "DiskSpec"), ("bootDiskType", "bootDiskSizeGb")),
     "Scheduling": (("custom_job", "Scheduling"), (
         "timeout", "restartJobOnWorkerRestart", "strategy", "disableRetries", "maxWaitDuration")),
@@ -107,7 +108,7 @@ def _spec_fields(conv: Conversion, spec: Mapping[str, Any], prefix: KeyPath) -> 
                 "beside it (or use --display-name)" for k in ("displayName", "labels")}
     conv.check_keys(spec, fields_of("CustomJobSpec"), prefix, hints)
     simple = {"serviceAccount": "service_account", "network": "network", "tensorboard": "tensorboard",
-              "enableWebAccess": "enable_web_access"}
+              "enableWebAccess": "enable_web_access", "persistentResourceId": "persistent_resource"}
     for key, native in simple.items():
         if key in spec:
             conv.put((native,), spec[key], prefix + (key,))
@@ -216,9 +217,37 @@ def _machine(conv: Conversion, value: Any, base: KeyPath, index: int, src: KeyPa
     if "machineType" in raw:
         conv.put(base + ("machine_type",), raw["machineType"], src + ("machineType",))
     _accelerator(conv, raw, base, src)
+    mapped = {"machineType", "acceleratorType", "acceleratorCount"}
+    if "tpuTopology" in raw:
+        conv.put(base + ("tpu_topology",), raw["tpuTopology"], src + ("tpuTopology",))
+        mapped.add("tpuTopology")
+    if _reservation(conv, raw.get("reservationAffinity"), base, src + ("reservationAffinity",)):
+        mapped.add("reservationAffinity")
     for key in fields_of("MachineSpec"):
-        if key in raw and key not in ("machineType", "acceleratorType", "acceleratorCount"):
+        if key in raw and key not in mapped:
             conv.put(("extra", "jobSpec", "workerPoolSpecs", index, "machineSpec", key), raw[key], src + (key,))
+
+
+_AFFINITIES = {api: native for native, api in RESERVATION_AFFINITY.items()}
+
+
+def _reservation(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> bool:
+    """reservationAffinity → reservation {affinity, name} when it has that shape (a known type;
+    with specific, the reservation-name key and one name); False leaves it to ``extra`` as written."""
+    if not isinstance(value, Mapping) or value.get("reservationAffinityType") not in _AFFINITIES:
+        return False
+    affinity = _AFFINITIES[value["reservationAffinityType"]]
+    values = value.get("values")
+    if set(value) - {"reservationAffinityType", "key", "values"} or (
+            affinity != "specific" and ("key" in value or "values" in value)) or (
+            "key" in value and value["key"] != RESERVATION_NAME_KEY) or (
+            "values" in value and not (isinstance(values, list) and len(values) == 1)):
+        return False
+    conv.link(base + ("reservation",), src)
+    conv.put(base + ("reservation", "affinity"), affinity, src + ("reservationAffinityType",))
+    if isinstance(values, list):
+        conv.put(base + ("reservation", "name"), values[0], src + ("values", 0))
+    return True
 
 
 def _accelerator(conv: Conversion, raw: Mapping[str, Any], base: KeyPath, src: KeyPath) -> None:
