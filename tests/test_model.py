@@ -63,3 +63,35 @@ def test_since_takes_the_same_durations_but_always_with_a_unit() -> None:
     assert parse_since("1d", now).startswith("2026-01-01T00:00:00")
     with pytest.raises(UsageError, match="--since takes a duration"):
         parse_since("45", now)
+
+
+# --- what extra: sets in place of tpu_topology, reservation, persistent_resource ----------
+
+EXTRA_TPU = {"display_name": "j", "chief": {"machine_type": "ct5lp-hightpu-1t", "tpu_topology": "1x1"},
+             "extra": {"jobSpec": {"persistentResourceId": "from-extra", "workerPoolSpecs": [{"machineSpec": {
+                 "tpuTopology": "16x16",
+                 "reservationAffinity": {"reservationAffinityType": "SPECIFIC_RESERVATION",
+                                         "key": "other/key"}}}]}}}
+
+
+def test_extra_machine_spec_fields_are_what_the_model_holds_and_where_they_were_written() -> None:
+    job = model.build(EXTRA_TPU)
+    chief = job.pools["chief"]
+    assert chief.tpu_topology == "16x16" and job.persistent_resource == "from-extra"
+    assert chief.reservation == model.Reservation("specific", None, "other/key")
+    pool_spec = ("extra", "jobSpec", "workerPoolSpecs", 0, "machineSpec")
+    assert model.written_at(EXTRA_TPU, "chief", "tpu_topology") == (*pool_spec, "tpuTopology")
+    assert model.written_at(EXTRA_TPU, "chief", "reservation", "name") == (
+        *pool_spec, "reservationAffinity", "values", 0)
+    assert model.job_written_at(EXTRA_TPU, "persistent_resource") == ("extra", "jobSpec", "persistentResourceId")
+
+
+def test_without_extra_the_native_keys_are_where_they_were_written() -> None:
+    data = {"display_name": "j", "persistent_resource": "pool", "defaults": {"reservation": {"affinity": "any"}},
+            "chief": {"machine_type": "ct5lp-hightpu-1t", "tpu_topology": "1x1"}}
+    job = model.build(data)
+    assert job.pools["chief"].reservation == model.Reservation("any") and job.persistent_resource == "pool"
+    assert model.written_at(data, "chief", "tpu_topology") == ("chief", "tpu_topology")
+    assert model.written_at(data, "chief", "reservation", "affinity") == ("defaults", "reservation", "affinity")
+    assert model.job_written_at(data, "persistent_resource") == ("persistent_resource",)
+    assert model.job_written_at(data, "network") is None

@@ -107,6 +107,9 @@ class Reservation:
     affinity: str | None
     #: ``projects/P/zones/Z/reservations/R``; with ``specific`` only.
     name: str | None = None
+    #: The label key naming it, as ``extra:`` wrote it (None: the native key, compiled
+    #: to RESERVATION_NAME_KEY).
+    key: str | None = None
 
 
 @dataclass
@@ -303,6 +306,44 @@ def merge_defaults(defaults: Mapping[str, Any], pool: Mapping[str, Any]) -> dict
     return merged
 
 
+#: Native pool keys whose machineSpec field ``extra:`` may set instead: the field, and
+#: where each part of the native value sits in it. Compile merges ``extra`` last, so the
+#: extra's value is the one sent, and the one the rules check (build lifts it).
+EXTRA_MACHINE_FIELDS: dict[str, tuple[str, dict[str, tuple[str | int, ...]]]] = {
+    "tpu_topology": ("tpuTopology", {}),
+    "reservation": ("reservationAffinity", {"affinity": ("reservationAffinityType",),
+                                            "name": ("values", 0), "key": ("key",)}),
+}
+#: Native top-level keys ``extra:`` may set instead: key → its path in ``extra``.
+EXTRA_JOB_FIELDS: dict[str, tuple[str, ...]] = {"persistent_resource": ("jobSpec", "persistentResourceId")}
+
+
+def extra_machine_spec(data: Mapping[str, Any], role: str) -> Mapping[str, Any]:
+    """``extra.jobSpec.workerPoolSpecs[POOL].machineSpec`` of ``role``'s pool ({} when not written)."""
+    pools = _dict(_dict(data.get("extra")).get("jobSpec")).get("workerPoolSpecs")
+    index = POOL_INDEX.get(role)
+    if not isinstance(pools, list) or index is None or index >= len(pools) or not isinstance(pools[index], dict):
+        return {}
+    return _dict(pools[index].get("machineSpec"))
+
+
+def _extra_path(data: Mapping[str, Any], role: str, key: str, tail: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    """Where ``extra`` sets pool ``role``'s ``key`` (and ``tail``), or None."""
+    if key not in EXTRA_MACHINE_FIELDS or EXTRA_MACHINE_FIELDS[key][0] not in extra_machine_spec(data, role):
+        return None
+    field_name, parts = EXTRA_MACHINE_FIELDS[key]
+    inner = parts.get(str(tail[0]), tail[:1]) if tail else ()
+    return ("extra", "jobSpec", "workerPoolSpecs", POOL_INDEX[role], "machineSpec", field_name, *inner)
+
+
+def job_written_at(data: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
+    """Where the top-level ``key`` was written: in ``extra`` (which wins), else at the top, else None."""
+    at = EXTRA_JOB_FIELDS.get(key)
+    if at is not None and at[-1] in _dict(_dict(data.get("extra")).get(at[0])):
+        return ("extra", *at)
+    return (key,) if key in data else None
+
+
 def written_at(data: Mapping[str, Any], role: str, key: str, *tail: str | int) -> tuple[str | int, ...] | None:
     """Where pool ``role``'s ``key`` (and ``tail`` inside it) was written in the native ``data``.
 
@@ -310,7 +351,12 @@ def written_at(data: Mapping[str, Any], role: str, key: str, *tail: str | int) -
     when the pool inherits it (never for Reduction Server), None when neither
     does. The rules of :func:`merge_defaults`: a pool key hides the whole
     ``defaults`` value, except in ``env``, where each variable's name decides.
+    A key ``extra:`` sets in the pool's machineSpec (EXTRA_MACHINE_FIELDS) is
+    where ``extra`` sets it: that value is the one compiled.
     """
+    lifted = _extra_path(data, role, key, tail)
+    if lifted is not None:
+        return lifted
     by_name = key in MERGED_BY_NAME and bool(tail)
     for where in (role, "defaults"):
         if where == "defaults" and role == NO_DEFAULTS_ROLE:
@@ -388,7 +434,7 @@ def build(data: Mapping[str, Any]) -> Job:
             continue
         raw = _dict(raw)
         merged = raw if role == NO_DEFAULTS_ROLE else merge_defaults(defaults, raw)
-        pools[role] = build_pool(role, merged)
+        pools[role] = _lift_extra(build_pool(role, merged), extra_machine_spec(data, role))
     sched_raw = data.get("scheduling")
     scheduling = None
     if isinstance(sched_raw, dict):
@@ -412,5 +458,29 @@ def build(data: Mapping[str, Any]) -> Job:
         enable_web_access=_bool(data.get("enable_web_access")), scheduling=scheduling,
         local=local, study=_build_study(study_raw) if isinstance(study_raw, dict) else None,
         extra=_dict(data.get("extra")), staging_bucket=_str(data.get("staging_bucket")),
-        persistent_resource=_str(data.get("persistent_resource")),
+        persistent_resource=_str(_lifted_job_value(data, "persistent_resource")),
     )
+
+
+def _lifted_job_value(data: Mapping[str, Any], key: str) -> Any:
+    """The top-level ``key``'s value as compiled: ``extra``'s when it sets the field."""
+    at = job_written_at(data, key)
+    if at is None or at[0] != "extra":
+        return data.get(key)
+    return _dict(_dict(data.get("extra")).get(at[1])).get(at[2])
+
+
+def _lift_extra(pool: Pool, machine_spec: Mapping[str, Any]) -> Pool:
+    """The pool as compiled: the machineSpec fields ``extra`` sets (EXTRA_MACHINE_FIELDS)
+    replace the native ones, so the rules check what is sent."""
+    if "tpuTopology" in machine_spec:
+        pool.tpu_topology = _str(machine_spec["tpuTopology"])
+    affinity = machine_spec.get("reservationAffinity")
+    if isinstance(affinity, dict):
+        by_api = {api: native for native, api in RESERVATION_AFFINITY.items()}
+        kind = affinity.get("reservationAffinityType")
+        values = affinity.get("values")
+        pool.reservation = Reservation(by_api.get(str(kind), _str(kind)),
+                                       _str(values[0]) if isinstance(values, list) and values else None,
+                                       _str(affinity.get("key")))
+    return pool
