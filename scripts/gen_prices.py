@@ -37,6 +37,12 @@ Inputs:
 - ``prices/compute_engine_gpu_machines.csv``: A2/A3 types with their GPUs, a
   GPU's price being (that total - the VM part - the bundled Local SSD) / its
   count (``prices/compute_engine_local_ssd.csv``, ``prices/bundled_local_ssd.csv``).
+- ``prices/cloud_tpu.csv``: Cloud TPU v5e/v6e prices per TPU VM host (chips x the
+  per-chip-hour price, the host VM included), priced as the Vertex AI machine
+  types ct5lp-hightpu-*/ct6e-standard-* (no Vertex TPU SKU was found: the rule's
+  figure, ``unverified``).
+- ``prices/unpriced.csv``: what Vertex AI training offers that has no row on
+  purpose, with the reason (the script refuses to price a name listed there).
 
 Where two inputs price the same row, the better-sourced wins: Vertex AI's own
 SKUs, then the copy of its page, then the rule.
@@ -49,6 +55,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Iterator
@@ -83,6 +90,8 @@ COMMENT = """\
 # derived: a machine priced from copied per-vCPU and per-GB Vertex AI SKUs.
 # unverified: Compute Engine's price (source) + the 15% fee, a rule inferred from every Vertex SKU read, not
 # published by Google; Spot rows use Compute Engine Spot prices, which change up to once a month.
+# TPU VM types (ct5lp-*, ct6e-*): per host, its chips included (Cloud TPU's per-chip price x chips + the fee);
+# a multi-host slice costs hosts x this. No Vertex AI TPU SKU was found: unverified.
 """
 
 
@@ -164,6 +173,43 @@ def _skypilot(kind: str, name_column: str, file: str) -> Iterator[list[str]]:
                        "unverified", SKYPILOT_SOURCE, SKYPILOT_AS_OF)
 
 
+# --- Cloud TPU: a ct5lp/ct6e host is its chips (the host VM is in Cloud TPU's chip price), + the fee ---------
+
+#: Chip-count suffix of a TPU VM machine type (configure-compute's TPU tables: -1t one chip, -4t four, -8t eight).
+_CHIPS = re.compile(r"-(\d+)t$")
+
+
+def _cloud_tpu() -> Iterator[list[str]]:
+    """One machine row per TPU VM type, region and pricing, checked row by row: the chip count is the type's
+    suffix, and every host of a generation in a region costs its chips x one per-chip price (SkyPilot rounds
+    to 5 decimals), so a row from another SKU would stop the script."""
+    rows = _rows(INPUTS / "cloud_tpu.csv")
+    per_chip: dict[tuple[str, str, str], Decimal] = {}
+    for r in sorted(rows, key=lambda r: int(r["chips"])):  # the 1-chip host sets the per-chip price
+        chips = int(r["chips"])
+        suffix = _CHIPS.search(r["machine"])
+        if suffix is None or int(suffix.group(1)) != chips or not r["skypilot_name"].endswith(f"-{chips}"):
+            raise SystemExit(f"cloud_tpu.csv: {r['machine']} / {r['skypilot_name']} is not a {chips}-chip host")
+        generation = r["skypilot_name"].rsplit("-", 1)[0]
+        for column in ("usd_per_hour", "spot_usd_per_hour"):
+            usd = Decimal(r[column])
+            unit = per_chip.setdefault((generation, r["region"], column), usd / chips)
+            if abs(usd - unit * chips) > Decimal("0.000005") * (chips + 1):
+                raise SystemExit(f"cloud_tpu.csv: {r['machine']} {r['region']} {column} {usd} is not "
+                                 f"{chips} x {unit} per chip")
+    for r in rows:
+        ce = Decimal(r["usd_per_hour"])
+        yield _row(r["region"], "machine", r["machine"], ON_DEMAND, ce, ce * FEE, "unverified",
+                   SKYPILOT_SOURCE, SKYPILOT_AS_OF)
+        yield _row(r["region"], "machine", r["machine"], SPOT, Decimal(r["spot_usd_per_hour"]), ce * FEE,
+                   "unverified", SKYPILOT_SOURCE, SKYPILOT_AS_OF)
+
+
+def unpriced() -> dict[tuple[str, str], str]:
+    """(kind, name) → why the catalog has no price for it (``prices/unpriced.csv``)."""
+    return {(r["kind"], r["name"]): r["reason"] for r in _rows(INPUTS / "unpriced.csv")}
+
+
 def _bundled_gpus() -> Iterator[list[str]]:
     """A built-in GPU's price: (an accelerator-optimized type's Compute Engine total - its VM part -
     its bundled Local SSD) / its GPU count, + the fee. On-demand only (see the input's header)."""
@@ -227,11 +273,16 @@ def build() -> str:
     ranked: dict[tuple[str, ...], list[str]] = {}
     skypilot = [*_skypilot("accelerator", "accelerator", "compute_engine_gpus.csv"),
                 *_skypilot("machine", "machine", "compute_engine_vms.csv")]
-    for row in [*skypilot, *_bundled_gpus(), *_n1(shapes), *_skus(shapes)]:  # weakest first: later rows win
+    for row in [*skypilot, *_bundled_gpus(), *_cloud_tpu(), *_n1(shapes), *_skus(shapes)]:  # weakest first
         ranked[tuple(row[:4])] = row
-    order = {region: i for i, region in enumerate(REGIONS)}
+    refused = unpriced()
+    for region, kind, name, pricing in ranked:
+        if (kind, name) in refused:
+            raise SystemExit(f"{kind} {name} ({region}, {pricing}) is priced but listed in unpriced.csv")
+    order = {region: i for i, region in enumerate(REGIONS)}  # the TPU-only regions come after, by name
     pricings = {ON_DEMAND: 0, SPOT: 1, FLEX_START: 2}
-    rows = sorted(ranked.values(), key=lambda r: (order[r[0]], r[1] != "machine", _size_order(r[2]), pricings[r[3]]))
+    rows = sorted(ranked.values(), key=lambda r: (order.get(r[0], len(order)), r[0], r[1] != "machine",
+                                                  _size_order(r[2]), pricings[r[3]]))
     out = io.StringIO()
     out.write(COMMENT)
     w = csv.writer(out, lineterminator="\n")

@@ -430,3 +430,102 @@ def test_the_text_says_which_prices_it_used() -> None:
     spot = cost_text.source_lines(cost_of(job(scheduling={"strategy": "SPOT"})))
     assert spot[0].startswith("Spot list prices") and "Cyclenerd" in spot[1]
     assert cost_text.source_lines(cost_of(job()))[0].startswith("On-demand list prices")
+
+
+# --- TPU hosts -----------------------------------------------------------------------
+
+def tpu_job(machine: str = "ct5lp-hightpu-4t", **over: Any) -> dict[str, Any]:
+    """A one-replica TPU job in us-central1 (the chief only, as Vertex AI requires)."""
+    data: dict[str, Any] = {"display_name": "t", "region": "us-central1", "scheduling": {"timeout": "2h"},
+                            "chief": {"image": "gcr.io/p/t:1", "machine_type": machine}}
+    data["chief"].update(over)
+    return data
+
+
+def test_a_tpu_host_is_priced_per_machine_with_its_chips() -> None:
+    host = prices.machine_price("us-central1", "ct5lp-hightpu-4t")
+    assert host is not None and host.usd_per_hour == pytest.approx(4 * 1.2 * 1.15)
+    c = cost_of(tpu_job())
+    assert c.per_hour == pytest.approx(host.usd_per_hour) and c.confidence == "unverified" and c.unknown == []
+    # the chips named as an accelerator are in the host's price already: no second line, nothing unknown
+    named = cost_of(tpu_job(accelerator={"type": "TPU_V5_LITEPOD", "count": 4}))
+    assert named.per_hour == pytest.approx(host.usd_per_hour) and named.unknown == []
+    assert [line.name for line in named.pools[0].lines] == ["ct5lp-hightpu-4t"]
+
+
+def test_a_multi_host_slice_costs_hosts_times_one_host() -> None:
+    """A 2x4 slice of ct5lp-hightpu-4t is one replica of 2 hosts: 8 chips, what one ct5lp-hightpu-8t costs."""
+    one = cost_of(tpu_job())
+    slice_ = cost.plan(model.build(tpu_job()), hosts={"chief": 2})
+    eight = cost_of(tpu_job("ct5lp-hightpu-8t"))
+    assert slice_.pools[0].hosts == 2 and slice_.pools[0].per_node_hour == one.pools[0].per_node_hour
+    assert slice_.per_hour == pytest.approx(2 * one.per_hour) == pytest.approx(eight.per_hour)
+    assert slice_.max_total == pytest.approx(2 * 2 * one.per_hour)
+    out = slice_.to_json()["pools"][0]
+    assert (out["replicas"], out["hosts"], out["per_hour"]) == (1, 2, pytest.approx(2 * one.per_hour))
+    assert cost_of(job()).to_json()["pools"][1]["hosts"] == 1  # every other pool: one host per replica
+    from rich.console import Console
+
+    console = Console(width=140, record=True)
+    for item in cost_text.items(slice_):
+        console.print(item)
+    assert "1 × 2 hosts" in console.export_text()
+
+
+def test_tpu_spot_and_the_tpus_without_a_price() -> None:
+    spot = cost_of(tpu_job("ct6e-standard-8t", **{}) | {"scheduling": {"strategy": "SPOT", "timeout": "1h"}})
+    assert spot.pricing == "spot" and spot.per_hour == pytest.approx(4.35366 + 0.15 * 21.6)
+    for machine, accelerator in [("tpu7x-standard-4t", None), ("cloud-tpu", {"type": "TPU_V3", "count": 8})]:
+        over = {"accelerator": accelerator} if accelerator else {}
+        unknown = cost_of(tpu_job(machine, **over))
+        assert unknown.per_hour is None and (prices.MACHINE, machine) in {(u.kind, u.name) for u in unknown.unknown}
+    outside = cost_of(tpu_job() | {"region": "europe-west4"})  # v5e is not trained there: no price either
+    assert outside.per_hour is None
+
+
+# --- persistent resources ------------------------------------------------------------
+
+def test_a_job_on_a_persistent_resource_is_not_billed_per_job() -> None:
+    c = cost.plan(model.build(job()), persistent_resource="train-pool", project="p")
+    assert (c.pricing, c.billed_via) == ("persistent_resource",
+                                          "projects/p/locations/us-central1/persistentResources/train-pool")
+    assert c.per_hour == 0 and c.max_total == 0 and c.unknown == [] and c.confidence == "documented"
+    out = c.to_json()
+    assert (out["pricing"], out["billed_via"], out["per_hour"], out["max_total"]) == (
+        "persistent_resource", c.billed_via, 0, 0)
+    assert [(p["role"], p["per_node_hour"], p["per_hour"], p["prices"]) for p in out["pools"]] == [
+        ("chief", 0, 0, []), ("workers", 0, 0, [])]
+    assert out["source"] == cost.PERSISTENT_RESOURCE_BILLING
+    assert cost.over_limit(c, 0.01) is None  # --max-hourly-cost passes it
+    assert cost.diagnostics(c) == []
+    json.dumps(out)
+
+
+def test_a_persistent_resource_job_needs_no_price_and_no_region() -> None:
+    """What the catalog cannot price (H200) or a job without a region is still 0 per job: the resource is billed."""
+    data = job(workers={"replicas": 2, "machine_type": "a3-ultragpu-8g",
+                        "accelerator": {"type": "NVIDIA_H200_141GB", "count": 8}})
+    del data["region"]
+    c = cost.plan(model.build(data), persistent_resource="train-pool")
+    assert c.billed_via == "train-pool" and c.per_hour == 0 and c.unknown == []
+    assert cost.over_limit(c, 1.0) is None
+    study = {"metric": {"id": "acc", "goal": "maximize"}, "max_trials": 10, "parallel_trials": 3,
+             "parameters": {"lr": {"type": "double", "min": 0.001, "max": 0.1}}}
+    trials = cost.plan(model.build(job(study=study)), persistent_resource="train-pool")
+    assert trials.per_hour == 0 and trials.max_total == 0
+
+
+def test_the_text_says_the_persistent_resource_is_billed_while_it_runs() -> None:
+    from rich.console import Console
+
+    c = cost.plan(model.build(job()), persistent_resource="train-pool", project="p")
+    console = Console(width=200, record=True)
+    for item in cost_text.items(c):
+        console.print(item, markup=not isinstance(item, str))  # as `vxtrain plan` prints them
+    text = " ".join(console.export_text().split())  # the title wraps at the table's width
+    assert "billed via persistent resource projects/p/locations/us-central1/persistentResources/train-pool" in text
+    (line,) = cost_text.total_lines(c)
+    assert line.startswith("Job: $0 per job") and "billed for as long as it is running" in line
+    assert line.endswith("[documented]") and "[documented]" in text
+    assert cost.PERSISTENT_RESOURCE_BILLING in cost_text.source_lines(c)[0]
+    assert "n1-standard-4" in text and "documented" in text

@@ -4,12 +4,19 @@ Pure arithmetic over the (resolved) job model and the price catalog
 (:mod:`vxtrain.catalog.prices`):
 
 - a pool's ``per_node_hour`` = its machine's price + accelerators per node ×
-  the accelerator's price; its ``per_hour`` = replicas × ``per_node_hour``;
+  the accelerator's price; its ``per_hour`` = replicas × hosts × ``per_node_hour``
+  (hosts: the TPU VMs of one multi-host slice, from its topology; 1 otherwise);
+- a TPU VM type (``ct5lp-*``, ``ct6e-*``, ``tpu7x-*``) is priced per host, its
+  chips included (Cloud TPU bills per chip-hour, the host VM in it), so an
+  accelerator named on it adds no line;
 - the job's ``per_hour`` = the sum over every pool (Reduction Server and
   evaluators included); ``max_total`` = ``per_hour`` × the timeout in hours;
 - a study: each trial is one such job, so ``max_total`` is × ``max_trials``,
   and ``per_hour`` is what ``parallel_trials`` trials running at once cost;
-- ``scheduling.strategy: SPOT`` uses Spot prices.
+- ``scheduling.strategy: SPOT`` uses Spot prices;
+- a job on a persistent resource is not billed per job: every figure is 0,
+  ``pricing`` is ``persistent_resource`` and ``billed_via`` names the resource,
+  which is billed while it is running, jobs or not.
 
 A price the catalog lacks makes the pool's figures ``None`` and is listed in
 ``unknown``; the job's ``per_hour`` and ``max_total`` are then ``None`` too,
@@ -17,6 +24,7 @@ because a partial sum would read as the whole price. Nothing is guessed.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +44,17 @@ UNKNOWN = "unknown"
 DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
 SECONDS_PER_HOUR = 3600
 ON_DEMAND, SPOT, FLEX_START = prices.ON_DEMAND, prices.SPOT, prices.FLEX_START
+PERSISTENT_RESOURCE = "persistent_resource"
+#: "You are billed for the entire duration that a persistent resource is in a running state, regardless of
+#: whether there is a job running" ... "All jobs running on a persistent resource are not separately charged."
+PERSISTENT_RESOURCE_BILLING = ("https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/"
+                               "training/persistent-resource-overview")
 #: How each pricing is named in messages.
-TIER = {ON_DEMAND: "", SPOT: "Spot ", FLEX_START: "FLEX_START (Dynamic Workload Scheduler) "}
+TIER = {ON_DEMAND: "", SPOT: "Spot ", FLEX_START: "FLEX_START (Dynamic Workload Scheduler) ",
+        PERSISTENT_RESOURCE: "persistent-resource "}
+#: TPU VM types: the catalog prices one host with its chips (prices.csv's header), so the chips named
+#: as an accelerator (TPU_V5_LITEPOD…) are not priced again.
+CHIPS_IN_MACHINE_PRICE = ("ct5lp-", "ct6e-", "tpu7x-")
 # Weakest last: a pool is as sure as its least sure price.
 _CONFIDENCE_ORDER = ("documented", "copied", "derived", "unverified", UNKNOWN)
 _DIGITS = 8  # the catalog's precision
@@ -102,10 +119,14 @@ class PoolCost:
     replicas: int | None
     machine_type: str | None
     lines: tuple[PriceLine, ...]
+    hosts: int = 1  # VMs per replica: a multi-host TPU slice is one replica of several hosts
+    billed_via: str | None = None  # a persistent resource: the pool costs nothing per job
 
     @property
     def per_node_hour(self) -> float | None:
-        """Machine + accelerators of one node, USD per hour (None when any part is unknown)."""
+        """Machine + accelerators of one node (one host), USD per hour (None when any part is unknown)."""
+        if self.billed_via is not None:
+            return 0.0
         parts = [line.usd_per_hour for line in self.lines]
         if not parts or any(p is None for p in parts):
             return None
@@ -113,23 +134,27 @@ class PoolCost:
 
     @property
     def per_hour(self) -> float | None:
-        """replicas × ``per_node_hour`` (None when either is unknown)."""
+        """replicas × hosts × ``per_node_hour`` (None when either is unknown)."""
         node = self.per_node_hour
-        return None if node is None or self.replicas is None else self.replicas * node
+        return None if node is None or self.replicas is None else self.replicas * self.hosts * node
 
     @property
     def confidence(self) -> str:
-        """The weakest confidence of the pool's prices."""
+        """The weakest confidence of the pool's prices (a persistent resource's billing rule is documented)."""
+        if self.billed_via is not None:
+            return "documented"
         return weakest(line.confidence for line in self.lines)
 
     @property
     def source(self) -> str:
         """The sources of the pool's prices, space-separated, each once."""
+        if self.billed_via is not None:
+            return PERSISTENT_RESOURCE_BILLING
         return " ".join(dict.fromkeys(line.source for line in self.lines if line.source))
 
     def to_json(self) -> dict[str, Any]:
-        """One row of the Contract's ``cost.pools`` (plus the ``prices`` it sums)."""
-        return {"pool": self.index, "role": self.role, "replicas": self.replicas,
+        """One row of the Contract's ``cost.pools`` (plus the ``prices`` it sums and its ``hosts``)."""
+        return {"pool": self.index, "role": self.role, "replicas": self.replicas, "hosts": self.hosts,
                 "machine_type": self.machine_type, "per_node_hour": _round(self.per_node_hour),
                 "per_hour": _round(self.per_hour), "confidence": self.confidence,
                 "source": self.source, "prices": [line.to_json() for line in self.lines]}
@@ -148,6 +173,7 @@ class Cost:
     parallel_trials: int | None = None
     study: bool = False
     unknown: list[Unknown] = field(default_factory=list)
+    billed_via: str | None = None  # the persistent resource the job runs on (pricing persistent_resource)
 
     @property
     def per_trial_hour(self) -> float | None:
@@ -179,6 +205,8 @@ class Cost:
     @property
     def confidence(self) -> str:
         """The weakest confidence of every price in the job."""
+        if self.billed_via is not None:
+            return "documented"
         return weakest(p.confidence for p in self.pools) if not self.unknown else UNKNOWN
 
     def to_json(self) -> dict[str, Any]:
@@ -195,6 +223,9 @@ class Cost:
         }
         if self.timeout_default:
             out["max_total_at_default_timeout"] = _round(self.max_total)
+        if self.billed_via is not None:
+            out["billed_via"] = self.billed_via
+            out["source"] = PERSISTENT_RESOURCE_BILLING
         if self.study:
             out["study"] = {"per_trial_hour": _round(self.per_trial_hour),
                             "max_trials": self.max_trials,
@@ -221,8 +252,16 @@ def pricing_of(job: Job) -> str:
     return {"SPOT": SPOT, "FLEX_START": FLEX_START}.get(strategy, ON_DEMAND)
 
 
-def plan(job: Job) -> Cost:
-    """The cost of ``job`` (resolved: ``reduction_server.replicas: auto`` filled in)."""
+def plan(job: Job, *, hosts: Mapping[str, int] | None = None, persistent_resource: str | None = None,
+         project: str | None = None) -> Cost:
+    """The cost of ``job`` (resolved: ``reduction_server.replicas: auto`` filled in).
+
+    ``hosts``: pool role → VMs per replica (a multi-host TPU slice: its topology's host
+    count); a pool not named has 1. ``persistent_resource``: the ID of the persistent
+    resource the job runs on (``jobSpec.persistentResourceId``): nothing is priced per job
+    and ``billed_via`` is the resource's name (its full name when ``project`` and the
+    job's region are known).
+    """
     timeout = job.scheduling.timeout if job.scheduling else None
     cost = Cost(region=job.region, pricing=pricing_of(job), pools=[],
                 timeout_seconds=DEFAULT_TIMEOUT_SECONDS if timeout is None else timeout,
@@ -230,23 +269,40 @@ def plan(job: Job) -> Cost:
     if job.study is not None:
         cost.study = True
         cost.max_trials, cost.parallel_trials = job.study.max_trials, job.study.parallel_trials
-    if job.region is None:
+    if persistent_resource is not None:
+        cost.pricing = PERSISTENT_RESOURCE
+        cost.billed_via = resource_name(persistent_resource, project, job.region)
+    elif job.region is None:
         cost.unknown.append(Unknown(None, None, "region", None, None, cost.pricing))
     for pool in job.ordered_pools():
-        cost.pools.append(pool_cost(pool, cost))
+        cost.pools.append(pool_cost(pool, cost, (hosts or {}).get(pool.role, 1)))
     return cost
 
 
-def pool_cost(pool: Pool, cost: Cost) -> PoolCost:
-    """The priced lines of one pool's nodes; unknown prices are added to ``cost.unknown``."""
+def resource_name(resource_id: str, project: str | None, region: str | None) -> str:
+    """``projects/P/locations/R/persistentResources/ID`` when project and region are known, else the ID."""
+    if project and region:
+        return f"projects/{project}/locations/{region}/persistentResources/{resource_id}"
+    return resource_id
+
+
+def pool_cost(pool: Pool, cost: Cost, hosts: int = 1) -> PoolCost:
+    """The priced lines of one pool's nodes; unknown prices are added to ``cost.unknown``.
+
+    ``hosts``: VMs per replica (a multi-host TPU slice), each priced as one node.
+    """
+    if cost.billed_via is not None:  # a persistent resource: billed as a whole, not per job
+        return PoolCost(index=pool.index, role=pool.role, replicas=pool.replicas, machine_type=pool.machine_type,
+                        lines=(), hosts=hosts, billed_via=cost.billed_via)
     lines = []
     if pool.machine_type is not None:
         lines.append(_line(pool, prices.MACHINE, pool.machine_type, 1, cost))
     acc = pool.accelerator
-    if acc is not None and acc.type and (acc.count or 0) > 0:
+    chips_in_machine = (pool.machine_type or "").startswith(CHIPS_IN_MACHINE_PRICE)
+    if acc is not None and acc.type and (acc.count or 0) > 0 and not chips_in_machine:
         lines.append(_line(pool, prices.ACCELERATOR, acc.type, acc.count or 0, cost))
     return PoolCost(index=pool.index, role=pool.role, replicas=pool.replicas,
-                    machine_type=pool.machine_type, lines=tuple(lines))
+                    machine_type=pool.machine_type, lines=tuple(lines), hosts=hosts)
 
 
 def _line(pool: Pool, kind: str, name: str, count: int, cost: Cost) -> PriceLine:

@@ -12,7 +12,8 @@ from rich.console import JustifyMethod
 from rich.table import Table
 
 from vxtrain.planning.bandwidth import Plan
-from vxtrain.planning.cost import FLEX_START, SECONDS_PER_HOUR, SPOT, TIER, Cost, PoolCost, Unknown, usd
+from vxtrain.planning.cost import (FLEX_START, PERSISTENT_RESOURCE_BILLING, SECONDS_PER_HOUR, SPOT, TIER, Cost,
+                                   PoolCost, Unknown, usd)
 
 _COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("pool", "right"), ("role", "left"), ("replicas", "right"), ("per node", "left"),
@@ -25,12 +26,14 @@ def items(cost: Cost, bandwidth: Plan | None = None) -> list[Any]:
 
     The strings among them are plain text (a price's source URL is not rich markup)."""
     title = f"Cost (Vertex AI {cost.pricing.replace('_', '-')} list prices, {cost.region or 'no region'})"
+    if cost.billed_via is not None:
+        title = f"Cost (billed via persistent resource {cost.billed_via}, not per job)"
     table = Table(title=title, title_justify="left")
     for name, justify in _COLUMNS:
         table.add_column(name, justify=justify)
     for p in cost.pools:
-        table.add_row(str(p.index), p.role, "?" if p.replicas is None else str(p.replicas),
-                      _node_text(p), usd(p.per_node_hour), usd(p.per_hour), p.confidence)
+        table.add_row(str(p.index), p.role, _replicas_text(p), _node_text(p), usd(p.per_node_hour),
+                      usd(p.per_hour), p.confidence)
     lines: list[Any] = [table, *total_lines(cost)]
     trade = tradeoff_line(cost, bandwidth)
     if trade:
@@ -40,6 +43,9 @@ def items(cost: Cost, bandwidth: Plan | None = None) -> list[Any]:
 
 def source_lines(cost: Cost) -> list[str]:
     """What the figures include, and the source and date of every price used."""
+    if cost.billed_via is not None:
+        return ["Jobs on a persistent resource are not charged separately; the resource is billed for the "
+                f"whole time it is running. documented: {PERSISTENT_RESOURCE_BILLING}"]
     seen = dict.fromkeys((line.source, line.as_of, line.confidence) for p in cost.pools
                          for line in p.lines if line.unit_usd_per_hour is not None)
     what = {SPOT: "Spot list prices (a snapshot: Compute Engine changes them up to once a month)",
@@ -49,7 +55,15 @@ def source_lines(cost: Cost) -> list[str]:
             *(f"  {confidence}, as of {as_of}: {source}" for source, as_of, confidence in seen)]
 
 
+def _replicas_text(p: PoolCost) -> str:
+    """Replicas, and the hosts of each when a replica is a multi-host TPU slice."""
+    replicas = "?" if p.replicas is None else str(p.replicas)
+    return replicas if p.hosts == 1 else f"{replicas} × {p.hosts} hosts"
+
+
 def _node_text(p: PoolCost) -> str:
+    if p.billed_via is not None:
+        return p.machine_type or "?"
     return " + ".join(line.name if line.count == 1 else f"{line.count} × {line.name}" for line in p.lines) or "?"
 
 
@@ -57,6 +71,9 @@ def total_lines(cost: Cost) -> list[str]:
     """The job's per-hour and maximum cost, what the timeout was, and what is unknown."""
     hours = cost.timeout_seconds / SECONDS_PER_HOUR
     timeout = f"{hours:g} h" + (", Vertex AI's default timeout" if cost.timeout_default else " timeout")
+    if cost.billed_via is not None:
+        return [f"Job: $0 per job: it runs on persistent resource {cost.billed_via}, which is billed "
+                "for as long as it is running, whether or not jobs run on it [documented]"]
     if cost.per_hour is None:
         head = "Job: cost unknown (" + "; ".join(sorted({_short(u) for u in cost.unknown})) + ")"
         return [head] if cost.unknown else ["Job: cost unknown"]
