@@ -111,3 +111,10 @@ def test_a_folder_is_recursed_without_hidden_folders_virtual_envs_or_node_module
     # a folder or file named on the command line is checked, hidden or not
     assert api.spec_files([tmp_path / ".github"]) == [tmp_path / ".github" / "workflows" / "ci.yaml"]
     assert api.spec_files([tmp_path / ".pre-commit-config.yaml"]) == [tmp_path / ".pre-commit-config.yaml"]
+
+
+def test_a_job_on_a_persistent_resource_is_priced_through_it() -> None:
+    """plan prices the spec's persistent_resource (and extra's persistentResourceId) at 0 per job."""
+    cost = vxtrain.plan(EXAMPLES / "persistent-resource.yaml", vxtrain.Options(cost=True)).cost
+    assert cost is not None and cost.pricing == "persistent_resource" and cost.per_trial_hour == 0
+    assert cost.billed_via == "projects/my-project/locations/us-central1/persistentResources/train-pool"

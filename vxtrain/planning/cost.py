@@ -257,11 +257,13 @@ def plan(job: Job, *, hosts: Mapping[str, int] | None = None, persistent_resourc
     """The cost of ``job`` (resolved: ``reduction_server.replicas: auto`` filled in).
 
     ``hosts``: pool role → VMs per replica (a multi-host TPU slice: its topology's host
-    count); a pool not named has 1. ``persistent_resource``: the ID of the persistent
-    resource the job runs on (``jobSpec.persistentResourceId``): nothing is priced per job
+    count); a pool not named has 1. ``persistent_resource`` (default: the job's): the ID of the
+    persistent resource the job runs on (``jobSpec.persistentResourceId``): nothing is priced per job
     and ``billed_via`` is the resource's name (its full name when ``project`` and the
     job's region are known).
     """
+    persistent_resource = persistent_resource or job.persistent_resource
+    project = project or job.project
     timeout = job.scheduling.timeout if job.scheduling else None
     cost = Cost(region=job.region, pricing=pricing_of(job), pools=[],
                 timeout_seconds=DEFAULT_TIMEOUT_SECONDS if timeout is None else timeout,
