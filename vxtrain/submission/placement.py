@@ -32,6 +32,7 @@ SpecError (exit 1) with them.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -164,24 +165,47 @@ def placement_problems(job: Mapping[str, Any], resource: Mapping[str, Any], *, n
                          f"wait for it or pick another, nothing was created", f"{spec_key}.persistentResourceId")]
     out = _consistency(job, spec, spec_key, resource, name)
     pools = _resource_pools(resource)
+    placed: list[tuple[int, str, str, int, list[_ResourcePool]]] = []
     for index, role, pool in _job_pools(spec):
         where = f"{spec_key}.workerPoolSpecs[{index}]"
         shape = pool_shape(pool.get("machineSpec"), pool.get("diskSpec"))
         matches = [p for p in pools if p.shape == shape]
-        if not matches:
+        if matches:
+            placed.append((index, role, where, int(pool.get("replicaCount") or 0), matches))
+        else:
             out.append(_mismatch(name, role, where, shape, pools))
-            continue
-        replicas = int(pool.get("replicaCount") or 0)
+    return out + _replica_problems(name, placed, notes)
+
+
+def _replica_problems(name: str, placed: list[tuple[int, str, str, int, list[_ResourcePool]]],
+                      notes: list[str] | None) -> list[Diagnostic]:
+    """The job's pools on the resource pools they match: every way of putting each on one
+    (a resource may hold identical pools) is tried, and the first in which every pool's
+    replicas fit wins; when none does, the pools that do not fit the first fit found pool
+    by pool (most room left) are the errors."""
+    for choice in itertools.product(*(matches for *_, matches in placed)):
+        taken: dict[int, int] = {}
+        for (*_, replicas, _), target in zip(placed, choice):
+            taken[target.index] = taken.get(target.index, 0) + replicas
+        if all(taken[p.index] <= p.limit for p in choice):
+            if notes is not None:
+                notes.extend(_busy(name, p, taken[p.index]) for p in {p.index: p for p in choice}.values()
+                             if p.used and p.used + taken[p.index] > p.limit)
+            return []
+    out = []
+    for _, role, where, replicas, matches in placed:
         target = max(matches, key=lambda p: p.limit - p.taken)
         if target.taken + replicas > target.limit:
             out.append(_too_many(name, role, where, replicas, target))
-        elif notes is not None and target.used and target.used + target.taken + replicas > target.limit:
-            notes.append(f"{target.used} of the {target.limit} machines of pool {target.id} of {name} are in use "
-                         f"by other jobs: {role} ({where}) may wait for them (Vertex AI counts a job's "
-                         f"replicas against what other jobs leave free)")
         target.taken += replicas
         target.takers += (f"{role} ({where}: {replicas})",)
     return out
+
+
+def _busy(name: str, pool: _ResourcePool, replicas: int) -> str:
+    return (f"{pool.used} of the {pool.limit} machines of pool {pool.id} of {name} are in use by other jobs, "
+            f"and this job needs {replicas}: it may wait for them (Vertex AI counts a job's replicas "
+            f"against what other jobs leave free)")
 
 
 def _consistency(job: Mapping[str, Any], spec: Mapping[str, Any], spec_key: str, resource: Mapping[str, Any],
