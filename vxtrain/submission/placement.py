@@ -18,13 +18,14 @@ refuses the job itself, creating nothing, when:
 * a pool asks for more replicas than its resource pool has: "Specify a
   ``replica_count`` less than or equal to the ``replica_count`` or
   ``max_replica_count`` of the corresponding resource pool"
-  (both quotes: https://cloud.google.com/vertex-ai/docs/training/persistent-resource-train).
+  (both quotes: https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/persistent-resource-train).
   The job's pools that land on one resource pool share its machines, so their
   replicas are added up (derived: each replica is a machine);
 * the job's network or CMEK key differs from the resource's, both being set
   ("The network and CMEK configs on the job should be consistent with those on
   the PersistentResource, otherwise, the job will be rejected", CustomJobSpec's
-  ``persistent_resource_id``, https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec).
+  ``persistent_resource_id``,
+  https://github.com/googleapis/python-aiplatform/blob/main/google/cloud/aiplatform_v1/types/custom_job.py).
 
 :func:`placement_problems` is pure (the job and the resource as REST JSON in,
 diagnostics out); :func:`check_placement` reads the resource and raises
@@ -50,15 +51,17 @@ from vxtrain.submission.retry import Backoff, retrying
 
 #: CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
 #: characters, and valid characters are `/^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/`"
-#: (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.persistentResources/create).
+#: (CreatePersistentResourceRequest, https://github.com/googleapis/python-aiplatform/blob/main/google/cloud/aiplatform_v1/types/persistent_resource_service.py).
 RESOURCE_ID = re.compile(r"[a-z]([a-z0-9-]{0,61}[a-z0-9])?")
 #: DiskSpec.boot_disk_type: "The default value is `pd-ssd` (`hyperdisk-balanced` is the
 #: default for `a3-ultragpu-8g` and `a4-highgpu-8g`)"; boot_disk_size_gb defaults to 100
-#: (https://cloud.google.com/vertex-ai/docs/training/configure-compute#boot_disk_options; documented).
+#: (https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/configure-compute;
+#: documented. The installed DiskSpec docstring names "A3U machines" only:
+#: https://github.com/googleapis/python-aiplatform/blob/main/google/cloud/aiplatform_v1/types/machine_resources.py).
 HYPERDISK_DEFAULT = "hyperdisk-balanced"
 HYPERDISK_DEFAULT_MACHINES = frozenset({"a3-ultragpu-8g", "a4-highgpu-8g"})
 #: "Specifying `NO_RESERVATION` has the same effect as omitting a reservation affinity
-#: specification" (https://cloud.google.com/vertex-ai/docs/training/use-reservations).
+#: specification" (https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/use-reservations).
 _NO_RESERVATION = frozenset({"NO_RESERVATION", "TYPE_UNSPECIFIED", ""})
 _UNSET = "(not set)"
 

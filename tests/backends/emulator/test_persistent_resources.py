@@ -78,6 +78,12 @@ def test_get_list_delete(client: v1.PersistentResourceServiceClient) -> None:
     assert [r.name for r in client.list_persistent_resources(parent=PARENT)] == names[1:]
 
 
+def test_other_methods_are_unimplemented(client: v1.PersistentResourceServiceClient) -> None:
+    name = create(client).result().name
+    with pytest.raises(gexc.MethodNotImplemented):
+        client.reboot_persistent_resource(name=name)
+
+
 @pytest.mark.parametrize("bad", ["Train", "1pool", "pool-", "pool_1", "a" * 64, "", "projects/p/x"])
 def test_an_invalid_id_is_refused(client: v1.PersistentResourceServiceClient, bad: str) -> None:
     with pytest.raises(gexc.InvalidArgument, match="persistent_resource_id"):

@@ -4,7 +4,8 @@ Served: CreatePersistentResource, GetPersistentResource, ListPersistentResources
 and DeletePersistentResource (every other method answers UNIMPLEMENTED), so the
 unmodified ``aiplatform_v1.PersistentResourceServiceClient`` creates, reads and
 deletes resources here as on Vertex AI, and ``vxtrain submit`` checks a job
-against one (https://cloud.google.com/vertex-ai/docs/training/persistent-resource-train).
+against one
+(https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/persistent-resource-train).
 
 What differs from the service, on purpose:
 
@@ -48,7 +49,7 @@ from vxtrain.backends.emulator.filters import DEFAULT_PAGE_SIZE
 SERVICE = "google.cloud.aiplatform.v1.PersistentResourceService"
 #: CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
 #: characters, and valid characters are `/^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/`"
-#: (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.persistentResources/create).
+#: (https://github.com/googleapis/python-aiplatform/blob/main/google/cloud/aiplatform_v1/types/persistent_resource_service.py).
 ID_PATTERN = re.compile(r"[a-z]([a-z0-9-]{0,61}[a-z0-9])?")
 #: The label that creates a resource in a state other than RUNNING (the emulator's, for tests).
 STATE_LABEL = "vxtrain_emulator_state"
