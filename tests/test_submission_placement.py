@@ -292,6 +292,18 @@ def test_a_missing_resource_an_invalid_id_and_one_not_running(backend: VertexBac
     assert submit(backend, job_on(quick(CPU)))["name"].startswith(f"{PARENT}/customJobs/")
 
 
+def test_a_resubmit_that_adopts_its_job_reads_no_resource(backend: VertexBackend, emulator: EmulatorHandle,
+                                                           resources: v1.PersistentResourceServiceClient) -> None:
+    name = make_resource(resources)
+    first = submit(backend, job_on(quick(CPU)), idempotency_key="rel-1")
+    resources.delete_persistent_resource(name=name).result()  # its job is cancelled with it
+    again = submit(backend, job_on(quick(CPU)), idempotency_key="rel-1")
+    assert again["name"] == first["name"] and again["adopted"] is True
+    with pytest.raises(errors.SpecError, match="does not exist"):
+        submit(backend, job_on(quick(CPU)), idempotency_key="rel-2")
+    assert len(emulator.jobs()) == 1
+
+
 def test_a_tuning_job_on_a_resource(backend: VertexBackend, emulator: EmulatorHandle,
                                     resources: v1.PersistentResourceServiceClient) -> None:
     make_resource(resources)

@@ -60,11 +60,15 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
     """
     with _using(backend, region, endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
-        # A job on a persistent resource must fit it: checked before anything is created.
-        check_placement(api, custom_job, project=project, region=region, backoff=retry, say=say)
         key = idempotency_key if idempotency_key is not None else uuid.uuid4().hex
+        # A job on a persistent resource must fit it: checked before anything is created
+        # (a re-submit that adopts the job its key labels creates nothing, and is not checked).
+        def fits() -> None:
+            check_placement(api, custom_job, project=project, region=region, backoff=retry, say=say)
+
         job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key,
-                                   explicit=idempotency_key is not None, backoff=retry, say=say, local=local)
+                                   explicit=idempotency_key is not None, backoff=retry, say=say, local=local,
+                                   before_create=fits)
         view = job_view(job, emulated=api.emulated, adopted=adopted)
         if not wait:
             return view
