@@ -31,6 +31,8 @@ from vxtrain.model import LocalSpec
 JobDict = dict[str, Any]
 #: Jobs as a list answers them (named: inside JobBackend, ``list`` is the method).
 JobList = list[JobDict]
+#: A PersistentResource as the REST API spells it (``name``, ``state``, ``resourcePools``…).
+ResourceDict = dict[str, Any]
 
 
 #: The gRPC metadata key of a create sent to an emulator: how to run the job on its
@@ -99,6 +101,12 @@ class JobBackend(Protocol):
 
     def delete(self, kind: JobKind, name: str) -> None:
         """Delete the job (it must have ended)."""
+        ...
+
+    def get_persistent_resource(self, name: str) -> ResourceDict:
+        """The persistent resource ``projects/P/locations/R/persistentResources/ID``
+        (PersistentResourceService.GetPersistentResource), which jobs naming it in
+        ``persistentResourceId`` run on; NotFoundError when there is none."""
         ...
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
-"""The Vertex AI backend: ``google.cloud.aiplatform_v1.JobServiceClient``.
+"""The Vertex AI backend: ``google.cloud.aiplatform_v1.JobServiceClient`` (and its
+``PersistentResourceServiceClient``, to read the persistent resource a job runs on).
 
 One class serves both targets:
 
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vxtrain import errors
-from vxtrain.backends.base import LOCAL_METADATA, JobDict, JobList, LocalRun
+from vxtrain.backends.base import LOCAL_METADATA, JobDict, JobList, LocalRun, ResourceDict
 from vxtrain.backends.kinds import JobKind
 
 #: Set (to "1") by the test suite: any endpoint that is not loopback is refused.
@@ -258,7 +259,8 @@ def vertex_host(region: str) -> str:
 # --- the backend ---------------------------------------------------------------
 
 class VertexBackend:
-    """``JobBackend`` over ``aiplatform_v1.JobServiceClient`` (Vertex AI or an emulator)."""
+    """``JobBackend`` over ``aiplatform_v1.JobServiceClient`` (Vertex AI or an emulator), and
+    ``PersistentResourceServiceClient`` on the same endpoint for ``get_persistent_resource``."""
 
     def __init__(self, region: str | None = None, *, endpoint: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, credentials: Any = None) -> None:
@@ -273,7 +275,8 @@ class VertexBackend:
         self.timeout = timeout
         self._credentials = credentials
         self._host = split_endpoint(endpoint)[0] if endpoint else vertex_host(region or "")
-        self._client_obj: Any = None
+        #: The GAPIC clients made so far, by service ("jobs", "resources"): one channel each.
+        self._clients: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         target = f"emulator {self.endpoint}" if self.emulated else f"Vertex AI {self._host}"
@@ -281,11 +284,12 @@ class VertexBackend:
 
     # -- plumbing
 
-    def _client(self) -> Any:
-        if self._client_obj is None:
+    def _client(self, service: str = "jobs") -> Any:
+        if service not in self._clients:
             check_guard(self._host)
-            self._client_obj = self._guarded(self._make_client, self.region)
-        return self._client_obj
+            make = self._make_resource_client if service == "resources" else self._make_client
+            self._clients[service] = self._guarded(make, self.region)
+        return self._clients[service]
 
     def _make_client(self) -> Any:
         # Lazy: google.cloud.aiplatform costs about a second; only a call to the API needs it.
@@ -295,17 +299,26 @@ class VertexBackend:
         return gapic_client(JobServiceClient, JobServiceGrpcTransport, host=self._host,
                             endpoint=self.endpoint, credentials=self._credentials)
 
+    def _make_resource_client(self) -> Any:
+        # Lazy: as _make_client. The same regional endpoint (or emulator) serves PersistentResourceService.
+        from google.cloud.aiplatform_v1.services.persistent_resource_service import client, transports
+
+        return gapic_client(client.PersistentResourceServiceClient, transports.PersistentResourceServiceGrpcTransport,
+                            host=self._host, endpoint=self.endpoint, credentials=self._credentials)
+
     def _guarded(self, call: Callable[[], Any], region: str | None) -> Any:
         return guarded(call, host=self._host, region=region)
 
-    def _rpc(self, method: str, region_hint: str, metadata: Sequence[tuple[str, str]] = (), **request: Any) -> Any:
-        client = self._client()
+    def _rpc(self, method: str, region_hint: str, metadata: Sequence[tuple[str, str]] = (), *,
+             service: str = "jobs", explain: Callable[[errors.ApiError, BaseException], errors.ApiError] | None = None,
+             **request: Any) -> Any:
+        client = self._client(service)
         bound = getattr(client, method)
         region = region_of(region_hint) or self.region
         # retry=None: retries are decided by the caller (vxtrain.submission), which
         # must list by the idempotency label before re-creating.
-        return self._guarded(lambda: bound(request=request, retry=None, timeout=self.timeout,
-                                           metadata=metadata), region)
+        return guarded(lambda: bound(request=request, retry=None, timeout=self.timeout, metadata=metadata),
+                       host=self._host, region=region, explain=explain)
 
     def _list(self, method: str, parent: str, filter_: str) -> JobList:
         request: dict[str, Any] = {"parent": parent}
@@ -340,17 +353,33 @@ class VertexBackend:
         """Delete (a long-running operation we do not wait for); see JobBackend."""
         self._rpc(_method("delete", kind), name, name=name)
 
+    def get_persistent_resource(self, name: str) -> ResourceDict:
+        """The persistent resource ``name``; see JobBackend."""
+        return _to_dict(self._rpc("get_persistent_resource", name, service="resources",
+                                  explain=_resource_not_found, name=name))
+
     def close(self) -> None:
-        """Close the gRPC channel (idempotent)."""
-        if self._client_obj is not None:
-            self._client_obj.transport.close()
-        self._client_obj = None
+        """Close the gRPC channels (idempotent)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.transport.close()
 
     def __enter__(self) -> VertexBackend:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _resource_not_found(mapped: errors.ApiError, exc: BaseException) -> errors.ApiError:
+    """NOT_FOUND from PersistentResourceService names a resource, not a job."""
+    if not isinstance(mapped, errors.NotFoundError):
+        return mapped
+    where = region_of(str(exc))
+    reworded = errors.NotFoundError(f"persistent resource not found{f' in {where}' if where else ''}: "
+                                    f"{_server_message(exc)} (check its ID, the project and the region)")
+    reworded.transient, reworded.timed_out = mapped.transient, mapped.timed_out
+    return reworded
 
 
 def _method(verb: str, kind: JobKind) -> str:

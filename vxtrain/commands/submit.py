@@ -16,7 +16,7 @@ import typer
 from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
-from vxtrain.errors import JobFailedError
+from vxtrain.errors import JobFailedError, SpecError
 from vxtrain.runtime.signals import interrupt_on_signals
 
 
@@ -46,6 +46,12 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
+            raise
+        except SpecError as exc:
+            # Submission's checks against the Job API's state (a persistent resource the job
+            # does not fit) name a compiled field, not a place in the file: say which file.
+            if any(d.file is None for d in exc.diagnostics):
+                raise SpecError([d.with_file(path) for d in exc.diagnostics]) from exc
             raise
     c.print_view(view, output)
     return 0

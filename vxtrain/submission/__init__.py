@@ -11,6 +11,8 @@ Its rooms:
   on transient errors only, each retry reported);
 * :mod:`~vxtrain.submission.create`: creating a job exactly once (README,
   "Submitting exactly once");
+* :mod:`~vxtrain.submission.placement`: a job on a persistent resource checked
+  against the resource (exists, RUNNING, pools match, replicas fit) before it is created;
 * :mod:`~vxtrain.submission.jobs`: submit, get, wait, cancel, list, and a job's
   log lines (read, or followed while it runs);
 * :mod:`~vxtrain.submission.events`: how it reports what happens (``Say``,
@@ -30,6 +32,7 @@ from vxtrain.submission.events import ProgressFn, Say, log_say
 from vxtrain.submission.jobs import (
     build_filter, cancel, get, list_jobs, normalize_state, read_logs, submit, wait_job,
 )
+from vxtrain.submission.placement import check_placement, placement_problems, pool_shape, resource_id_of
 from vxtrain.submission.names import (
     CONSOLE_URL, LABEL_KEY, LOCAL_PROJECT, LOCAL_REGION, console_url, label_value, parent_of, resolve_name,
     split_name,
@@ -43,8 +46,8 @@ wait = wait_job
 __all__ = sorted([
     "Backoff", "CONSOLE_URL", "CUSTOM", "FAILED_STATES", "JobDict", "JobKind", "LABEL_KEY", "LOCAL_POLL",
     "LOCAL_PROJECT", "LOCAL_REGION", "LOCAL_RETRY", "ProgressFn", "Say", "TERMINAL_STATES", "TUNING",
-    "VERTEX_POLL", "VERTEX_RETRY", "build_filter", "cancel", "console_url", "create_once", "find_labelled",
+    "VERTEX_POLL", "VERTEX_RETRY", "build_filter", "cancel", "check_placement", "console_url", "create_once", "find_labelled",
     "get", "job_view", "kind_of_job", "kind_of_name", "label_value", "list_jobs", "normalize_state",
-    "parent_of", "raise_for_state", "read_logs", "resolve_name", "retrying", "split_name", "log_say",
+    "parent_of", "placement_problems", "pool_shape", "raise_for_state", "read_logs", "resolve_name", "resource_id_of", "retrying", "split_name", "log_say",
     "study_fields", "submit", "trials_from_json", "wait", "wait_job",
 ])

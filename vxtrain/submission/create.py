@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
+from collections.abc import Callable
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
@@ -107,9 +108,12 @@ class _CreateAttempt:
 
 def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
                 backoff: Backoff, say: Say = log_say,
-                local: LocalRun | None = None) -> tuple[JobDict, bool]:
+                local: LocalRun | None = None,
+                before_create: Callable[[], object] | None = None) -> tuple[JobDict, bool]:
     """Create ``job`` labelled with ``key`` at most once; return (job, adopted). ``local``:
     how an emulator runs it on its host (the spec's ``local:`` block and folder).
+    ``before_create``: runs once a job is to be created (not when an explicit key adopts
+    one), before the first create; what it raises stops the submit with nothing created.
 
     When the calls end in an error while a create's outcome is unknown, a last
     list settles it (see ``_settle``). A job just created is checked against the
@@ -122,6 +126,8 @@ def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, exp
                             f"list jobs labelled {LABEL_KEY}={label}", say)
         if existing is not None:
             return existing, True
+    if before_create is not None:
+        before_create()
     labelled = {**job, "labels": {**(job.get("labels") or {}), LABEL_KEY: label}}
     attempt = _CreateAttempt(backend, kind, parent, labelled, label, backoff, say, local)
     try:

@@ -22,6 +22,7 @@ from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, L
 from vxtrain.submission.create import create_once
 from vxtrain.submission.events import ProgressFn, Say, log_say
 from vxtrain.submission.names import parent_of, split_name
+from vxtrain.submission.placement import check_placement
 from vxtrain.submission.retry import (
     LOCAL_POLL, LOCAL_RETRY, VERTEX_POLL, VERTEX_RETRY, Backoff, default_backoff, retrying,
 )
@@ -53,12 +54,21 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
     ``idempotency_key``: a re-submit with the same key under the same project and
     region returns the job it labels and creates none; without one, each call
     creates a new job.
+
+    A job with ``persistentResourceId`` is checked against that resource first
+    (vxtrain.submission.placement): SpecError, and no job, when it does not fit.
     """
     with _using(backend, region, endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
         key = idempotency_key if idempotency_key is not None else uuid.uuid4().hex
+        # A job on a persistent resource must fit it: checked before anything is created
+        # (a re-submit that adopts the job its key labels creates nothing, and is not checked).
+        def fits() -> None:
+            check_placement(api, custom_job, project=project, region=region, backoff=retry, say=say)
+
         job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key,
-                                   explicit=idempotency_key is not None, backoff=retry, say=say, local=local)
+                                   explicit=idempotency_key is not None, backoff=retry, say=say, local=local,
+                                   before_create=fits)
         view = job_view(job, emulated=api.emulated, adopted=adopted)
         if not wait:
             return view

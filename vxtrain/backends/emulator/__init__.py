@@ -1,4 +1,5 @@
-"""A local emulator of Vertex AI's ``google.cloud.aiplatform.v1.JobService``.
+"""A local emulator of Vertex AI's ``google.cloud.aiplatform.v1.JobService`` (and of
+its PersistentResourceService, and Cloud Logging's LoggingServiceV2, on the same port).
 
 It is a real gRPC server speaking the real protobuf messages, so the
 unmodified ``aiplatform_v1.JobServiceClient`` (gRPC transport, an insecure
@@ -20,6 +21,10 @@ Where each part lives:
 * :mod:`~vxtrain.backends.emulator.logging_service`: Cloud Logging's
   LoggingServiceV2 (ListLogEntries) over every line the jobs print, shaped as
   Vertex AI writes them, so google-cloud-logging reads a local job's logs;
+* :mod:`~vxtrain.backends.emulator.persistent_resources`: PersistentResourceService
+  (Create and Delete as done long-running operations, Get, List) over the
+  emulator's resources, so ``submit`` checks a job against a resource the real
+  ``PersistentResourceServiceClient`` created;
 * :mod:`~vxtrain.backends.emulator.checks`: request validation with Vertex-like
   INVALID_ARGUMENT messages ("List of found errors: 1.Field: ...; Message: ...");
 * :mod:`~vxtrain.backends.emulator.filters`: the list filter and page tokens;

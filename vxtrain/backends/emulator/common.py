@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import base64
 import re
+import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
 import grpc
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
+from google.cloud.aiplatform_v1.types import operation as op_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
+from google.longrunning import operations_pb2
+from google.protobuf import any_pb2, empty_pb2
 
 from vxtrain.backends.kinds import TERMINAL_STATES as TERMINAL_STATE_NAMES
 
@@ -75,6 +79,25 @@ def copy(message: Any) -> Any:
     """A deep copy of a proto-plus message (stored jobs are never handed out)."""
     cls = type(message)
     return cls.deserialize(cls.serialize(message))
+
+
+def operation_id() -> int:
+    """A long-running operation's id, shaped like Vertex's (19 decimal digits)."""
+    return 10**18 + secrets.randbelow(9 * 10**18)
+
+
+def done_operation(name: str, response: Any = None, metadata: Any = None) -> operations_pb2.Operation:
+    """A finished google.longrunning Operation called ``name``: its ``response`` a
+    proto-plus message (default google.protobuf.Empty, what a delete answers), its
+    ``metadata`` one too (default a DeleteOperationMetadata stamped now). The
+    client's operation future then holds its result without polling."""
+    stamp = now()
+    if metadata is None:
+        metadata = op_types.DeleteOperationMetadata(generic_metadata={"create_time": stamp, "update_time": stamp})
+    packed_metadata, packed_response = any_pb2.Any(), any_pb2.Any()
+    packed_metadata.Pack(type(metadata).pb(metadata))
+    packed_response.Pack(empty_pb2.Empty() if response is None else type(response).pb(response))
+    return operations_pb2.Operation(name=name, done=True, metadata=packed_metadata, response=packed_response)
 
 
 def unquote(value: str) -> str:

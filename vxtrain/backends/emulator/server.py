@@ -17,8 +17,9 @@ from typing import Any, TextIO
 
 import grpc
 
-from vxtrain.backends.emulator import jobservice, logging_service
+from vxtrain.backends.emulator import jobservice, logging_service, persistent_resources
 from vxtrain.backends.emulator.faults import Fault, faults_from_env
+from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.store import Emulator
 from vxtrain.errors import UsageError, VxtrainError
 
@@ -33,6 +34,8 @@ SERVICES: tuple[ServiceBuilder, ...] = (
     jobservice.generic_handler,
     # google.logging.v2.LoggingServiceV2: the lines the jobs print, as Vertex AI logs them.
     lambda emulator: logging_service.generic_handler(emulator.logs),
+    # google.cloud.aiplatform.v1.PersistentResourceService: resources jobs are checked against.
+    lambda emulator: persistent_resources.generic_handler(emulator.resources, emulator.cancel_jobs_on),
 )
 
 
@@ -55,6 +58,11 @@ class EmulatorHandle:
     def jobs(self, kind: str = "custom") -> list[Any]:
         """Copies of the stored jobs (``"custom"`` or ``"hpt"``)."""
         return self.emulator.jobs(kind)
+
+    @property
+    def resources(self) -> ResourceStore:
+        """The persistent resources it serves (``set_state`` puts one in another state)."""
+        return self.emulator.resources
 
     def add_fault(self, fault: Fault | str) -> None:
         """Inject a fault at runtime."""

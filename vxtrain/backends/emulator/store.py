@@ -18,20 +18,19 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import grpc
-from google.cloud.aiplatform_v1.types import operation as op_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.longrunning import operations_pb2
-from google.protobuf import any_pb2, empty_pb2
 from google.rpc import status_pb2
 
 from vxtrain.backends.emulator import filters
 from vxtrain.backends.emulator.checks import check_name, invalid_argument, job_problems, parse_parent
 from vxtrain.backends.emulator.common import (
     CANCELLING, FAILED, PENDING, QUEUED, RUNNING, SUCCEEDED, TERMINAL_STATES, RpcError, copy, decode_cursor,
-    encode_cursor, now,
+    done_operation, encode_cursor, now, operation_id, spec_of,
 )
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS, Fault, FaultPlan, fault_error
 from vxtrain.backends.emulator.logging_service import LogStore
+from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
 from vxtrain.backends.kinds import JobKind
 from vxtrain.model import LocalSpec
@@ -69,6 +68,8 @@ class Emulator:
         self._lock = threading.RLock()
         #: Every line the jobs print, as Cloud Logging entries (served by logging_service).
         self.logs = LogStore()
+        #: The persistent resources (served by persistent_resources).
+        self.resources = ResourceStore()
         self.runner = JobRunner(self._lock, simulate_seconds=simulate_seconds, workdir=workdir, out=out,
                                 seed=seed, logs=self.logs)
         self._records: dict[str, Record] = {}
@@ -219,7 +220,17 @@ class Emulator:
                                f"{kind.label} {name} is in state {record.job.state.name}; "
                                "cancel it and wait for it to end before deleting it.")
             del self._records[name]
-        return _done_operation(f"{name}/operations/{10**18 + secrets.randbelow(9 * 10**18)}")
+        return done_operation(f"{name}/operations/{operation_id()}")
+
+    def cancel_jobs_on(self, resource: str) -> None:
+        """Cancel the unfinished jobs that run on the persistent resource ``resource``
+        (``projects/P/locations/L/persistentResources/ID``), as deleting it does on Vertex AI."""
+        parent, _, resource_id = resource.rpartition("/persistentResources/")
+        with self._lock:
+            for name, record in self._records.items():
+                on_it = spec_of(record.job).persistent_resource_id == resource_id and name.startswith(f"{parent}/")
+                if on_it and record.job.state not in TERMINAL_STATES:
+                    self.cancel(record.kind, name)
 
     # -- internals --
 
@@ -283,15 +294,4 @@ class Emulator:
         except Exception as exc:  # noqa: BLE001 - a job thread must always end its job
             outcome = Outcome(FAILED, 13, f"The emulator could not run the job: {exc}")
         self._finish(record, outcome)
-
-
-def _done_operation(name: str) -> operations_pb2.Operation:
-    """A finished google.longrunning Operation whose response is Empty (what delete returns)."""
-    metadata = any_pb2.Any()
-    stamp = now()
-    meta = op_types.DeleteOperationMetadata(generic_metadata={"create_time": stamp, "update_time": stamp})
-    metadata.Pack(op_types.DeleteOperationMetadata.pb(meta))
-    response = any_pb2.Any()
-    response.Pack(empty_pb2.Empty())
-    return operations_pb2.Operation(name=name, done=True, metadata=metadata, response=response)
 
