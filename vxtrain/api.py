@@ -372,11 +372,14 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         if target == "local":
             return _submit_local(result, _local_packages(job, result.packages), project, region,
                                  idempotency_key, progress, logs, say)
-        _publish(result, project, say, upload_progress)
         local = _local_run(result) if endpoint is not None else None  # an emulator runs it here
+        # Packages are uploaded only once a job is to be created, after the checks that
+        # can still refuse it (a persistent resource it does not fit): nothing is pushed
+        # for a job that is not created, nor for a re-submit that adopts its job.
         return submission.submit(job, project=project, region=region, endpoint=endpoint,
                                  idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs,
-                                 local=local, say=say)
+                                 local=local, say=say,
+                                 before_create=lambda: _publish(result, project, say, upload_progress))
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
 

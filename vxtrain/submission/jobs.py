@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -43,7 +43,8 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
            backoff: Backoff | None = None, poll: Backoff | None = None,
            progress: ProgressFn | None = None, check: bool = True,
-           logs: LogSink | None = None, local: LocalRun | None = None, say: Say = log_say) -> dict[str, Any]:
+           logs: LogSink | None = None, local: LocalRun | None = None, say: Say = log_say,
+           before_create: Callable[[], object] | None = None) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
     to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED;
@@ -57,6 +58,8 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
 
     A job with ``persistentResourceId`` is checked against that resource first
     (vxtrain.submission.placement): SpecError, and no job, when it does not fit.
+    ``before_create`` runs after that check, once a job is to be created (the API
+    uploads the job's packages there).
     """
     with _using(backend, region, endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
@@ -65,6 +68,8 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
         # (a re-submit that adopts the job its key labels creates nothing, and is not checked).
         def fits() -> None:
             check_placement(api, custom_job, project=project, region=region, backoff=retry, say=say)
+            if before_create is not None:
+                before_create()
 
         job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key,
                                    explicit=idempotency_key is not None, backoff=retry, say=say, local=local,
