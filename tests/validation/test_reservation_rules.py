@@ -318,3 +318,30 @@ def test_a_valid_reservation_compiles(tmp_path: Path) -> None:
     spec_ = result.custom_job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
     assert spec_["reservationAffinity"] == {"reservationAffinityType": "SPECIFIC_RESERVATION",
                                             "key": "compute.googleapis.com/reservation-name", "values": [NAME]}
+
+
+def test_gcloud_config_is_told_in_its_own_words(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+        workerPoolSpecs:
+          - machineSpec:
+              machineType: a4x-highgpu-4g
+              acceleratorType: NVIDIA_GB200
+              acceleratorCount: 4
+              reservationAffinity: {reservationAffinityType: ANY_RESERVATION}
+            replicaCount: 1
+            containerSpec: {imageUri: us-docker.pkg.dev/p/t/i:1}
+          - machineSpec:
+              machineType: a4x-highgpu-4g
+              acceleratorType: NVIDIA_GB200
+              acceleratorCount: 4
+              reservationAffinity: {reservationAffinityType: SPECIFIC_RESERVATION}
+            replicaCount: 1
+            containerSpec: {imageUri: us-docker.pkg.dev/p/t/i:1}
+        """)
+    result = api.check_file(path)
+    first, second = sorted((d for d in result.diagnostics if d.severity == "error"), key=lambda d: d.line or 0)
+    assert (first.code, first.line, first.path) == (
+        "reservation-required", 6, "workerPoolSpecs[0].machineSpec.reservationAffinity.reservationAffinityType")
+    assert "affinity ANY_RESERVATION" in first.message and "reservationAffinityType: SPECIFIC_RESERVATION" in first.message
+    assert (second.code, second.line) == ("reservation-name-missing", 13)
+    assert "values: [projects/PROJECT/zones/ZONE/reservations/NAME]" in second.message

@@ -273,3 +273,27 @@ def test_a_valid_flex_start_job_compiles(tmp_path: Path) -> None:
     assert result.custom_job is not None
     assert result.custom_job["jobSpec"]["scheduling"] == {"strategy": "FLEX_START", "maxWaitDuration": "43200s",
                                                           "timeout": "259200s"}
+
+
+GPU_MACHINES = [m for m in catalog.training_machine_types() if catalog.builtin_accelerator(m) is not None]
+
+
+@pytest.mark.parametrize("machine_type", GPU_MACHINES)
+def test_every_offered_gpu_machine_is_decided(machine_type: str) -> None:
+    """Each accelerator-optimized type the training list offers, with its own GPUs in two pools:
+    FLEX_START accepts it exactly when its GPU's row says so (a warning for a derived row)."""
+    acc, count = catalog.builtin_accelerator(machine_type) or ("", 0)
+    machine: dict[str, Any] = {"machine_type": machine_type, "accelerator": {"type": acc, "count": count}}
+    need = catalog.reservation_requirement(acc)
+    if need is not None and need.required:
+        machine["reservation"] = {"affinity": "specific", "name": "projects/p/zones/us-central1-a/reservations/r"}
+    data = in_defaults(machine, workers={"replicas": 2})
+    codes = {d.code for d in run(data) if d.code.startswith("flex-start")}
+    row = catalog.flex_start(acc)
+    assert row is not None
+    if not row.allowed:
+        assert codes == {"flex-start-gpu"}
+    elif row.confidence in ("derived", "unverified"):
+        assert codes == {"flex-start-gpu-unconfirmed"}
+    else:
+        assert codes == set()

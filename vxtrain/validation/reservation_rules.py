@@ -64,23 +64,25 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 # --- one pool's reservation -------------------------------------------------------------------
 
 class _Where:
-    """Where a pool's reservation parts were written, and the words of that form."""
+    """Where a pool's reservation parts were written, and the words of that form (the API's
+    in ``extra`` and in a gcloud config, the native key's otherwise)."""
 
     def __init__(self, native: NativeSpec, role: str) -> None:
         data = native.data
         self.whole: KeyPath = written_at(data, role, "reservation") or (role,)
         self.extra = self.whole[0] == "extra"
+        self.api_words = self.extra or native.format == "gcloud"
         self.affinity: KeyPath = written_at(data, role, "reservation", "affinity") or self.whole
         self.name: KeyPath = written_at(data, role, "reservation", "name") or self.whole
         self.key: KeyPath = written_at(data, role, "reservation", "key") or self.whole
 
     def affinity_word(self, affinity: str) -> str:
         """``specific`` as the native key writes it, ``SPECIFIC_RESERVATION`` in extra."""
-        return RESERVATION_AFFINITY.get(affinity, affinity) if self.extra else affinity
+        return RESERVATION_AFFINITY.get(affinity, affinity) if self.api_words else affinity
 
     @property
     def name_word(self) -> str:
-        return "values" if self.extra else "name"
+        return "values" if self.api_words else "name"
 
 
 def _reservation(job: Job, pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -108,7 +110,7 @@ def _reservation(job: Job, pool: Pool, native: NativeSpec) -> Iterator[Diagnosti
         yield error("reservation-name-unused", f"affinity {at.affinity_word(res.affinity)} takes no reservation "
                     f"name ({given}): only {at.affinity_word('specific')} names one (\"Use the following key and "
                     f"values only if the reservationAffinityType is SPECIFIC_RESERVATION\"); remove "
-                    f"{'key and values' if at.extra else 'name'} or set affinity "
+                    f"{'key and values' if at.api_words else 'name'} or set affinity "
                     f"{at.affinity_word('specific')} ({RESERVATIONS_DOC})", **native.where(where))
 
 
@@ -120,8 +122,8 @@ def _specific(job: Job, name: str | None, key: str | None, at: _Where, native: N
                     f"\"{RESERVATION_NAME_KEY}\" ({got}): set key: {RESERVATION_NAME_KEY} "
                     f"({RESERVATIONS_DOC})", **native.where(at.key))
     if name is None:
-        give = (f"key: {RESERVATION_NAME_KEY} and values: [{RESERVATION_SHAPE}] (or ANY_RESERVATION" if at.extra else
-                f"name: {RESERVATION_SHAPE} (or affinity any")
+        give = (f"key: {RESERVATION_NAME_KEY} and values: [{RESERVATION_SHAPE}] (or ANY_RESERVATION"
+                if at.api_words else f"name: {RESERVATION_SHAPE} (or affinity any")
         yield error("reservation-name-missing", f"affinity {at.affinity_word('specific')} consumes only the "
                     f"reservation it names, and none is named: give {give}: any matching reservation, else on "
                     f"demand) ({RESERVATIONS_DOC})", **native.where(at.name))
@@ -176,15 +178,18 @@ def _required(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
     res = pool.reservation
     if res is not None and res.affinity == "specific":
         return
+    at = _Where(native, pool.role)
     if res is None:
         where = key_path(native, pool.role, "machine_type")
         got = "no reservation"
     else:
-        where = _Where(native, pool.role).affinity
-        got = f"reservation affinity {res.affinity}"
+        where = at.affinity
+        got = f"reservation affinity {at.affinity_word(res.affinity or '')}"
+    add = (f"reservationAffinity {{reservationAffinityType: SPECIFIC_RESERVATION, key: {RESERVATION_NAME_KEY}, "
+           f"values: [{RESERVATION_SHAPE}]}} to its machineSpec" if at.api_words else
+           f"reservation: {{affinity: specific, name: {RESERVATION_SHAPE}}} to the pool or defaults")
     yield error("reservation-required", f"{pool.machine_type} ({acc}) \"{need.quote}\" (Vertex AI training's GPU "
-                f"list), and this pool has {got}: add reservation: {{affinity: specific, name: "
-                f"{RESERVATION_SHAPE}}} (a reservation shared with Vertex AI) to the pool or defaults "
+                f"list), and this pool has {got}: add {add} (a reservation shared with Vertex AI) "
                 f"({TRAINING_MACHINES_DOC}#gpus, {RESERVATIONS_DOC})", **native.where(where))
 
 
