@@ -73,7 +73,8 @@ def _flex_start(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
             yield _reduction_server(pool, first, native)
             continue
         yield from _gpu(pool, native)
-        if first is not None and pool is not first and _config(pool) != _config(first):
+        if (first is not None and pool is not first and pool.machine_type and first.machine_type
+                and _config(pool) != _config(first)):
             yield _mixed(pool, first, native)
 
 
