@@ -36,8 +36,9 @@ def test_every_row_has_a_source_and_confidence(path: Path) -> None:
 
 def test_csv_files_are_the_package_data() -> None:
     assert {p.name for p in CSV_FILES} == {
-        "accelerators.csv", "gpu_machines.csv", "legacy_machines.csv", "legacy_scale_tiers.csv", "machines.csv",
-        "n1_gpu_egress.csv", "n1_gpu_limits.csv", "prices.csv", "quota_metrics.csv", "region_accelerators.csv", "regions.csv", "training_accelerators.csv",
+        "accelerators.csv", "flex_start_accelerators.csv", "gpu_machines.csv", "legacy_machines.csv", "legacy_scale_tiers.csv", "machines.csv",
+        "n1_gpu_egress.csv", "n1_gpu_limits.csv", "prices.csv", "quota_metrics.csv", "region_accelerators.csv", "regions.csv", "reservation_requirements.csv",
+        "training_accelerators.csv",
         "training_machines.csv"}
 
 

@@ -106,9 +106,11 @@ def jobs(draw: st.DrawFn, pool2s: tuple[str | None, ...] = (None, "parameter_ser
 def job_fields(draw: st.DrawFn) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if draw(st.booleans()):
+        # No FLEX_START: it needs the same L4/A100/H100/H200/B200 machine in every pool and a timeout
+        # of 7 days at most (tests/validation/test_scheduling_rules.py); its compiled form is in test_compiler.py.
         out["scheduling"] = draw(st.fixed_dictionaries({}, optional={
             "timeout": durations, "max_wait": durations, "restart_job_on_worker_restart": st.booleans(),
-            "disable_retries": st.booleans(), "strategy": st.sampled_from(["STANDARD", "SPOT", "FLEX_START"])}))
+            "disable_retries": st.booleans(), "strategy": st.sampled_from(["STANDARD", "SPOT"])}))
     if draw(st.booleans()):
         out["labels"] = draw(st.dictionaries(st.from_regex(r"\A[a-z][a-z0-9_-]{0,8}\Z"),
                                              st.from_regex(r"\A[a-z0-9_-]{0,8}\Z"), max_size=3))

@@ -23,11 +23,15 @@ def run(chief: dict[str, Any]) -> list[Diagnostic]:
 
 
 def default_setup(machine_type: str) -> dict[str, Any]:
-    """The machine with its built-in GPUs stated (A2/A3/A4/G2/G4), else alone."""
+    """The machine with its built-in GPUs stated (A2/A3/A4/G2/G4), else alone; with a specific
+    reservation where its GPUs need one (GB200: reservation_requirements.csv)."""
     builtin = catalog.builtin_accelerator(machine_type)
     chief: dict[str, Any] = {"machine_type": machine_type}
     if builtin is not None:
         chief["accelerator"] = {"type": builtin[0], "count": builtin[1]}
+        need = catalog.reservation_requirement(builtin[0])
+        if need is not None and need.required:
+            chief["reservation"] = {"affinity": "specific", "name": "projects/p/zones/us-central1-a/reservations/r"}
     return chief
 
 

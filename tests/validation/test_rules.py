@@ -20,6 +20,7 @@ EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest"
 V100 = "NVIDIA_TESLA_V100"
 BASE: dict[str, Any] = {"display_name": "t", "chief": {"machine_type": "n1-standard-8", "image": IMAGE}}
 GPU_POOL = {"machine_type": "n1-highmem-96", "accelerator": {"type": V100, "count": 8}}
+L4_POOL = {"machine_type": "g2-standard-8", "accelerator": {"type": "NVIDIA_L4", "count": 1}}
 
 
 def spec(**changes: Any) -> dict[str, Any]:
@@ -179,8 +180,10 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
     ("max-wait-spot", spec(scheduling={"strategy": "SPOT", "max_wait": "6h"}),
      [W("max-wait-ignored", "scheduling.max_wait")]),
     ("max-wait-default", spec(scheduling={"max_wait": "6h"}), [W("max-wait-ignored", "scheduling.max_wait")]),
-    ("max-wait-flex", spec(scheduling={"strategy": "FLEX_START", "max_wait": "6h", "timeout": "2d"}), []),
-    ("max-wait-zero-flex", spec(scheduling={"strategy": "FLEX_START", "max_wait": 0}), []),
+    # FLEX_START needs an L4/A100/H100/H200/B200 machine (tests/validation/test_scheduling_rules.py)
+    ("max-wait-flex", spec(chief=L4_POOL, scheduling={"strategy": "FLEX_START", "max_wait": "6h", "timeout": "2d"}),
+     []),
+    ("max-wait-zero-flex", spec(chief=L4_POOL, scheduling={"strategy": "FLEX_START", "max_wait": 0}), []),
     # tensorboard
     ("tensorboard-no-sa", spec(tensorboard="projects/p/locations/us-central1/tensorboards/1"),
      [E("tensorboard-needs-service-account", "tensorboard")]),

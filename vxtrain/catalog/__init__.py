@@ -14,6 +14,7 @@ second):
 - :mod:`~vxtrain.catalog.egress`: per-node bandwidth;
 - :mod:`~vxtrain.catalog.regions`: locations and their accelerators;
 - :mod:`~vxtrain.catalog.quotas`: training quota metrics;
+- :mod:`~vxtrain.catalog.capacity`: FLEX_START's accelerators, accelerators that need a reservation;
 - :mod:`~vxtrain.catalog.images`: Artifact Registry multi-regions, prebuilt and Reduction Server images;
 - :mod:`~vxtrain.catalog.legacy_machines`: AI Platform's legacy machine names and scale tiers;
 - :mod:`~vxtrain.catalog.prices`: training prices (imported on its own: only ``plan`` needs it).
@@ -26,6 +27,9 @@ from __future__ import annotations
 from vxtrain.catalog.accelerators import (
     accelerator_types, allowed_accelerators, catalog_accelerators, deprecated_accelerator, n1_gpu_counts,
     n1_gpu_limits, training_accelerator)
+from vxtrain.catalog.capacity import (
+    FLEX_START_MAX_TIMEOUT_S, FlexStart, ReservationRequirement, flex_start, flex_start_accelerators,
+    reservation_requirement)
 from vxtrain.catalog.egress import Egress, node_egress
 from vxtrain.catalog.images import (
     PREBUILT_DOC, PREBUILT_SHAPE, is_prebuilt_image, multi_region, prebuilt_image, reduction_server_image)
@@ -41,19 +45,24 @@ from vxtrain.catalog.regions import (
 
 __all__ = [
     "CPU_QUOTA_KEY",
+    "FLEX_START_MAX_TIMEOUT_S",
     "PREBUILT_DOC",
     "PREBUILT_SHAPE",
     "Egress",
+    "FlexStart",
     "LegacyMachine",
     "Machine",
     "Region",
     "RegionAccelerator",
+    "ReservationRequirement",
     "TierPool",
     "accelerator_types",
     "allowed_accelerators",
     "builtin_accelerator",
     "catalog_accelerators",
     "deprecated_accelerator",
+    "flex_start",
+    "flex_start_accelerators",
     "is_prebuilt_image",
     "legacy_machine",
     "legacy_machine_names",
@@ -74,6 +83,7 @@ __all__ = [
     "region_accelerator",
     "region_accelerator_key",
     "regions_offering",
+    "reservation_requirement",
     "scale_tier",
     "scale_tiers",
     "training_accelerator",

@@ -1,4 +1,5 @@
-"""What the rule groups share: where a pool's key was written, list wording, shared sources.
+"""What the rule groups share: where a pool's key was written, scheduling as compiled, list wording,
+shared sources.
 
 The bottom of ``vxtrain.validation``: it imports no rule group.
 """
@@ -7,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vxtrain import catalog
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import NO_DEFAULTS_ROLE, written_at
+from vxtrain.model import NO_DEFAULTS_ROLE, Job, Pool, parse_duration, written_at
 
 RS = NO_DEFAULTS_ROLE
 DISTRIBUTED_DOC = "https://cloud.google.com/vertex-ai/docs/training/distributed-training"
@@ -41,3 +43,34 @@ def or_list(values: Iterable[object]) -> str:
 def plural(n: int, word: str) -> str:
     """``1 GPU``, ``2 GPUs``."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+#: ``scheduling``'s native keys → their Scheduling field in ``extra.jobSpec.scheduling``.
+SCHEDULING_FIELDS: Mapping[str, str] = {"strategy": "strategy", "timeout": "timeout", "max_wait": "maxWaitDuration"}
+
+
+def scheduling_value(job: Job, key: str) -> tuple[str | int | None, KeyPath]:
+    """``scheduling.<key>`` as compiled (durations in seconds) and where it was written.
+
+    Compile merges ``extra`` last, so ``extra.jobSpec.scheduling``'s field, when
+    set, is the value sent (a value of the wrong type there is extra.py's to
+    report: None here). Without either, the native key's path.
+    """
+    field = SCHEDULING_FIELDS[key]
+    spec = job.extra.get("jobSpec")
+    sched = spec.get("scheduling") if isinstance(spec, Mapping) else None
+    if isinstance(sched, Mapping) and field in sched:
+        raw = sched[field]
+        value = (raw if isinstance(raw, str) else None) if key == "strategy" else parse_duration(raw)
+        return value, ("extra", "jobSpec", "scheduling", field)
+    native = getattr(job.scheduling, key) if job.scheduling is not None else None
+    return native, ("scheduling", key)
+
+
+def pool_accelerator(pool: Pool) -> tuple[str | None, int]:
+    """The accelerator type and count of every node of ``pool``: as written, else the GPUs
+    built into its machine type (gpu_machines.csv); ``(None, 0)`` without any."""
+    acc = pool.accelerator
+    if acc is not None and acc.type is not None:
+        return acc.type, acc.count or 0
+    return catalog.builtin_accelerator(pool.machine_type or "") or (None, 0)

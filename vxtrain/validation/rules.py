@@ -21,7 +21,7 @@ from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import NativeSpec
 from vxtrain.model import Job
 from vxtrain.validation import (accelerator_rules, container_rules, extra, label_rules, machine_rules,
-                                package_rules, reduction_server_rules, region_rules, role_rules,
+                                package_rules, reduction_server_rules, region_rules, reservation_rules, role_rules,
                                 scheduling_rules, study_rules, tensorboard_rules)
 
 Rule = Callable[[Job, NativeSpec], Iterable[Diagnostic]]
@@ -35,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     container_rules.env_rules,
     label_rules.check,
     scheduling_rules.check,
+    reservation_rules.check,  # reservations, GB200's, the persistent resource ID in extra
     tensorboard_rules.check,
     role_rules.evaluator_rules,
     study_rules.check,  # the study: block
