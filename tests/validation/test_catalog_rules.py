@@ -23,11 +23,17 @@ def run(chief: dict[str, Any]) -> list[Diagnostic]:
 
 
 def default_setup(machine_type: str) -> dict[str, Any]:
-    """The machine with its built-in GPUs stated (A2/A3/A4/G2/G4), else alone."""
+    """The machine with its built-in GPUs stated (A2/A3/A4/G2/G4), a TPU machine with its
+    smallest documented slice (tpu_machines.csv), else alone."""
     builtin = catalog.builtin_accelerator(machine_type)
     chief: dict[str, Any] = {"machine_type": machine_type}
     if builtin is not None:
         chief["accelerator"] = {"type": builtin[0], "count": builtin[1]}
+    tpu = catalog.tpu_machine(machine_type)
+    if tpu is not None and tpu.sizes[0].topology is not None:
+        chief["tpu_topology"] = tpu.sizes[0].topology
+    elif tpu is not None:
+        chief["accelerator"] = {"type": tpu.sizes[0].accelerator_type, "count": tpu.sizes[0].accelerator_count}
     return chief
 
 
