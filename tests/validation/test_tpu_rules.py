@@ -162,8 +162,8 @@ def test_cloud_tpu_count_says_8_or_multiples_of_32(tmp_path: Path) -> None:
 
 def test_single_pool_names_the_rule(tmp_path: Path) -> None:
     (d,) = check(tmp_path, job(chief=tpu(V5E, "2x2"), workers=tpu(V5E, "2x2", replicas=2)))
-    assert "a TPU job has one worker pool, chief (pool 0), with one replica" in d.message
-    assert "remove workers" in d.message and "hosts come from tpu_topology" in d.message
+    assert "a TPU job has one worker pool, pool 0 (chief), with one replica" in d.message
+    assert "remove workers" in d.message and "hosts come from the topology" in d.message
 
 
 def test_region_says_dagger_and_where_it_trains(tmp_path: Path) -> None:
@@ -206,6 +206,16 @@ def test_gcloud_input_gets_the_same_checks(tmp_path: Path) -> None:
     diags = api.check_file(path, api.Options(environ={}, region="us-central1")).diagnostics
     (d,) = [d for d in diags if d.severity == "error"]
     assert d.code == "tpu-topology" and d.line == 2
+
+
+def test_gcloud_pools_are_named_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    pool = f"machineSpec: {{machineType: ct5lp-hightpu-4t, tpuTopology: 2x2}}, containerSpec: {{imageUri: {IMAGE}}}"
+    path.write_text(f"workerPoolSpecs:\n  - {{{pool}, replicaCount: 1}}\n  - {{{pool}, replicaCount: 2}}\n")
+    diags = api.check_file(path, api.Options(environ={}, region="us-central1")).diagnostics
+    (d,) = [d for d in diags if d.severity == "error"]
+    assert (d.code, d.path, d.line) == ("tpu-single-pool", "workerPoolSpecs[1]", 3)
+    assert "workerPoolSpecs[0] uses the TPU machine" in d.message and "remove workerPoolSpecs[1]" in d.message
 
 
 # --- the catalog: every TPU machine type carries its rules ---------------------------

@@ -54,22 +54,26 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 def _topology_not_tpu(pool: Pool, native: NativeSpec) -> Diagnostic:
     tpus = ", ".join(m.machine_type for m in catalog.tpu_machines() if m.needs_topology)
     mt = f'"{pool.machine_type}"' if pool.machine_type else "no machine type"
-    return error("tpu-topology-not-tpu", f"tpu_topology {pool.tpu_topology!r} is for TPU VM slices, and {pool.role} "
+    name = native.where((pool.role,))["path"]
+    return error("tpu-topology-not-tpu", f"tpu_topology {pool.tpu_topology!r} is for TPU VM slices, and {name} "
                  f"has {mt}: remove it, or use a TPU machine type ({tpus}) ({TPU_DOC})",
                  **native.where(written_at(native.data, pool.role, "tpu_topology") or (pool.role,)))
 
 
 def _single_pool(job: Job, tpu_pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
-    """One worker pool, pool 0: every other pool is an error at its own key."""
+    """One worker pool, pool 0: every other pool is an error at its own key (named as the user wrote it)."""
     machine = f'"{tpu_pool.machine_type}"'
+    tpu_name = native.where((tpu_pool.role,))["path"]
+    chief = native.where(("chief",))["path"] if tpu_pool.role != "chief" else tpu_name
     for pool in job.ordered_pools():
         if pool.role == "chief":
             continue
-        where = "" if tpu_pool.role == "chief" else f" (put {machine} in chief, pool 0)"
-        yield error("tpu-single-pool", f"{tpu_pool.role} uses the TPU machine {machine}, and a TPU job has one "
-                    f"worker pool, chief (pool 0), with one replica: 'you must only use a single worker pool "
-                    f"… and … only one replica' ({TPU_DOC}); remove {pool.role}{where}. A multi-host slice is one "
-                    "replica: its hosts come from tpu_topology", **native.where((pool.role,)))
+        name = native.where((pool.role,))["path"]
+        where = "" if tpu_pool.role == "chief" else f" (and put {machine} in {chief}, pool 0)"
+        yield error("tpu-single-pool", f"{tpu_name} uses the TPU machine {machine}, and a TPU job has one "
+                    f"worker pool, pool 0 ({chief}), with one replica: 'you must only use a single worker pool "
+                    f"… and … only one replica' ({TPU_DOC}); remove {name}{where}. A multi-host slice is one "
+                    "replica: its hosts come from the topology", **native.where((pool.role,)))
 
 
 def _accelerator(pool: Pool, machine: catalog.TpuMachine, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -153,5 +157,6 @@ def _spot(job: Job, pool: Pool, machine: catalog.TpuMachine, native: NativeSpec)
     else:
         what = f'{acc.count if acc else "?"} x {acc.type if acc else "?"} on "{pool.machine_type}" is a TPU Pod'
         fix = "8 cores (one TPU)"
-    yield error("spot-tpu-pod", f"Using Spot VMs with TPU Pods isn't supported ({SPOT_DOC}): {pool.role}'s {what}; "
+    name = native.where((pool.role,))["path"]
+    yield error("spot-tpu-pod", f"Using Spot VMs with TPU Pods isn't supported ({SPOT_DOC}): {name}'s {what}; "
                 f"use strategy STANDARD, or {fix}", **native.where(("scheduling", "strategy")))
