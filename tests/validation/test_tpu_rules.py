@@ -78,7 +78,8 @@ def extra_topology(topology: str) -> dict[str, Any]:
      [("tpu-accelerator", "chief.accelerator.type")]),
     ("v5e-in-europe-west4", job("europe-west4", chief=tpu(V5E, "2x2")),
      [("accelerator-not-in-region", "chief.machine_type")]),
-    ("v5e-in-us-south1", job("us-south1", chief=tpu(V5E, "2x2")), [("accelerator-not-in-region", "chief.machine_type")]),
+    ("v5e-in-us-south1", job("us-south1", chief=tpu(V5E, "2x2")),
+     [("accelerator-not-in-region", "chief.machine_type")]),
     ("v5e-in-asia-east1", job("asia-east1", chief=tpu(V5E, "2x2")),
      [("accelerator-not-in-region", "chief.machine_type")]),
     ("v3-pod-in-us-central1", job(chief=tpu("cloud-tpu", acc="TPU_V3", count=32)),
@@ -102,6 +103,8 @@ def extra_topology(topology: str) -> dict[str, Any]:
      [("accelerator-not-supported", "chief.accelerator.type")]),
     ("tpu-in-the-workers-pool", job(chief={"machine_type": "n1-standard-8"}, workers=tpu(V5E, "2x2")),
      [("tpu-single-pool", "workers")]),
+    ("topology-on-a-typo-once", job(chief=tpu("ct5lp-hightpu-4", "2x2")),
+     [("unknown-machine-type", "chief.machine_type")]),
     ("topology-in-defaults", job(chief={"machine_type": "ct5lp-hightpu-1t"}) | {"defaults": {"tpu_topology": "2x2"}},
      [("tpu-topology", "defaults.tpu_topology")]),
 ])

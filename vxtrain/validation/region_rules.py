@@ -85,7 +85,8 @@ def _not_in_region(region: str, key: str, found: catalog.RegionAccelerator, pool
     where = f"regions that offer it: {', '.join(offering)}" if offering else "no region lists it"
     # A TPU machine's TPU is checked whether or not the spec names it (catalog/tpu_machines.csv).
     what = f'{key} (machine type "{pool.machine_type}")' if catalog.is_tpu(pool.machine_type) else key
-    dagger = " (the page lists it there marked †: not available for training)" if "†" in found.locations_page else ""
+    dagger = (" (the page lists it there marked †: not available for training)" if "†" in found.locations_page
+              else "")
     return error("accelerator-not-in-region", f"{what} is not offered for training in {region}{dagger} "
                  f"({LOCATIONS_DOC}); {where}", **native.where(path))
 

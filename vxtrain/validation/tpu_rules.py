@@ -36,16 +36,16 @@ SPOT_DOC = "https://cloud.google.com/vertex-ai/docs/training/use-spot-vms"
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     """The TPU diagnostics of ``job``: none for a job without TPU machines or tpu_topology."""
-    tpu_pools = [p for p in job.ordered_pools() if catalog.is_tpu(p.machine_type)]
+    tpu_pools = [(p, m) for p in job.ordered_pools() if (m := catalog.tpu_machine(p.machine_type)) is not None]
     for pool in job.ordered_pools():
-        if pool.role != RS and pool.tpu_topology is not None and not catalog.is_tpu(pool.machine_type):
+        # A machine type training does not offer is machine_rules.py's (a typo of a TPU type, often).
+        if (pool.role != RS and pool.tpu_topology is not None and pool.machine_type is not None
+                and catalog.offered(pool.machine_type) and not catalog.is_tpu(pool.machine_type)):
             yield _topology_not_tpu(pool, native)
     if not tpu_pools:
         return
-    yield from _single_pool(job, tpu_pools[0], native)
-    for pool in tpu_pools:
-        machine = catalog.tpu_machine(pool.machine_type)
-        assert machine is not None  # is_tpu
+    yield from _single_pool(job, tpu_pools[0][0], native)
+    for pool, machine in tpu_pools:
         yield from _accelerator(pool, machine, native)
         yield from _topology(pool, machine, native)
         yield from _spot(job, pool, machine, native)
@@ -53,10 +53,9 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _topology_not_tpu(pool: Pool, native: NativeSpec) -> Diagnostic:
     tpus = ", ".join(m.machine_type for m in catalog.tpu_machines() if m.needs_topology)
-    mt = f'"{pool.machine_type}"' if pool.machine_type else "no machine type"
     name = native.where((pool.role,))["path"]
     return error("tpu-topology-not-tpu", f"tpu_topology {pool.tpu_topology!r} is for TPU VM slices, and {name} "
-                 f"has {mt}: remove it, or use a TPU machine type ({tpus}) ({TPU_DOC})",
+                 f'has "{pool.machine_type}": remove it, or use a TPU machine type ({tpus}) ({TPU_DOC})',
                  **native.where(written_at(native.data, pool.role, "tpu_topology") or (pool.role,)))
 
 
