@@ -86,6 +86,8 @@ def extra_topology(topology: str) -> dict[str, Any]:
      [("accelerator-not-in-region", "chief.accelerator.type")]),
     ("spot-multi-host-slice", job(scheduling={"strategy": "SPOT"}, chief=tpu(V5E, "4x4")),
      [("spot-tpu-pod", "scheduling.strategy")]),
+    ("spot-via-extra", job(chief=tpu(V5E, "8x8"), extra={"jobSpec": {"scheduling": {"strategy": "SPOT"}}}),
+     [("spot-tpu-pod", "extra.jobSpec.scheduling.strategy")]),
     ("spot-v2-pod", job(scheduling={"strategy": "SPOT"}, chief=tpu("cloud-tpu", acc="TPU_V2", count=32)),
      [("spot-tpu-pod", "scheduling.strategy")]),
     ("spot-tpu7x-two-hosts", job(scheduling={"strategy": "SPOT"}, chief=tpu("tpu7x-standard-4t", "2x2x2")),
@@ -125,6 +127,8 @@ def test_refused_at_its_key(tmp_path: Path, name: str, data: dict[str, Any], exp
     ("spot-single-host", job(scheduling={"strategy": "SPOT"}, chief=tpu(V5E, "2x2"))),
     ("spot-v3-single", job(scheduling={"strategy": "SPOT"}, chief=tpu("cloud-tpu", acc="TPU_V3", count=8))),
     ("standard-pod", job(scheduling={"strategy": "STANDARD"}, chief=tpu(V5E, "16x16"))),
+    ("extra-overrides-spot", job(scheduling={"strategy": "SPOT"}, chief=tpu(V5E, "16x16"),
+                                 extra={"jobSpec": {"scheduling": {"strategy": "STANDARD"}}})),
 ])
 def test_documented_shapes_pass(tmp_path: Path, name: str, data: dict[str, Any]) -> None:
     assert errors(check(tmp_path, data)) == []

@@ -141,8 +141,19 @@ def _topology(pool: Pool, machine: catalog.TpuMachine, native: NativeSpec) -> It
                     **native.where(written_at(native.data, pool.role, "tpu_topology") or (pool.role,)))
 
 
+def _strategy(job: Job) -> tuple[str | None, tuple[str, ...]]:
+    """The scheduling strategy sent, and where it was written: ``extra``'s when it sets
+    jobSpec.scheduling.strategy (compile merges ``extra`` last), else ``scheduling.strategy``."""
+    job_spec = job.extra.get("jobSpec")
+    sched = job_spec.get("scheduling") if isinstance(job_spec, dict) else None
+    if isinstance(sched, dict) and "strategy" in sched:
+        return str(sched["strategy"]), ("extra", "jobSpec", "scheduling", "strategy")
+    return (job.scheduling.strategy if job.scheduling else None), ("scheduling", "strategy")
+
+
 def _spot(job: Job, pool: Pool, machine: catalog.TpuMachine, native: NativeSpec) -> Iterator[Diagnostic]:
-    if job.scheduling is None or job.scheduling.strategy != "SPOT":
+    strategy, at = _strategy(job)
+    if strategy != "SPOT":
         return
     acc = pool.accelerator
     size = catalog.tpu_size(pool.machine_type, pool.tpu_topology, acc.type if acc else None,
@@ -158,4 +169,4 @@ def _spot(job: Job, pool: Pool, machine: catalog.TpuMachine, native: NativeSpec)
         fix = "8 cores (one TPU)"
     name = native.where((pool.role,))["path"]
     yield error("spot-tpu-pod", f"Using Spot VMs with TPU Pods isn't supported ({SPOT_DOC}): {name}'s {what}; "
-                f"use strategy STANDARD, or {fix}", **native.where(("scheduling", "strategy")))
+                f"use strategy STANDARD, or {fix}", **native.where(at))
