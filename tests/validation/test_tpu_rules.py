@@ -164,7 +164,8 @@ extra:
 
 def test_cloud_tpu_count_says_8_or_multiples_of_32(tmp_path: Path) -> None:
     (d,) = check(tmp_path, job(chief=tpu("cloud-tpu", acc="TPU_V2", count=16)))
-    assert 'The accelerator count "16" is not allowed for TPU_V2 on "cloud-tpu": it takes 8 or 32, 64, 96' in d.message
+    assert ('The accelerator count "16" is not allowed for TPU_V2 on "cloud-tpu": it takes 8 (one TPU) or '
+            "32, 64, 96, … (a TPU Pod)") in d.message
 
 
 def test_single_pool_names_the_rule(tmp_path: Path) -> None:

@@ -45,15 +45,16 @@ class TpuSize:
         return count >= self.accelerator_count and (count - self.accelerator_count) % self.count_step == 0
 
     def describe(self) -> str:
-        """``2x4 (8 chips, 2 hosts)``, ``8`` or ``32, 64, 96, …``."""
+        """``2x4 (8 chips, 2 hosts)``, ``8 (one TPU)`` or ``32, 64, 96, … (a TPU Pod)``."""
         if self.topology is not None:
             chips = "1 chip" if self.chips == 1 else f"{self.chips} chips"
             return f"{self.topology} ({chips}, {self.hosts} {'host' if self.hosts == 1 else 'hosts'})"
-        first = self.accelerator_count
+        first = self.accelerator_count or 0
+        what = "a TPU Pod" if self.multi_host else "one TPU"
         if self.count_step is None:
-            return str(first)
+            return f"{first} ({what})"
         step = self.count_step
-        return f"{first}, {(first or 0) + step}, {(first or 0) + 2 * step}, … (multiples of {step})"
+        return f"{first}, {first + step}, {first + 2 * step}, … ({what})"
 
 
 @dataclass(frozen=True)

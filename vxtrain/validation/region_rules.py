@@ -10,7 +10,10 @@ Sources, read 2026-11-23 (vxtrain/catalog/regions.csv, region_accelerators.csv):
 LOCATIONS_DOC lists the regions with custom training and the accelerators of
 each region (a "†" marks one not available for training); QUOTAS_DOC gives each
 region's default training quotas. Where the two pages disagree, vxtrain warns
-instead of refusing: which page the API follows is not documented.
+instead of refusing: which page the API follows is not documented. A TPU
+machine's TPU is looked up whether or not the spec names an accelerator type
+(catalog/tpu_machines.csv gives each machine's row of the locations table:
+ct5lp-hightpu-4t is TPU_V5_LITEPOD, "†" in europe-west4 and us-south1).
 """
 from __future__ import annotations
 

@@ -79,9 +79,10 @@ def _accelerator(pool: Pool, machine: catalog.TpuMachine, native: NativeSpec) ->
     acc = pool.accelerator
     if acc is None:
         if not machine.needs_topology:  # cloud-tpu is sized by its accelerator
+            counts = " or ".join(s.describe() for s in machine.counts(machine.accelerator_types[0]))
             yield error("tpu-accelerator-missing", f'machine type "{machine.machine_type}" needs its TPUs: add '
-                        f"accelerator: {{type: {' or '.join(machine.accelerator_types)}, count: 8 (one TPU) or "
-                        f"32, 64, … (a pod)}} ({TPU_DOC})",
+                        f"accelerator: {{type: {' or '.join(machine.accelerator_types)}, count: {counts}}} "
+                        f"({TPU_DOC})",
                         **native.where(key_path(native, pool.role, "machine_type")))
         return
     if acc.type is None or acc.type not in catalog.accelerator_types() or not catalog.training_accelerator(acc.type):
@@ -114,8 +115,7 @@ def _tpu_count(machine: catalog.TpuMachine, acc: Accelerator, native: NativeSpec
         return
     sizes = " or ".join(s.describe() for s in machine.counts(acc.type))
     yield error("tpu-accelerator-count", f'The accelerator count "{acc.count}" is not allowed for {acc.type} on '
-                f'"{machine.machine_type}": it takes {sizes}: 8 for one TPU, 32 and multiples of 32 for a TPU Pod '
-                f"({TPU_DOC})", **native.where(path))
+                f'"{machine.machine_type}": it takes {sizes} ({TPU_DOC})', **native.where(path))
 
 
 def _topology(pool: Pool, machine: catalog.TpuMachine, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -160,13 +160,13 @@ def _spot(job: Job, pool: Pool, machine: catalog.TpuMachine, native: NativeSpec)
                             acc.count if acc else None)
     if size is None or not size.multi_host:
         return  # no slice, or one the rules above refuse
+    single = [s for s in machine.sizes if not s.multi_host and s.accelerator_type == size.accelerator_type]
     if size.topology is not None:
         what = f'tpu_topology {size.topology} on "{pool.machine_type}" spans {size.hosts} hosts (a TPU Pod slice)'
-        single = [s.topology for s in machine.sizes if not s.multi_host]
-        fix = f"a single-host topology ({', '.join(map(str, single))})" if single else "a single-host slice"
+        fix = f"a single-host topology ({', '.join(str(s.topology) for s in single)})" if single else ""
     else:
-        what = f'{acc.count if acc else "?"} x {acc.type if acc else "?"} on "{pool.machine_type}" is a TPU Pod'
-        fix = "8 cores (one TPU)"
+        what = f'{acc.count if acc else "?"} x {size.accelerator_type} on "{pool.machine_type}" is a TPU Pod'
+        fix = f"accelerator count {' or '.join(s.describe() for s in single)}" if single else ""
     name = native.where((pool.role,))["path"]
     yield error("spot-tpu-pod", f"Using Spot VMs with TPU Pods isn't supported ({SPOT_DOC}): {name}'s {what}; "
-                f"use strategy STANDARD, or {fix}", **native.where(at))
+                f"use strategy STANDARD{', or ' + fix if fix else ''}", **native.where(at))
