@@ -36,10 +36,10 @@ def test_every_row_has_a_source_and_confidence(path: Path) -> None:
 
 def test_csv_files_are_the_package_data() -> None:
     assert {p.name for p in CSV_FILES} == {
-        "accelerators.csv", "flex_start_accelerators.csv", "gpu_machines.csv", "legacy_machines.csv", "legacy_scale_tiers.csv", "machines.csv",
-        "n1_gpu_egress.csv", "n1_gpu_limits.csv", "prices.csv", "quota_metrics.csv", "region_accelerators.csv", "regions.csv", "reservation_requirements.csv",
-        "training_accelerators.csv",
-        "training_machines.csv"}
+        "accelerators.csv", "flex_start_accelerators.csv", "gpu_machines.csv", "legacy_machines.csv",
+        "legacy_scale_tiers.csv", "machines.csv", "n1_gpu_egress.csv", "n1_gpu_limits.csv", "prices.csv",
+        "quota_metrics.csv", "region_accelerators.csv", "regions.csv", "reservation_requirements.csv",
+        "tpu_machines.csv", "training_accelerators.csv", "training_machines.csv"}
 
 
 def test_every_gpu_machine_is_a_catalog_machine() -> None:
@@ -367,6 +367,11 @@ def test_near_region(name: str, expected: list[str]) -> None:
     ("cloud-tpu", "TPU_V3", 32, "TPU_V3 (pod)"),
     ("ct6e-standard-4t", None, None, "TPU v6e (ct6e)"),
     ("tpu7x-standard-4t", None, None, "TPU7x (tpu7x)"),
+    ("ct5lp-hightpu-4t", None, None, "TPU_V5_LITEPOD"),  # keyed by the machine, accelerator type or not
+    ("ct5lp-hightpu-1t", "TPU_V5_LITEPOD", 1, "TPU_V5_LITEPOD"),
+    ("cloud-tpu", "TPU_V2", 64, "TPU_V2 (pod)"),
+    ("cloud-tpu", "NVIDIA_TESLA_T4", 1, None),  # the TPU rules refuse it; no region check on top
+    ("cloud-tpu", None, None, None),
     ("n1-standard-8", None, None, None),
 ])
 def test_region_accelerator_key(machine_type: str, acc: str | None, count: int | None, key: str | None) -> None:

@@ -412,3 +412,20 @@ def test_env_cli_exit_codes() -> None:
     missing = run("--replica", "workerpool3:0")
     assert missing.returncode == 1 and "no replica workerpool3:0" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_env_of_a_tpu_slice_is_what_vertex_sets(tmp_path: Path) -> None:
+    """A TPU job is one replica (a multi-host slice too): CLUSTER_SPEC as for any job, and no
+    TF_CONFIG ("Vertex AI does not set TF_CONFIG for single-replica training jobs",
+    DISTRIBUTED_DOC). No TPU_* variable: which ones Vertex sets is not verified."""
+    from vxtrain.api import Options
+
+    spec = tmp_path / "tpu.yaml"
+    spec.write_text("display_name: v5e\nregion: us-central1\nbase_output_dir: gs://b/out\n"
+                    "chief: {machine_type: ct5lp-hightpu-4t, tpu_topology: 4x4, image: us-docker.pkg.dev/p/t/jax:1}\n")
+    values = env_cmd.compute_env(str(spec), "workerpool0:0", Options(environ={}))
+    assert "TF_CONFIG" not in values and not any(k.startswith("TPU") for k in values)
+    cluster_spec = json.loads(values["CLUSTER_SPEC"])
+    assert cluster_spec["task"] == {"type": "workerpool0", "index": 0}
+    assert list(cluster_spec["cluster"]) == ["workerpool0"] and len(cluster_spec["cluster"]["workerpool0"]) == 1
+    assert cluster_spec["job"] == CAPTURED_JOB and values["AIP_MODEL_DIR"] == "gs://b/out/model/"

@@ -519,3 +519,44 @@ def test_under_nohup_a_hangup_does_not_stop_the_run(tmp_path: Path, script: Path
         for pid in recorded_pids(tmp_path).values():
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+TPU_NOTE = ("[vxtrain] warning: chief asks for a TPU (ct5lp-hightpu-4t, 2x4): TPUs are not emulated locally; "
+            "it runs on the CPU")
+
+
+def test_a_tpu_pool_runs_on_the_cpu_and_says_so_once(script: Path) -> None:
+    job = make_job(script, workers=0)
+    chief = job.pools["chief"]
+    chief.machine_type, chief.tpu_topology = "ct5lp-hightpu-4t", "2x4"
+    result, out = run(job)
+    assert result.succeeded and [r.name for r in result.replicas] == ["workerpool0-0"]
+    assert out.text.count("TPUs are not emulated locally") == 1 and TPU_NOTE + "\n" in out.lines
+    assert out.of("workerpool0-0")[0].startswith("ready workerpool0-0 role=chief")
+
+
+def test_tpu_notes_name_the_slice_and_skip_other_pools() -> None:
+    cloud_tpu = build({"display_name": "t", "chief": {"machine_type": "cloud-tpu", "image": "i",
+                                                      "accelerator": {"type": "TPU_V3", "count": 8}}})
+    assert local.tpu_notes(cloud_tpu) == [
+        "chief asks for a TPU (cloud-tpu, 8 x TPU_V3): TPUs are not emulated locally; it runs on the CPU"]
+    no_size = build({"display_name": "t", "chief": {"machine_type": "ct6e-standard-1t", "image": "i"}})
+    assert local.tpu_notes(no_size) == [
+        "chief asks for a TPU (ct6e-standard-1t): TPUs are not emulated locally; it runs on the CPU"]
+    assert local.tpu_notes(build({"display_name": "t", "chief": dict(POOL)})) == []
+
+
+def test_local_run_of_a_tpu_spec_through_the_cli(tmp_path: Path) -> None:
+    spec = tmp_path / "tpu.yaml"
+    spec.write_text(f"""display_name: v5e
+chief:
+  machine_type: ct5lp-hightpu-4t
+  tpu_topology: 2x4
+  image: us-docker.pkg.dev/p/t/jax:1
+local:
+  command: [python, -c, "import os; print('tf_config' if 'TF_CONFIG' in os.environ else 'no tf_config')"]
+""")
+    proc = _cli("local-run", str(spec), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert TPU_NOTE in out and "[workerpool0-0] no tf_config" in out

@@ -23,8 +23,9 @@ def run(chief: dict[str, Any]) -> list[Diagnostic]:
 
 
 def default_setup(machine_type: str) -> dict[str, Any]:
-    """The machine with its built-in GPUs stated (A2/A3/A4/G2/G4), else alone; with a specific
-    reservation where its GPUs need one (GB200: reservation_requirements.csv)."""
+    """The machine with its built-in GPUs stated (A2/A3/A4/G2/G4), with a specific reservation
+    where its GPUs need one (GB200: reservation_requirements.csv); a TPU machine with its
+    smallest documented slice (tpu_machines.csv); else alone."""
     builtin = catalog.builtin_accelerator(machine_type)
     chief: dict[str, Any] = {"machine_type": machine_type}
     if builtin is not None:
@@ -32,6 +33,11 @@ def default_setup(machine_type: str) -> dict[str, Any]:
         need = catalog.reservation_requirement(builtin[0])
         if need is not None and need.required:
             chief["reservation"] = {"affinity": "specific", "name": "projects/p/zones/us-central1-a/reservations/r"}
+    tpu = catalog.tpu_machine(machine_type)
+    if tpu is not None and tpu.sizes[0].topology is not None:
+        chief["tpu_topology"] = tpu.sizes[0].topology
+    elif tpu is not None:
+        chief["accelerator"] = {"type": tpu.sizes[0].accelerator_type, "count": tpu.sizes[0].accelerator_count}
     return chief
 
 

@@ -129,7 +129,7 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
     ("accelerator-in-defaults-once", spec(defaults={"image": IMAGE, "accelerator": {"type": V100, "count": 3}},
                                           workers={"replicas": 2, "machine_type": "n1-standard-8"}),
      [E("accelerator-count", "defaults.accelerator.count")]),
-    ("accelerator-untabulated-machine", spec(chief={"machine_type": "ct5lp-hightpu-4t",
+    ("accelerator-untabulated-machine", spec(chief={"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2x2",
                                                     "accelerator": {"type": "TPU_V5_LITEPOD", "count": 4}}), []),
     # Reduction Server
     ("rs-with-ps", spec(**RS_JOB | {"parameter_servers": {"machine_type": "n1-standard-16"}}),

@@ -12,6 +12,7 @@ second):
 - :mod:`~vxtrain.catalog.machines`: shapes, built-in GPUs, the training list, near misses;
 - :mod:`~vxtrain.catalog.accelerators`: AcceleratorType names, what each machine takes;
 - :mod:`~vxtrain.catalog.egress`: per-node bandwidth;
+- :mod:`~vxtrain.catalog.tpus`: TPU machine types, their topologies, counts and hosts;
 - :mod:`~vxtrain.catalog.regions`: locations and their accelerators;
 - :mod:`~vxtrain.catalog.quotas`: training quota metrics;
 - :mod:`~vxtrain.catalog.capacity`: FLEX_START's accelerators, accelerators that need a reservation;
@@ -42,6 +43,9 @@ from vxtrain.catalog.quotas import CPU_QUOTA_KEY, quota_metric
 from vxtrain.catalog.regions import (
     Region, RegionAccelerator, near_region, region, region_accelerator, region_accelerator_key, regions_offering,
     training_regions)
+from vxtrain.catalog.tpus import (
+    TpuMachine, TpuSize, is_tpu, tpu_accelerator_types, tpu_machine, tpu_machine_types, tpu_machines, tpu_region_key,
+    tpu_size)
 
 __all__ = [
     "CPU_QUOTA_KEY",
@@ -56,6 +60,8 @@ __all__ = [
     "RegionAccelerator",
     "ReservationRequirement",
     "TierPool",
+    "TpuMachine",
+    "TpuSize",
     "accelerator_types",
     "allowed_accelerators",
     "builtin_accelerator",
@@ -64,6 +70,7 @@ __all__ = [
     "flex_start",
     "flex_start_accelerators",
     "is_prebuilt_image",
+    "is_tpu",
     "legacy_machine",
     "legacy_machine_names",
     "machine",
@@ -86,6 +93,12 @@ __all__ = [
     "reservation_requirement",
     "scale_tier",
     "scale_tiers",
+    "tpu_accelerator_types",
+    "tpu_machine",
+    "tpu_machine_types",
+    "tpu_machines",
+    "tpu_region_key",
+    "tpu_size",
     "training_accelerator",
     "training_list_as_of",
     "training_machine_types",

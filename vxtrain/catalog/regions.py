@@ -10,9 +10,7 @@ from dataclasses import dataclass
 from vxtrain.catalog.machines import builtin_accelerator
 from vxtrain.catalog.spelling import distance, normalize
 from vxtrain.catalog.tables import rows
-
-#: configure-compute, TPU section: TPU_V2/TPU_V3 take 8 cores (one TPU) or 32 and more (a pod).
-_TPU_POD_CORES = 32
+from vxtrain.catalog.tpus import is_tpu, tpu_region_key
 
 
 @dataclass(frozen=True)
@@ -78,20 +76,17 @@ def region_accelerator_key(machine_type: str | None, accelerator_type: str | Non
                            count: int | None) -> str | None:
     """The region_accelerators.csv key of a pool's accelerators (None: no accelerator).
 
-    TPU v2/v3 pods (32 cores or more) are listed apart from single TPUs; TPU
-    v6e and TPU7x are named by their machine types (no AcceleratorType value).
+    A TPU machine's key comes from tpu_machines.csv whether or not the pool
+    names an accelerator type: TPU v2/v3 pods (32 cores or more) are listed
+    apart from single TPUs; ct5lp is TPU_V5_LITEPOD; TPU v6e and TPU7x are
+    named by their machine types (no AcceleratorType value).
     """
-    mt = machine_type or ""
-    if mt.startswith("ct6e-"):
-        return "TPU v6e (ct6e)"
-    if mt.startswith("tpu7x-"):
-        return "TPU7x (tpu7x)"
+    if is_tpu(machine_type):
+        return tpu_region_key(machine_type, accelerator_type, count)
     acc = accelerator_type
     if acc is None:
-        builtin = builtin_accelerator(mt)
+        builtin = builtin_accelerator(machine_type or "")
         acc = builtin[0] if builtin else None
-    if acc in ("TPU_V2", "TPU_V3") and (count or 0) >= _TPU_POD_CORES:
-        return f"{acc} (pod)"
     return acc
 
 

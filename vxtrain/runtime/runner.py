@@ -12,7 +12,9 @@ stopped with SIGTERM, then SIGKILL after a grace period. Every replica runs in
 its own process group (``start_new_session``) and the whole group is killed,
 so no process outlives ``run_job``; none outlives vxtrain either, even when it
 is SIGKILLed (:mod:`.reaper`). Reduction Server replicas are not started:
-they are transparent to training code.
+they are transparent to training code. A pool on a TPU machine runs on this
+host's CPU like any other (TPUs are not emulated), and the run says so once
+per pool.
 
 A group is signalled only while it is certainly ours: a replica that has ended
 is not reaped (``waitid(WNOWAIT)``) until its group has been killed, so its
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO, Union
 
-from vxtrain import slots
+from vxtrain import catalog, slots
 from vxtrain.errors import LocalRunError
 from vxtrain.packaging.install import package_path_entries
 from vxtrain.packaging.source import import_root, source_folder
@@ -563,6 +565,21 @@ def _announce(job: Job, plans: Sequence[_Plan], printer: _Printer) -> None:
         printer.line(f"[vxtrain] Reduction Server ({slots.SLOTS[rs.index].cluster_key}, "
                      f"{rs.replicas or 'auto'} replica(s)) is not started locally: it is transparent "
                      "to training code")
+    for line in tpu_notes(job):
+        printer.line(f"[vxtrain] warning: {line}")
+
+
+def tpu_notes(job: Job) -> list[str]:
+    """One line per pool on a TPU machine: it runs on the CPU here (TPUs are not emulated)."""
+    out = []
+    for pool in job.ordered_pools():
+        if pool.role == "reduction_server" or not catalog.is_tpu(pool.machine_type):
+            continue
+        acc = pool.accelerator
+        size = pool.tpu_topology or (f"{acc.count} x {acc.type}" if acc is not None and acc.type else None)
+        asks = f"{pool.machine_type}, {size}" if size else f"{pool.machine_type}"
+        out.append(f"{pool.role} asks for a TPU ({asks}): TPUs are not emulated locally; it runs on the CPU")
+    return out
 
 
 def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,

@@ -115,6 +115,9 @@ def _not_supported(machine_type: str, acc_type: str, allowed: Mapping[str, tuple
         takes = "it takes " + ", ".join(f"{a} x {list(c)}" for a, c in allowed.items())
     else:
         takes = "it takes no accelerators (GPUs go on N1, A2, A3, A4, A4X, G2 or G4 machine types)"
+    tpu_on = [m.machine_type for m in catalog.tpu_machines() if acc_type in m.accelerator_types]
+    if tpu_on:  # a TPU type on a GPU or CPU machine (tpu_rules.py checks the TPU machines)
+        takes += f"; {acc_type} is a TPU: it goes on machine type {' or '.join(tpu_on)} ({TRAINING_MACHINES_DOC}#tpu)"
     return error("accelerator-not-supported",
                  f'Accelerator "{acc_type}" is not supported for machine type "{machine_type}"; {takes}',
                  **native.where(base + ("type",)))

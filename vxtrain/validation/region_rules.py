@@ -10,7 +10,10 @@ Sources, read 2026-11-23 (vxtrain/catalog/regions.csv, region_accelerators.csv):
 LOCATIONS_DOC lists the regions with custom training and the accelerators of
 each region (a "†" marks one not available for training); QUOTAS_DOC gives each
 region's default training quotas. Where the two pages disagree, vxtrain warns
-instead of refusing: which page the API follows is not documented.
+instead of refusing: which page the API follows is not documented. A TPU
+machine's TPU is looked up whether or not the spec names an accelerator type
+(catalog/tpu_machines.csv gives each machine's row of the locations table:
+ct5lp-hightpu-4t is TPU_V5_LITEPOD, "†" in europe-west4 and us-south1).
 """
 from __future__ import annotations
 
@@ -76,13 +79,18 @@ def _accelerators(job: Job, region: str, native: NativeSpec) -> Iterator[Diagnos
         if found.conflict:
             yield _conflict(region, key, found, native, path)
         else:
-            yield _not_in_region(region, key, native, path)
+            yield _not_in_region(region, key, found, pool, native, path)
 
 
-def _not_in_region(region: str, key: str, native: NativeSpec, path: KeyPath) -> Diagnostic:
+def _not_in_region(region: str, key: str, found: catalog.RegionAccelerator, pool: Pool, native: NativeSpec,
+                   path: KeyPath) -> Diagnostic:
     offering = catalog.regions_offering(key)
     where = f"regions that offer it: {', '.join(offering)}" if offering else "no region lists it"
-    return error("accelerator-not-in-region", f"{key} is not offered for training in {region} "
+    # A TPU machine's TPU is checked whether or not the spec names it (catalog/tpu_machines.csv).
+    what = f'{key} (machine type "{pool.machine_type}")' if catalog.is_tpu(pool.machine_type) else key
+    dagger = (" (the page lists it there marked †: not available for training)" if "†" in found.locations_page
+              else "")
+    return error("accelerator-not-in-region", f"{what} is not offered for training in {region}{dagger} "
                  f"({LOCATIONS_DOC}); {where}", **native.where(path))
 
 

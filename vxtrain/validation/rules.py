@@ -22,7 +22,7 @@ from vxtrain.loading.document import NativeSpec
 from vxtrain.model import Job
 from vxtrain.validation import (accelerator_rules, container_rules, extra, label_rules, machine_rules,
                                 package_rules, reduction_server_rules, region_rules, reservation_rules, role_rules,
-                                scheduling_rules, study_rules, tensorboard_rules)
+                                scheduling_rules, study_rules, tensorboard_rules, tpu_rules)
 
 Rule = Callable[[Job, NativeSpec], Iterable[Diagnostic]]
 
@@ -30,6 +30,7 @@ RULES: tuple[Rule, ...] = (
     role_rules.chief_rules,  # exactly one primary replica
     machine_rules.check,
     accelerator_rules.check,
+    tpu_rules.check,  # TPU jobs: one pool, one replica, topology or cloud-tpu count, Spot
     reduction_server_rules.check,
     container_rules.code_rules,  # image or python_package
     container_rules.env_rules,
