@@ -118,3 +118,12 @@ def test_a_job_on_a_persistent_resource_is_priced_through_it() -> None:
     cost = vxtrain.plan(EXAMPLES / "persistent-resource.yaml", vxtrain.Options(cost=True)).cost
     assert cost is not None and cost.pricing == "persistent_resource" and cost.per_trial_hour == 0
     assert cost.billed_via == "projects/my-project/locations/us-central1/persistentResources/train-pool"
+
+
+def test_a_multi_host_tpu_slice_is_priced_per_host_of_its_topology() -> None:
+    """tpu_topology 2x4 on ct5lp-hightpu-4t spans 2 hosts (tpu_machines.csv): twice one host's price."""
+    cost = vxtrain.plan(EXAMPLES / "tpu-v5e-slice.yaml", vxtrain.Options(cost=True)).cost
+    assert cost is not None
+    (chief,) = cost.pools
+    assert chief.hosts == 2 and chief.per_node_hour is not None
+    assert cost.per_trial_hour == pytest.approx(2 * chief.per_node_hour)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vxtrain import diagnostics as dx
+from vxtrain import catalog
 from vxtrain.catalog import prices
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import NativeSpec, format_path
@@ -256,14 +257,15 @@ def plan(job: Job, *, hosts: Mapping[str, int] | None = None, persistent_resourc
          project: str | None = None) -> Cost:
     """The cost of ``job`` (resolved: ``reduction_server.replicas: auto`` filled in).
 
-    ``hosts``: pool role → VMs per replica (a multi-host TPU slice: its topology's host
-    count); a pool not named has 1. ``persistent_resource`` (default: the job's): the ID of the
+    ``hosts``: pool role → VMs per replica (default: a TPU VM slice's hosts, from its
+    topology); a pool not named has 1. ``persistent_resource`` (default: the job's): the ID of the
     persistent resource the job runs on (``jobSpec.persistentResourceId``): nothing is priced per job
     and ``billed_via`` is the resource's name (its full name when ``project`` and the
     job's region are known).
     """
     persistent_resource = persistent_resource or job.persistent_resource
     project = project or job.project
+    hosts = slice_hosts(job) if hosts is None else hosts
     timeout = job.scheduling.timeout if job.scheduling else None
     cost = Cost(region=job.region, pricing=pricing_of(job), pools=[],
                 timeout_seconds=DEFAULT_TIMEOUT_SECONDS if timeout is None else timeout,
@@ -279,6 +281,16 @@ def plan(job: Job, *, hosts: Mapping[str, int] | None = None, persistent_resourc
     for pool in job.ordered_pools():
         cost.pools.append(pool_cost(pool, cost, (hosts or {}).get(pool.role, 1)))
     return cost
+
+
+def slice_hosts(job: Job) -> dict[str, int]:
+    """Pool role → hosts of its TPU VM slice (``tpu_topology``), for pools whose slice spans more than one."""
+    out: dict[str, int] = {}
+    for pool in job.ordered_pools():
+        size = catalog.tpu_size(pool.machine_type, pool.tpu_topology, None, None)
+        if size is not None and size.hosts is not None and size.hosts > 1:
+            out[pool.role] = size.hosts
+    return out
 
 
 def resource_name(resource_id: str, project: str | None, region: str | None) -> str:

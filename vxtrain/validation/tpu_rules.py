@@ -28,7 +28,7 @@ from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import NativeSpec
 from vxtrain.model import Accelerator, Job, Pool, written_at
-from vxtrain.validation._common import RS, TRAINING_MACHINES_DOC, key_path, or_list, quote_list
+from vxtrain.validation._common import RS, TRAINING_MACHINES_DOC, key_path, or_list, quote_list, scheduling_value
 
 TPU_DOC = f"{TRAINING_MACHINES_DOC}#tpu"
 SPOT_DOC = "https://cloud.google.com/vertex-ai/docs/training/use-spot-vms"
@@ -141,18 +141,8 @@ def _topology(pool: Pool, machine: catalog.TpuMachine, native: NativeSpec) -> It
                     **native.where(written_at(native.data, pool.role, "tpu_topology") or (pool.role,)))
 
 
-def _strategy(job: Job) -> tuple[str | None, tuple[str, ...]]:
-    """The scheduling strategy sent, and where it was written: ``extra``'s when it sets
-    jobSpec.scheduling.strategy (compile merges ``extra`` last), else ``scheduling.strategy``."""
-    job_spec = job.extra.get("jobSpec")
-    sched = job_spec.get("scheduling") if isinstance(job_spec, dict) else None
-    if isinstance(sched, dict) and "strategy" in sched:
-        return str(sched["strategy"]), ("extra", "jobSpec", "scheduling", "strategy")
-    return (job.scheduling.strategy if job.scheduling else None), ("scheduling", "strategy")
-
-
 def _spot(job: Job, pool: Pool, machine: catalog.TpuMachine, native: NativeSpec) -> Iterator[Diagnostic]:
-    strategy, at = _strategy(job)
+    strategy, at = scheduling_value(job, "strategy")
     if strategy != "SPOT":
         return
     acc = pool.accelerator
