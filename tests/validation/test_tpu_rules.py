@@ -306,3 +306,10 @@ def test_v5e_v6e_and_7x_topologies_as_the_page_lists_them() -> None:
     assert size_of("ct5lp-hightpu-8t", "2x4").multi_host is False
     assert size_of("cloud-tpu", None, "TPU_V3", 96).region_key == "TPU_V3 (pod)"
     assert catalog.tpu_size("cloud-tpu", None, "TPU_V3", 40) is None
+
+
+def test_a_tpu_chief_with_more_replicas_is_told_to_grow_the_slice_not_to_add_workers(tmp_path: Path) -> None:
+    diags = check(tmp_path, {"display_name": "t", "region": "us-central1", "chief": {
+        "machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2x4", "replicas": 2, "image": "i:1"}})
+    (d,) = [d for d in diags if d.code == "chief-replicas"]
+    assert "larger tpu_topology" in d.message and "workers" not in d.message

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.formats.wording import wording
 from vxtrain.loading.document import NativeSpec
@@ -20,9 +21,13 @@ def chief_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
         return
     replicas = raw_pool(native, "chief").get("replicas")
     if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas != 1:
+        chief = job.pool("chief")
+        # A TPU job has no other pool: its hosts come from the slice (tpu_rules).
+        fix = ("a TPU slice is one replica: ask for more chips or hosts with a larger tpu_topology"
+               if chief is not None and catalog.is_tpu(chief.machine_type)
+               else "put the other replicas in 'workers' (pool 1)")
         yield error("chief-replicas", f"the chief pool has {replicas} replicas: Vertex AI requires exactly 1 "
-                    "replica in workerPoolSpecs[0]; put the other replicas in 'workers' (pool 1)",
-                    **native.where(("chief", "replicas")))
+                    f"replica in workerPoolSpecs[0]; {fix}", **native.where(("chief", "replicas")))
 
 
 def evaluator_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
