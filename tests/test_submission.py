@@ -27,6 +27,7 @@ from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.kinds import JobKind
 from vxtrain.backends.vertex import VertexBackend
 from vxtrain.render.progress import PlainProgress
+from tests.incli import run
 
 PROJECT, REGION = "p", "us-central1"
 PARENT = f"projects/{PROJECT}/locations/{REGION}"
@@ -367,18 +368,6 @@ def write_spec(tmp_path: Path, code: str = "print('hello from the chief')", **ex
     return path
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    """``vxtrain ARGV`` in process: (exit code, parsed stdout JSON or text, stderr)."""
-    from vxtrain.cli import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    try:
-        return code, json.loads(out), err
-    except ValueError:
-        return code, out, err
-
-
 def test_cli_submit_status_wait_cancel_list(emulator: EmulatorHandle, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     spec = write_spec(tmp_path)
@@ -508,7 +497,6 @@ def test_cli_bare_id_of_a_tuning_job(emulator: EmulatorHandle, backend: VertexBa
 def test_cli_status_of_a_missing_job_exits_4(emulator: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "status", f"{PARENT}/customJobs/42", "--endpoint", emulator.address)
     assert code == 4 and "does not exist" in err
-
 
 
 def test_a_server_refusal_of_a_pool_points_into_the_spec(tmp_path: Path) -> None:

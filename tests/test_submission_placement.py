@@ -27,6 +27,7 @@ from vxtrain.backends.emulator import EmulatorHandle
 from vxtrain.backends.emulator.persistent_resources import STATE_LABEL
 from vxtrain.backends.vertex import VertexBackend
 from vxtrain.submission.placement import placement_problems, pool_shape
+from tests.incli import run
 
 PROJECT, REGION = "p", "us-central1"
 PARENT = f"projects/{PROJECT}/locations/{REGION}"
@@ -333,18 +334,6 @@ def write_spec(tmp_path: Path, resource_id: str = "train-pool", accelerator: str
         f"  command: {command}",
         "extra:", "  jobSpec:", f"    persistentResourceId: {resource_id}", ""]))
     return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    """``vxtrain ARGV`` in process: (exit code, parsed stdout JSON or text, stderr)."""
-    from vxtrain.cli import main
-
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    try:
-        return code, json.loads(out), err
-    except ValueError:
-        return code, out, err
 
 
 def test_cli_submit_checks_the_resource(emulator: EmulatorHandle, tmp_path: Path,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from vxtrain import api, catalog, model
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import Document, NativeSpec
 from vxtrain.validation import reservation_rules, rules
+from tests.validation.specs import E, W, changed
 
 IMAGE = "us-docker.pkg.dev/p/train/bert:1"
 NAME = "projects/p/zones/us-central1-a/reservations/r"
@@ -26,15 +26,7 @@ EXTRA_RA = "extra.jobSpec.workerPoolSpecs[0].machineSpec.reservationAffinity"
 
 def spec(**changes: Any) -> dict[str, Any]:
     """BASE with top-level keys replaced (None deletes); dict values merge one level deep."""
-    data = copy.deepcopy(BASE)
-    for key, value in changes.items():
-        if value is None:
-            data.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    return data
+    return changed(BASE, **changes)
 
 
 def res(affinity: str, name: str | None = None) -> dict[str, Any]:
@@ -60,14 +52,6 @@ def found(data: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 CODES = ("reservation", "persistent-resource", "extra-")
-
-
-def E(code: str, path: str) -> tuple[str, str, str]:  # noqa: N802 - table shorthand
-    return ("error", code, path)
-
-
-def W(code: str, path: str) -> tuple[str, str, str]:  # noqa: N802 - table shorthand
-    return ("warning", code, path)
 
 
 SPECIFIC_EXTRA = {"reservationAffinityType": "SPECIFIC_RESERVATION",

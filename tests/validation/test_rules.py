@@ -1,8 +1,6 @@
 """Semantic rules: one table row per rule and variant; exact codes, severities and paths."""
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -14,6 +12,7 @@ from vxtrain import model
 from vxtrain.validation import container_rules, rules
 from vxtrain.validation import schema
 from vxtrain.loading.document import Document, NativeSpec, Position
+from tests.validation.specs import E, W, changed
 
 IMAGE = "us-docker.pkg.dev/p/train/bert:1"
 EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest"
@@ -25,15 +24,7 @@ L4_POOL = {"machine_type": "g2-standard-8", "accelerator": {"type": "NVIDIA_L4",
 
 def spec(**changes: Any) -> dict[str, Any]:
     """BASE with top-level keys replaced (None deletes); dict values merge one level deep."""
-    data = copy.deepcopy(BASE)
-    for key, value in changes.items():
-        if value is None:
-            data.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    return data
+    return changed(BASE, **changes)
 
 
 def native_of(data: dict[str, Any], positions: dict[Any, Position] | None = None) -> NativeSpec:
@@ -46,14 +37,6 @@ def run(data: dict[str, Any]) -> list[Diagnostic]:
 
 def found(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     return sorted((d.severity, d.code, d.path) for d in run(data))
-
-
-def E(code: str, path: str) -> tuple[str, str, str]:  # noqa: N802 - table shorthand
-    return ("error", code, path)
-
-
-def W(code: str, path: str) -> tuple[str, str, str]:  # noqa: N802 - table shorthand
-    return ("warning", code, path)
 
 
 RS_JOB = dict(chief=GPU_POOL | {"image": IMAGE}, workers=GPU_POOL | {"replicas": 4},

@@ -14,6 +14,7 @@ from vxtrain import api, catalog, model
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import Document, NativeSpec
 from vxtrain.validation import rules
+from tests.validation.specs import E, W, changed
 
 IMAGE = "us-docker.pkg.dev/p/train/bert:1"
 H100 = {"machine_type": "a3-highgpu-8g", "accelerator": {"type": "NVIDIA_H100_80GB", "count": 8}}
@@ -26,15 +27,7 @@ BASE: dict[str, Any] = {"display_name": "t", "region": "us-central1", "defaults"
 
 def spec(**changes: Any) -> dict[str, Any]:
     """BASE with top-level keys replaced (None deletes); dict values merge one level deep."""
-    data = copy.deepcopy(BASE)
-    for key, value in changes.items():
-        if value is None:
-            data.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    return data
+    return changed(BASE, **changes)
 
 
 def run(data: dict[str, Any]) -> list[Diagnostic]:
@@ -43,14 +36,6 @@ def run(data: dict[str, Any]) -> list[Diagnostic]:
 
 def found(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     return sorted((d.severity, d.code, d.path) for d in run(data))
-
-
-def E(code: str, path: str) -> tuple[str, str, str]:  # noqa: N802 - table shorthand
-    return ("error", code, path)
-
-
-def W(code: str, path: str) -> tuple[str, str, str]:  # noqa: N802 - table shorthand
-    return ("warning", code, path)
 
 
 def pool(machine: Mapping[str, Any], **more: Any) -> dict[str, Any]:

@@ -58,15 +58,21 @@ def pool_problems(pools: Sequence[cj.WorkerPoolSpec], prefix: str) -> list[tuple
     return out
 
 
-def _one_pool_problems(pool: cj.WorkerPoolSpec, where: str) -> list[tuple[str, str]]:
+def machine_spec_problems(machine: Any, where: str) -> list[tuple[str, str]]:
+    """A MachineSpec's problems in the service's words: no machine type, or an accelerator
+    type without a count (or the reverse). Worker pools and persistent resources' pools alike."""
     out = []
-    machine = pool.machine_spec
     if not machine.machine_type:
         out.append((f"{where}.machine_spec.machine_type", "Required field is not set."))
     has_type = machine.accelerator_type.name != "ACCELERATOR_TYPE_UNSPECIFIED"
     if has_type != (machine.accelerator_count > 0):
         out.append((f"{where}.machine_spec.accelerator_type",
                     "Both `accelerator_type` and `accelerator_count` should be specified or none."))
+    return out
+
+
+def _one_pool_problems(pool: cj.WorkerPoolSpec, where: str) -> list[tuple[str, str]]:
+    out = machine_spec_problems(pool.machine_spec, where)
     if "container_spec" not in pool and "python_package_spec" not in pool:
         out.append((f"{where}.task", "Either container_spec or python_package_spec must be set."))
     elif "container_spec" in pool and not pool.container_spec.image_uri:

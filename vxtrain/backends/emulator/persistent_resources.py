@@ -40,7 +40,7 @@ from google.cloud.aiplatform_v1.types import persistent_resource as pr
 from google.cloud.aiplatform_v1.types import persistent_resource_service as prs
 from google.rpc import status_pb2
 
-from vxtrain.backends.emulator.checks import invalid_argument, parse_parent
+from vxtrain.backends.emulator.checks import invalid_argument, machine_spec_problems, parse_parent
 from vxtrain.backends.emulator.common import (
     RpcError, copy, decode_cursor, done_operation, encode_cursor, now, operation_id, unary_handler,
 )
@@ -93,13 +93,7 @@ def _pool_problems(pools: list[pr.ResourcePool]) -> list[tuple[str, str]]:
     out = []
     for i, pool in enumerate(pools):
         where = f"persistent_resource.resource_pools[{i}]"
-        machine = pool.machine_spec
-        if not machine.machine_type:
-            out.append((f"{where}.machine_spec.machine_type", "Required field is not set."))
-        has_type = machine.accelerator_type.name != "ACCELERATOR_TYPE_UNSPECIFIED"
-        if has_type != (machine.accelerator_count > 0):
-            out.append((f"{where}.machine_spec.accelerator_type",
-                        "Both `accelerator_type` and `accelerator_count` should be specified or none."))
+        out += machine_spec_problems(pool.machine_spec, where)
         if "autoscaling_spec" in pool:
             low, high = pool.autoscaling_spec.min_replica_count, pool.autoscaling_spec.max_replica_count
             if low <= 0 or low >= high or (pool.replica_count and low > pool.replica_count):
