@@ -25,27 +25,52 @@ This package re-exports the lookups, so ``from vxtrain.catalog import X`` and
 """
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from vxtrain.catalog.accelerators import (
     accelerator_types, allowed_accelerators, catalog_accelerators, deprecated_accelerator, n1_gpu_counts,
     n1_gpu_limits, training_accelerator)
-from vxtrain.catalog.capacity import (
-    FLEX_START_MAX_TIMEOUT_S, FlexStart, ReservationRequirement, flex_start, flex_start_accelerators,
-    reservation_requirement)
 from vxtrain.catalog.egress import Egress, node_egress
 from vxtrain.catalog.images import (
     PREBUILT_DOC, PREBUILT_SHAPE, is_prebuilt_image, multi_region, prebuilt_image, reduction_server_image)
-from vxtrain.catalog.legacy_machines import (
-    LegacyMachine, TierPool, legacy_machine, legacy_machine_names, scale_tier, scale_tiers)
 from vxtrain.catalog.machines import (
     Machine, builtin_accelerator, machine, machine_types, near_miss, nearest_offered, offered,
     training_list_as_of, training_machine_types)
-from vxtrain.catalog.quotas import CPU_QUOTA_KEY, quota_metric
 from vxtrain.catalog.regions import (
     Region, RegionAccelerator, near_region, region, region_accelerator, region_accelerator_key, regions_offering,
     training_regions)
 from vxtrain.catalog.tpus import (
     TpuMachine, TpuSize, is_tpu, tpu_accelerator_types, tpu_machine, tpu_machine_types, tpu_machines, tpu_region_key,
     tpu_size)
+
+if TYPE_CHECKING:  # loaded on first use at run time (__getattr__ below)
+    from vxtrain.catalog.capacity import (
+        FLEX_START_MAX_TIMEOUT_S, FlexStart, ReservationRequirement, flex_start, flex_start_accelerators,
+        reservation_requirement)
+    from vxtrain.catalog.legacy_machines import (
+        LegacyMachine, TierPool, legacy_machine, legacy_machine_names, scale_tier, scale_tiers)
+    from vxtrain.catalog.quotas import CPU_QUOTA_KEY, quota_metric
+
+#: Lookups whose module loads when first asked for: a native spec with no accelerator
+#: never reads the legacy names, the quota metrics or Flex Start's list (cold start).
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("FLEX_START_MAX_TIMEOUT_S", "FlexStart", "ReservationRequirement", "flex_start",
+                     "flex_start_accelerators", "reservation_requirement"), "capacity"),
+    **dict.fromkeys(("LegacyMachine", "TierPool", "legacy_machine", "legacy_machine_names", "scale_tier",
+                     "scale_tiers"), "legacy_machines"),
+    **dict.fromkeys(("CPU_QUOTA_KEY", "quota_metric"), "quotas"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``catalog.X`` / ``from vxtrain.catalog import X`` for the lookups in _LAZY (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CPU_QUOTA_KEY",

@@ -19,7 +19,6 @@ from typing import Any
 
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.errors import UsageError
-from vxtrain.formats import gcloud, legacy
 from vxtrain.formats.native import native_document
 from vxtrain.formats.package_flags import LEGACY_ONLY, PackageFlags
 from vxtrain.loading.document import Document, Format, NativeSpec
@@ -59,7 +58,11 @@ def to_native(document: Document, *, display_name: str | None = None,
         return None, [error("not-a-mapping", msg, "", file=document.file, line=1, column=1)]
     fmt = detect(data)
     if fmt == "gcloud":
+        from vxtrain.formats import gcloud  # lazy: a native spec never loads the converters (cold start)
+
         return gcloud.convert(document, display_name=display_name)
     if fmt == "legacy":
+        from vxtrain.formats import legacy  # lazy: as gcloud
+
         return legacy.convert(document, display_name=display_name, package=package)
     return NativeSpec(data=dict(data), format="native", source=document, origin={}), []

@@ -29,7 +29,9 @@ def console(stderr: bool = False) -> Any:
     """A rich Console on stdout or stderr (created once, lazily: rich costs startup time)."""
     from rich.console import Console  # lazy: rich costs start-up time
 
-    out = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    # emoji=False: a ":name:" in a job's strings is printed as written (and rich's emoji
+    # table stays unloaded: cold start).
+    out = Console(stderr=stderr, highlight=False, soft_wrap=True, emoji=False)
     if not out.is_terminal and "COLUMNS" not in os.environ:
         # Piped output (CI logs, files) has no width; 80 columns squeeze the plan table.
         out.width = 120
