@@ -403,7 +403,8 @@ def test_every_region_accelerator_row_is_a_region() -> None:
     ("NVIDIA_H100_MEGA_80GB", False, "custom_model_training_nvidia_h100_mega_gpus"),
     ("NVIDIA_TESLA_A100", False, "custom_model_training_nvidia_a100_gpus"),
     (T4, False, "custom_model_training_nvidia_t4_gpus"),
-    (T4, True, "custom_model_training_nvidia_t4_gpus"),  # no preemptible twin published
+    (T4, True, "custom_model_training_preemptible_nvidia_t4_gpus"),  # a third-party list's row (unverified)
+    ("NVIDIA_TESLA_V100", True, "custom_model_training_nvidia_v100_gpus"),  # no preemptible twin: the fault's fallback
     (None, False, "custom_model_training_cpus"),
 ])
 def test_quota_metric(acc: str | None, preemptible: bool, metric: str) -> None:
@@ -413,6 +414,30 @@ def test_quota_metric(acc: str | None, preemptible: bool, metric: str) -> None:
 @pytest.mark.parametrize("acc", ["NVIDIA_B200", "NVIDIA_GB200", "NVIDIA_RTX_PRO_6000", K80])
 def test_quota_metric_unknown_is_not_made_up(acc: str) -> None:
     assert catalog.quota_metric(acc) is None
+
+
+def test_accelerator_quota_has_no_on_demand_fallback_for_spot() -> None:
+    assert catalog.accelerator_quota("NVIDIA_TESLA_V100", preemptible=True) is None
+    row = catalog.accelerator_quota(T4)
+    assert row is not None and row.quota_id == "CustomModelTrainingT4GPUsPerProjectPerRegion" and row.unit == "gpus"
+
+
+@pytest.mark.parametrize("machine_type, metric", [
+    ("n1-standard-8", "custom_model_training_cpus"), ("e2-standard-4", "custom_model_training_cpus"),
+    ("n2-standard-16", "custom_model_training_n2_cpus"), ("c2-standard-8", "custom_model_training_c2_cpus"),
+    ("a2-highgpu-1g", None), ("n4-standard-8", None), ("c3-standard-8", None),
+])
+def test_cpu_quota_per_machine_family(machine_type: str, metric: str | None) -> None:
+    row = catalog.cpu_quota(machine_type)
+    assert (row.metric if row else None) == (f"aiplatform.googleapis.com/{metric}" if metric else None)
+    assert row is None or row.unit == "vcpus"
+
+
+def test_every_quota_row_names_a_known_unit_and_a_full_metric() -> None:
+    for row in _rows(CATALOG_DIR / "quota_metrics.csv"):
+        assert row["unit"] in ("gpus", "vcpus", ""), row
+        assert not row["quota_metric"] or row["quota_metric"].startswith("aiplatform.googleapis.com/custom_model_training_"), row
+        assert not row["quota_id"] or row["quota_id"].startswith("CustomModelTraining"), row
 
 
 # --- legacy AI Platform names -----------------------------------------------------

@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # loaded on first use at run time (__getattr__ below)
         reservation_requirement)
     from vxtrain.catalog.legacy_machines import (
         LegacyMachine, TierPool, legacy_machine, legacy_machine_names, scale_tier, scale_tiers)
-    from vxtrain.catalog.quotas import CPU_QUOTA_KEY, quota_metric
+    from vxtrain.catalog.quotas import (
+        CPU_QUOTA_KEY, QUOTA_SERVICE, QuotaMetric, accelerator_quota, cpu_quota, machine_family, quota_metric)
 
 #: Lookups whose module loads when first asked for: a native spec with no accelerator
 #: never reads the legacy names, the quota metrics or Flex Start's list (cold start).
@@ -59,7 +60,8 @@ _LAZY: dict[str, str] = {
                      "flex_start_accelerators", "reservation_requirement"), "capacity"),
     **dict.fromkeys(("LegacyMachine", "TierPool", "legacy_machine", "legacy_machine_names", "scale_tier",
                      "scale_tiers"), "legacy_machines"),
-    **dict.fromkeys(("CPU_QUOTA_KEY", "quota_metric"), "quotas"),
+    **dict.fromkeys(("CPU_QUOTA_KEY", "QUOTA_SERVICE", "QuotaMetric", "accelerator_quota", "cpu_quota",
+                     "machine_family", "quota_metric"), "quotas"),
 }
 
 
@@ -77,6 +79,8 @@ __all__ = [
     "FLEX_START_MAX_TIMEOUT_S",
     "PREBUILT_DOC",
     "PREBUILT_SHAPE",
+    "QUOTA_SERVICE",
+    "QuotaMetric",
     "Egress",
     "FlexStart",
     "LegacyMachine",
@@ -87,10 +91,12 @@ __all__ = [
     "TierPool",
     "TpuMachine",
     "TpuSize",
+    "accelerator_quota",
     "accelerator_types",
     "allowed_accelerators",
     "builtin_accelerator",
     "catalog_accelerators",
+    "cpu_quota",
     "deprecated_accelerator",
     "flex_start",
     "flex_start_accelerators",
@@ -99,6 +105,7 @@ __all__ = [
     "legacy_machine",
     "legacy_machine_names",
     "machine",
+    "machine_family",
     "machine_types",
     "multi_region",
     "n1_gpu_counts",
