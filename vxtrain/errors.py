@@ -8,6 +8,7 @@ line (or a list of diagnostics) and an exit code, never a traceback::
     ├── UsageError                    bad flags or arguments (exit 2)
     ├── LocalRunError                 a local replica failed (exit 3)
     ├── JobFailedError                a followed job ended FAILED/CANCELLED/EXPIRED (exit 3)
+    ├── NoCapacity                    a quota below the job's need, seen before creating (exit 5)
     └── ApiError                      the Job API refused or kept failing (exit 4)
         ├── QuotaError                RESOURCE_EXHAUSTED naming a quota
         ├── PermissionError_          PERMISSION_DENIED / UNAUTHENTICATED
@@ -64,6 +65,17 @@ class JobFailedError(VxtrainError):
     def __init__(self, message: str, job: dict[str, object] | None = None) -> None:
         super().__init__(message)
         self.job = job or {}
+
+
+class NoCapacity(VxtrainError):  # noqa: N818 - the Contract's JSON error type is "NoCapacity"
+    """The job cannot get its machines: the quota preflight found a need above a limit
+    (nothing was created). ``report``: the preflight's QuotaReport, when it is the cause."""
+
+    exit_code = 5
+
+    def __init__(self, message: str, report: object = None) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class ApiError(VxtrainError):

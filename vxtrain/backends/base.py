@@ -33,6 +33,8 @@ JobDict = dict[str, Any]
 JobList = list[JobDict]
 #: A PersistentResource as the REST API spells it (``name``, ``state``, ``resourcePools``…).
 ResourceDict = dict[str, Any]
+#: A Cloud Quotas ``QuotaInfo`` as the REST API spells it (``quotaId``, ``metric``, ``dimensionsInfos``…).
+QuotaInfoDict = dict[str, Any]
 
 
 #: The gRPC metadata key of a create sent to an emulator: how to run the job on its
@@ -107,6 +109,12 @@ class JobBackend(Protocol):
         """The persistent resource ``projects/P/locations/R/persistentResources/ID``
         (PersistentResourceService.GetPersistentResource), which jobs naming it in
         ``persistentResourceId`` run on; NotFoundError when there is none."""
+        ...
+
+    def list_quota_infos(self, parent: str) -> list[QuotaInfoDict]:
+        """Every QuotaInfo under ``projects/P/locations/global/services/SERVICE`` (Cloud Quotas
+        API ListQuotaInfos, all pages): the project's quota limits, with no usage
+        (https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos/list)."""
         ...
 
     def close(self) -> None:

@@ -1,5 +1,7 @@
 """The Vertex AI backend: ``google.cloud.aiplatform_v1.JobServiceClient`` (and its
-``PersistentResourceServiceClient``, to read the persistent resource a job runs on).
+``PersistentResourceServiceClient``, to read the persistent resource a job runs on;
+and the Cloud Quotas API's ``cloudquotas_v1.CloudQuotasClient``, to read the
+project's training quota limits).
 
 One class serves both targets:
 
@@ -37,6 +39,10 @@ NO_GOOGLE_ENV = "VXTRAIN_NO_GOOGLE"
 DEFAULT_TIMEOUT = 60.0
 
 _QUOTA_HELP = "https://cloud.google.com/vertex-ai/docs/quotas"
+#: The Cloud Quotas API is global: one endpoint for every region
+#: (https://cloud.google.com/docs/quotas/reference/rest#service-endpoint).
+QUOTAS_HOST = "cloudquotas.googleapis.com"
+_QUOTAS_PERMISSIONS_HELP = "https://cloud.google.com/docs/quotas/permissions"
 _ACT_AS_HELP = "https://cloud.google.com/vertex-ai/docs/general/custom-service-account"
 _QUOTA_METRIC = re.compile(r"[a-z0-9_.-]+\.googleapis\.com/[A-Za-z0-9_./-]+")
 _REGION_IN_NAME = re.compile(r"(?:^|/)locations/([^/]+)")
@@ -286,10 +292,16 @@ class VertexBackend:
 
     def _client(self, service: str = "jobs") -> Any:
         if service not in self._clients:
-            check_guard(self._host)
-            make = self._make_resource_client if service == "resources" else self._make_client
+            check_guard(self._service_host(service))
+            make = {"resources": self._make_resource_client, "quotas": self._make_quotas_client}.get(
+                service, self._make_client)
             self._clients[service] = self._guarded(make, self.region)
         return self._clients[service]
+
+    def _service_host(self, service: str) -> str:
+        """The host a service's client talks to: the Cloud Quotas API's global one, or the
+        regional Vertex AI endpoint (an emulator serves them all on its one port)."""
+        return QUOTAS_HOST if service == "quotas" and not self.emulated else self._host
 
     def _make_client(self) -> Any:
         # Lazy: google.cloud.aiplatform costs about a second; only a call to the API needs it.
@@ -306,6 +318,13 @@ class VertexBackend:
         return gapic_client(client.PersistentResourceServiceClient, transports.PersistentResourceServiceGrpcTransport,
                             host=self._host, endpoint=self.endpoint, credentials=self._credentials)
 
+    def _make_quotas_client(self) -> Any:
+        # Lazy: google-cloud-quotas is needed only by the quota preflight and `vxtrain quota`.
+        from google.cloud.cloudquotas_v1.services.cloud_quotas import client, transports
+
+        return gapic_client(client.CloudQuotasClient, transports.CloudQuotasGrpcTransport,
+                            host=QUOTAS_HOST, endpoint=self.endpoint, credentials=self._credentials)
+
     def _guarded(self, call: Callable[[], Any], region: str | None) -> Any:
         return guarded(call, host=self._host, region=region)
 
@@ -318,7 +337,7 @@ class VertexBackend:
         # retry=None: retries are decided by the caller (vxtrain.submission), which
         # must list by the idempotency label before re-creating.
         return guarded(lambda: bound(request=request, retry=None, timeout=self.timeout, metadata=metadata),
-                       host=self._host, region=region, explain=explain)
+                       host=self._service_host(service), region=region, explain=explain)
 
     def _list(self, method: str, parent: str, filter_: str) -> JobList:
         request: dict[str, Any] = {"parent": parent}
@@ -358,6 +377,12 @@ class VertexBackend:
         return _to_dict(self._rpc("get_persistent_resource", name, service="resources",
                                   explain=_resource_not_found, name=name))
 
+    def list_quota_infos(self, parent: str) -> list[dict[str, Any]]:
+        """Every QuotaInfo under ``parent`` (all pages); see JobBackend."""
+        pager = self._rpc("list_quota_infos", parent, service="quotas", explain=_quotas_refused, parent=parent)
+        return guarded(lambda: [_to_dict(info) for info in pager], host=self._service_host("quotas"),
+                       explain=_quotas_refused)
+
     def close(self) -> None:
         """Close the gRPC channels (idempotent)."""
         clients, self._clients = list(self._clients.values()), {}
@@ -379,6 +404,24 @@ def _resource_not_found(mapped: errors.ApiError, exc: BaseException) -> errors.A
     reworded = errors.NotFoundError(f"persistent resource not found{f' in {where}' if where else ''}: "
                                     f"{_server_message(exc)} (check its ID, the project and the region)")
     reworded.transient, reworded.timed_out = mapped.transient, mapped.timed_out
+    return reworded
+
+
+def _quotas_refused(mapped: errors.ApiError, exc: BaseException) -> errors.ApiError:
+    """The Cloud Quotas API's errors, worded for it (not for the Job API): reading quotas
+    needs ``cloudquotas.quotas.get`` (roles/cloudquotas.viewer) and the API enabled."""
+    kind, message = type(exc).__name__, _server_message(exc)
+    if isinstance(mapped, errors.PermissionError_) and kind not in ("Unauthenticated", "Unauthorized"):
+        text = (f"the Cloud Quotas API refused to read the quota limits: {message}; the caller needs "
+                f"cloudquotas.quotas.get (roles/cloudquotas.viewer) on the project and the API "
+                f"cloudquotas.googleapis.com enabled: {_QUOTAS_PERMISSIONS_HELP}")
+    elif kind == "MethodNotImplemented":
+        text = f"the endpoint does not serve the Cloud Quotas API: {message}"
+    else:
+        text = str(mapped).replace("the Job API", "the Cloud Quotas API")
+    reworded = type(mapped)(text)
+    reworded.transient, reworded.timed_out = mapped.transient, mapped.timed_out
+    reworded.unresolved_host = mapped.unresolved_host
     return reworded
 
 

@@ -51,7 +51,8 @@ if TYPE_CHECKING:  # loaded on first use at run time (__getattr__ below)
     from vxtrain.catalog.legacy_machines import (
         LegacyMachine, TierPool, legacy_machine, legacy_machine_names, scale_tier, scale_tiers)
     from vxtrain.catalog.quotas import (
-        CPU_QUOTA_KEY, QUOTA_SERVICE, QuotaMetric, accelerator_quota, cpu_quota, machine_family, quota_metric)
+        CPU_QUOTA_KEY, QUOTA_SERVICE, QuotaMetric, accelerator_quota, cpu_quota, machine_family, quota_id,
+        quota_metric)
 
 #: Lookups whose module loads when first asked for: a native spec with no accelerator
 #: never reads the legacy names, the quota metrics or Flex Start's list (cold start).
@@ -61,7 +62,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("LegacyMachine", "TierPool", "legacy_machine", "legacy_machine_names", "scale_tier",
                      "scale_tiers"), "legacy_machines"),
     **dict.fromkeys(("CPU_QUOTA_KEY", "QUOTA_SERVICE", "QuotaMetric", "accelerator_quota", "cpu_quota",
-                     "machine_family", "quota_metric"), "quotas"),
+                     "machine_family", "quota_id", "quota_metric"), "quotas"),
 }
 
 
@@ -116,6 +117,7 @@ __all__ = [
     "node_egress",
     "offered",
     "prebuilt_image",
+    "quota_id",
     "quota_metric",
     "reduction_server_image",
     "region",

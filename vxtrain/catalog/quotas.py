@@ -77,3 +77,13 @@ def cpu_quota(machine_type: str) -> QuotaMetric | None:
     A2, A3: https://cloud.google.com/vertex-ai/docs/quotas), and Spot/FLEX_START jobs'
     CPUs are not said to move to another metric, so there is no preemptible CPU row."""
     return _rows().get((f"(CPUs {machine_family(machine_type)})", "on_demand"))
+
+
+def quota_id(metric: str) -> str | None:
+    """The Cloud Quotas ID of a metric (``aiplatform.googleapis.com/…`` or its short name)
+    where a source showed one; None otherwise."""
+    short = metric.rpartition("/")[2]
+    for row in _rows().values():
+        if row.quota_id and row.metric and row.metric.rpartition("/")[2] == short:
+            return row.quota_id
+    return None

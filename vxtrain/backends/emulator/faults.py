@@ -1,7 +1,8 @@
 """Fault injection: ``--fault METHOD:KIND:COUNT`` (and ``VXTRAIN_EMULATOR_FAULTS``).
 
-A fault makes the next COUNT calls of a JobService method fail the way Vertex
-AI can fail, so the client's retry and exactly-once logic can be tested
+A fault makes the next COUNT calls of a JobService method (or, with METHOD
+``quotas``, of the Cloud Quotas API's ListQuotaInfos/GetQuotaInfo) fail the way
+Vertex AI can fail, so the client's retry and exactly-once logic can be tested
 against each of them. Every kind but ``deadline-after-commit`` and
 ``deadline-commit-late`` fires before the method acts; the first lets the call
 commit, then answers DEADLINE_EXCEEDED; the second answers DEADLINE_EXCEEDED at
@@ -22,9 +23,10 @@ from vxtrain.backends.emulator.common import RpcError, spec_of
 from vxtrain.errors import UsageError
 
 FAULT_ENV = "VXTRAIN_EMULATOR_FAULTS"
-FAULT_METHODS: tuple[str, ...] = ("create", "get", "list", "cancel", "delete")
+FAULT_METHODS: tuple[str, ...] = ("create", "get", "list", "cancel", "delete", "quotas")
 FAULT_KINDS: tuple[str, ...] = ("unavailable-before-commit", "unavailable", "deadline-after-commit",
-                                "deadline-commit-late", "quota", "permission", "internal")
+                                "deadline-commit-late", "quota", "permission", "internal", "disabled",
+                                "unimplemented")
 #: How long after its DEADLINE_EXCEEDED a ``deadline-commit-late`` call commits.
 LATE_COMMIT_SECONDS = 2.0
 
@@ -137,6 +139,17 @@ _PREEMPTIBLE_STRATEGIES = frozenset({"SPOT", "FLEX_START"})
 
 def fault_error(fault: Fault, job: Any = None) -> RpcError:
     """The gRPC error a fault produces, worded like Vertex's own."""
+    if fault.kind == "unimplemented":
+        return RpcError(grpc.StatusCode.UNIMPLEMENTED, "Method not found.")
+    if fault.kind == "disabled":
+        # Google's wording for a disabled API (PERMISSION_DENIED, reason SERVICE_DISABLED).
+        api = "Cloud Quotas API" if fault.method == "quotas" else "Vertex AI API"
+        return RpcError(grpc.StatusCode.PERMISSION_DENIED,
+                        f"{api} has not been used in this project before or it is disabled. Enable it and "
+                        "retry after a few minutes.")
+    if fault.kind == "permission" and fault.method == "quotas":
+        return RpcError(grpc.StatusCode.PERMISSION_DENIED,
+                        "Permission 'cloudquotas.quotas.get' denied on resource (or it may not exist).")
     if fault.kind == "quota":
         return RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                         f"The following quota metrics exceed quota limits: {quota_metric(job)}")

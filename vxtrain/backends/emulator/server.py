@@ -17,9 +17,10 @@ from typing import Any, TextIO
 
 import grpc
 
-from vxtrain.backends.emulator import jobservice, logging_service, persistent_resources
+from vxtrain.backends.emulator import jobservice, logging_service, persistent_resources, quotas
 from vxtrain.backends.emulator.faults import Fault, faults_from_env
 from vxtrain.backends.emulator.persistent_resources import ResourceStore
+from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
 from vxtrain.backends.emulator.store import Emulator
 from vxtrain.errors import UsageError, VxtrainError
 
@@ -36,6 +37,8 @@ SERVICES: tuple[ServiceBuilder, ...] = (
     lambda emulator: logging_service.generic_handler(emulator.logs),
     # google.cloud.aiplatform.v1.PersistentResourceService: resources jobs are checked against.
     lambda emulator: persistent_resources.generic_handler(emulator.resources, emulator.cancel_jobs_on),
+    # google.api.cloudquotas.v1.CloudQuotas: the quota limits the preflight reads (and create enforces).
+    lambda emulator: quotas.generic_handler(emulator.quotas, emulator.faults),
 )
 
 
@@ -68,6 +71,11 @@ class EmulatorHandle:
         """Inject a fault at runtime."""
         self.emulator.add_fault(fault)
 
+    @property
+    def quotas(self) -> QuotaStore:
+        """The quota limits it serves and enforces (``set("METRIC:REGION=N")`` adds one)."""
+        return self.emulator.quotas
+
     def stop(self, grace: float | None = 0.5) -> None:
         """Stop serving, cancel the jobs still running, and wait until no thread
         or process of the emulator is left (idempotent)."""
@@ -98,7 +106,7 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
                    simulate_seconds: float | None = None, workdir: str | Path | None = None,
                    environ: Mapping[str, str] | None = None, out: TextIO | None = None,
                    max_workers: int = 16, seed: int | None = None,
-                   allow_remote: bool = False) -> EmulatorHandle:
+                   allow_remote: bool = False, quotas: Iterable[QuotaLimit | str] = ()) -> EmulatorHandle:
     """Serve the emulated services (:data:`SERVICES`) on ``host:port`` (0: any free port).
 
     The emulator runs the command of every job it is sent, as this user: a
@@ -106,7 +114,8 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
     resolves to one) raises UsageError unless ``allow_remote``.
 
     Faults come from ``faults`` plus ``VXTRAIN_EMULATOR_FAULTS`` in ``environ``
-    (default ``os.environ``). The port is bound exclusively: a taken port
+    (default ``os.environ``). ``quotas``: the limits its Cloud Quotas API serves and its
+    creates enforce (``METRIC:REGION=N``, as ``--quota``). The port is bound exclusively: a taken port
     raises VxtrainError instead of silently sharing it (gRPC enables
     SO_REUSEPORT by default on Linux).
     """
@@ -114,7 +123,7 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
         refuse_remote(host)
     env = os.environ if environ is None else environ
     emulator = Emulator(faults=[*faults, *faults_from_env(env)], simulate_seconds=simulate_seconds,
-                        workdir=workdir, out=out, seed=seed)
+                        workdir=workdir, out=out, seed=seed, quotas=quotas)
     executor = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator")
     server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers(tuple(build(emulator) for build in SERVICES))

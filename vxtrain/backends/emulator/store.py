@@ -31,6 +31,7 @@ from vxtrain.backends.emulator.common import (
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS, Fault, FaultPlan, fault_error
 from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.backends.emulator.persistent_resources import ResourceStore
+from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
 from vxtrain.backends.kinds import JobKind
 from vxtrain.model import LocalSpec
@@ -57,11 +58,13 @@ class Emulator:
     ``simulate_seconds``: instead of running jobs, walk every job through the
     states on a timer (spread over that many seconds) and succeed.
     ``workdir``: where relative commands of jobs run (default: the current
-    directory at start). ``seed``: seeds the random search of studies.
+    directory at start). ``seed``: seeds the random search of studies. ``quotas``: the
+    quota limits it serves (Cloud Quotas API) and enforces at create (``METRIC:REGION=N``).
     """
 
     def __init__(self, *, faults: Iterable[Fault | str] = (), simulate_seconds: float | None = None,
-                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None) -> None:
+                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
+                 quotas: Iterable[QuotaLimit | str] = ()) -> None:
         self.faults = FaultPlan()
         for fault in faults:
             self.faults.add(fault)
@@ -70,6 +73,8 @@ class Emulator:
         self.logs = LogStore()
         #: The persistent resources (served by persistent_resources).
         self.resources = ResourceStore()
+        #: The quota limits (served by quotas, enforced by create).
+        self.quotas = QuotaStore(quotas)
         self.runner = JobRunner(self._lock, simulate_seconds=simulate_seconds, workdir=workdir, out=out,
                                 seed=seed, logs=self.logs)
         self._records: dict[str, Record] = {}
@@ -167,6 +172,7 @@ class Emulator:
         problems = job_problems(kind, job)
         if problems:
             raise invalid_argument(problems)
+        self.quotas.check_create(job, location)  # RESOURCE_EXHAUSTED, as Vertex AI refuses a job above a limit
         job = copy(job)
         with self._lock:
             if self._closed:
