@@ -347,7 +347,7 @@ def compile_job(path: str | Path, options: Options | None = None) -> dict[str, A
 def submit(path: str | Path, options: Options | None = None, *, target: str = "vertex",
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
            progress: Any = None, logs: Any = None, say: Any = None,
-           upload_progress: UploadProgress | None = None) -> dict[str, Any]:
+           upload_progress: UploadProgress | None = None, quota_check: bool = True) -> dict[str, Any]:
     """Create the spec's job exactly once (vxtrain.submission) and return its view.
 
     ``target``: "vertex" (the regional endpoint, or ``endpoint`` HOST:PORT of an
@@ -356,8 +356,10 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     new log lines (lists of vxtrain.joblogs.Entry) as they arrive. ``say``: where
     retries and notices go, one line at a time (default: the ``vxtrain`` logger).
     ``upload_progress``: watches each large python_package.source upload
-    (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar). Raises
-    SpecError, UsageError, ApiError, and JobFailedError when a followed job fails.
+    (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar). ``quota_check``:
+    set the job's needs against the project's quota limits first (vxtrain.submission.quota).
+    Raises SpecError, UsageError, ApiError, NoCapacity (a need above a limit: nothing
+    created) and JobFailedError when a followed job fails.
     """
     from vxtrain import submission  # lazy: validate and plan never load submission or a backend
 
@@ -371,17 +373,33 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     try:
         if target == "local":
             return _submit_local(result, _local_packages(job, result.packages), project, region,
-                                 idempotency_key, progress, logs, say)
+                                 idempotency_key, progress, logs, say, quota_check)
         local = _local_run(result) if endpoint is not None else None  # an emulator runs it here
         # Packages are uploaded only once a job is to be created, after the checks that
         # can still refuse it (a persistent resource it does not fit): nothing is pushed
         # for a job that is not created, nor for a re-submit that adopts its job.
         return submission.submit(job, project=project, region=region, endpoint=endpoint,
                                  idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs,
-                                 local=local, say=say,
+                                 local=local, say=say, quota_check=quota_check,
                                  before_create=lambda: _publish(result, project, say, upload_progress))
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
+
+
+def quota(path: str | Path, options: Options | None = None, *, endpoint: str | None = None,
+          say: Any = None) -> Any:
+    """The spec's quota needs against the project's limits in its region (Cloud Quotas API, or
+    the emulator at ``endpoint``): a vxtrain.submission.QuotaReport. A refused read is said
+    through ``say`` and leaves the limits unknown. Raises SpecError and UsageError."""
+    from vxtrain import submission  # lazy: validate and plan never load submission or a backend
+    from vxtrain.backends import open_backend
+
+    result = load_job(path, options)
+    job = result.hyperparameter_tuning_job or result.custom_job
+    assert job is not None  # a valid result is compiled
+    project, region = _project_region(result, local=endpoint is not None)
+    with open_backend(region=region, endpoint=endpoint) as backend:
+        return submission.preflight(backend, job, project=project, region=region, say=say or submission.log_say)
 
 
 def _publish(result: Result, project: str, say: Any, progress: UploadProgress | None) -> None:
@@ -471,7 +489,7 @@ class _Discard(io.StringIO):
 
 
 def _submit_local(result: Result, job: dict[str, Any], project: str, region: str,
-                  key: str | None, progress: Any, logs: Any, say: Any) -> dict[str, Any]:
+                  key: str | None, progress: Any, logs: Any, say: Any, quota_check: bool) -> dict[str, Any]:
     """An in-process emulator running the job with the local runner, followed to the end.
     With ``logs``, the job's lines reach it through the emulator's Logging service
     only (as on Vertex AI), not also straight from the replicas."""
@@ -484,7 +502,7 @@ def _submit_local(result: Result, job: dict[str, Any], project: str, region: str
                       job_output=_Discard() if logs is not None else None) as backend:
         return submission.submit(job, project=project, region=region, backend=backend,
                                  idempotency_key=key, wait=True, progress=progress, logs=logs,
-                                 local=local, say=say)
+                                 local=local, say=say, quota_check=quota_check)
 
 
 def _local_run(result: Result) -> LocalRun:

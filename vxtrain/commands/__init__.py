@@ -19,6 +19,7 @@ COMMANDS: tuple[str, ...] = (
     "plan",
     "diff",
     "submit",
+    "quota",
     "jobs",
     "logs",
     "env",

@@ -1,5 +1,6 @@
 """``vxtrain emulator``: serve the emulated Vertex AI JobService (and Cloud Logging's
-LoggingServiceV2 with its jobs' lines, on the same port) until Ctrl-C.
+LoggingServiceV2 with its jobs' lines, and the Cloud Quotas API with the ``--quota``
+limits, on the same port) until Ctrl-C.
 
 grpc and google.cloud.aiplatform are imported only when the command runs: the
 CLI imports every command module at startup and must stay fast.
@@ -22,18 +23,21 @@ DEFAULT_PORT = 8470
 
 def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
              simulate: float | None = None, workdir: str | Path | None = None,
-             seed: int | None = None, allow_remote: bool = False) -> int:
+             seed: int | None = None, allow_remote: bool = False, quota: Sequence[str] = ()) -> int:
     """Serve on ``host:port`` until Ctrl-C, SIGTERM or SIGHUP (the normal ways to stop it:
     exit 0), then cancel the running jobs and stop their processes (vxtrain.runtime.signals).
 
     A host that is not loopback is refused (exit 2) unless ``allow_remote``: the
-    emulator runs the commands of the jobs it is sent.
+    emulator runs the commands of the jobs it is sent. ``quota``: the limits its Cloud
+    Quotas API serves and its creates enforce (``METRIC:REGION=N``).
     """
     # lazy: the CLI imports every command at start-up, and the emulator loads grpc
     from vxtrain.backends.emulator import parse_fault, start_emulator
+    from vxtrain.backends.emulator.quotas import parse_quota
     from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
 
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
+    limits = [parse_quota(q) for q in quota]  # and bad --quota values
     if not allow_remote:
         refuse_remote(host)
     elif not is_loopback_host(host):
@@ -41,7 +45,7 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
               "port can run any command as this user on this machine", file=sys.stderr, flush=True)
     with interrupt_on_signals():
         handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir,
-                                seed=seed, allow_remote=allow_remote)
+                                seed=seed, allow_remote=allow_remote, quotas=limits)
         try:
             print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
             handle.wait_for_termination()
@@ -74,6 +78,10 @@ def register(app: typer.Typer) -> None:
         allow_remote: Annotated[bool, typer.Option(
             "--allow-remote", help="Allow a --host that is not loopback. Whoever reaches the port "
                                    "can then run any command as you.")] = False,
+        quota: Annotated[Optional[list[str]], typer.Option(
+            "--quota", metavar="METRIC:REGION=N",
+            help="A quota limit its Cloud Quotas API serves and its creates enforce, repeatable; METRIC the "
+                 "short name (custom_model_training_nvidia_a100_gpus); METRIC=N: every region.")] = None,
     ) -> None:
         """Serve the emulated Vertex AI JobService and its jobs' logs (gRPC) on 127.0.0.1 until Ctrl-C or SIGTERM."""
-        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote))
+        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote, quota or ()))

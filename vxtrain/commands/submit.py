@@ -22,8 +22,10 @@ from vxtrain.runtime.signals import interrupt_on_signals
 
 def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
            endpoint: str | None = None, target: c.Target = c.Target.vertex,
-           idempotency_key: str | None = None, wait: bool = False, logs: bool = True) -> int:
-    """Submit the spec's job; 0 when created (or SUCCEEDED with --wait), 3 when it failed.
+           idempotency_key: str | None = None, wait: bool = False, logs: bool = True,
+           quota_check: bool = True) -> int:
+    """Submit the spec's job; 0 when created (or SUCCEEDED with --wait), 3 when it failed,
+    5 when the quota preflight found a need above a limit (unless not ``quota_check``).
     While it waits, the job's log lines stream to stderr unless not ``logs``."""
     # lazy: the CLI imports every command at start-up
     from vxtrain.render.packaging import upload_bar
@@ -42,7 +44,7 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
         try:
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink,
-                              say=say, upload_progress=upload_bar)
+                              say=say, upload_progress=upload_bar, quota_check=quota_check)
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
@@ -55,6 +57,11 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
             raise
     c.print_view(view, output)
     return 0
+
+
+#: ``--no-quota-check``: create without setting the job's needs against the quota limits first.
+NoQuotaCheckOpt = Annotated[bool, typer.Option(
+    "--no-quota-check", help="Skip the quota preflight (the job's needs against the project's limits, exit 5).")]
 
 
 def _discard(entries: list[Any]) -> None:
@@ -76,10 +83,12 @@ def register(app: typer.Typer) -> None:
         output: c.OutputOpt = c.OutputFormat.text,
         strict: c.StrictOpt = False,
         no_logs: c.NoLogsOpt = False,
+        no_quota_check: NoQuotaCheckOpt = False,
         *,
         options: Options,
     ) -> None:
         """Create the CustomJob (exactly once, even across retries); --wait follows it, its log lines on stderr."""
         options.max_hourly_cost = max_hourly_cost
         raise typer.Exit(submit(path, options, output=output, endpoint=endpoint, target=target,
-                                idempotency_key=idempotency_key, wait=wait, logs=not no_logs))
+                                idempotency_key=idempotency_key, wait=wait, logs=not no_logs,
+                                quota_check=not no_quota_check))

@@ -13,6 +13,8 @@ Its rooms:
   "Submitting exactly once");
 * :mod:`~vxtrain.submission.placement`: a job on a persistent resource checked
   against the resource (exists, RUNNING, pools match, replicas fit) before it is created;
+* :mod:`~vxtrain.submission.quota`: the quota preflight, a job's needs against the
+  project's limits (Cloud Quotas API) before it is created;
 * :mod:`~vxtrain.submission.jobs`: submit, get, wait, cancel, list, and a job's
   log lines (read, or followed while it runs);
 * :mod:`~vxtrain.submission.events`: how it reports what happens (``Say``,
@@ -33,6 +35,7 @@ from vxtrain.submission.jobs import (
     build_filter, cancel, get, list_jobs, normalize_state, read_logs, submit, wait_job,
 )
 from vxtrain.submission.placement import check_placement, placement_problems, pool_shape, resource_id_of
+from vxtrain.submission.quota import QuotaReport, QuotaRow, check_quota, preflight, quota_parent
 from vxtrain.submission.names import (
     CONSOLE_URL, LABEL_KEY, LOCAL_PROJECT, LOCAL_REGION, console_url, label_value, parent_of, resolve_name,
     split_name,
@@ -48,6 +51,7 @@ __all__ = sorted([
     "LOCAL_PROJECT", "LOCAL_REGION", "LOCAL_RETRY", "ProgressFn", "Say", "TERMINAL_STATES", "TUNING",
     "VERTEX_POLL", "VERTEX_RETRY", "build_filter", "cancel", "check_placement", "console_url", "create_once", "find_labelled",
     "get", "job_view", "kind_of_job", "kind_of_name", "label_value", "list_jobs", "normalize_state",
-    "parent_of", "placement_problems", "pool_shape", "raise_for_state", "read_logs", "resolve_name", "resource_id_of", "retrying", "split_name", "log_say",
+    "parent_of", "placement_problems", "pool_shape", "preflight", "quota_parent", "QuotaReport", "QuotaRow",
+    "check_quota", "raise_for_state", "read_logs", "resolve_name", "resource_id_of", "retrying", "split_name", "log_say",
     "study_fields", "submit", "trials_from_json", "wait", "wait_job",
 ])

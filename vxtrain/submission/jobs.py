@@ -23,6 +23,7 @@ from vxtrain.submission.create import create_once
 from vxtrain.submission.events import ProgressFn, Say, log_say
 from vxtrain.submission.names import parent_of, split_name
 from vxtrain.submission.placement import check_placement
+from vxtrain.submission.quota import check_quota
 from vxtrain.submission.retry import (
     LOCAL_POLL, LOCAL_RETRY, VERTEX_POLL, VERTEX_RETRY, Backoff, default_backoff, retrying,
 )
@@ -44,7 +45,7 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
            backoff: Backoff | None = None, poll: Backoff | None = None,
            progress: ProgressFn | None = None, check: bool = True,
            logs: LogSink | None = None, local: LocalRun | None = None, say: Say = log_say,
-           before_create: Callable[[], object] | None = None) -> dict[str, Any]:
+           before_create: Callable[[], object] | None = None, quota_check: bool = True) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
     to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED;
@@ -58,7 +59,10 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
 
     A job with ``persistentResourceId`` is checked against that resource first
     (vxtrain.submission.placement): SpecError, and no job, when it does not fit.
-    ``before_create`` runs after that check, once a job is to be created (the API
+    With ``quota_check``, the job's needs are set against the project's quota limits
+    (vxtrain.submission.quota): NoCapacity (exit 5), and no job, when one is above a
+    limit; a refused read is said through ``say`` and the submit goes on.
+    ``before_create`` runs after those checks, once a job is to be created (the API
     uploads the job's packages there).
     """
     with _using(backend, region, endpoint) as api:
@@ -68,6 +72,8 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
         # (a re-submit that adopts the job its key labels creates nothing, and is not checked).
         def fits() -> None:
             check_placement(api, custom_job, project=project, region=region, backoff=retry, say=say)
+            if quota_check:
+                check_quota(api, custom_job, project=project, region=region, say=say)
             if before_create is not None:
                 before_create()
 

@@ -1,0 +1,48 @@
+"""``vxtrain quota FILE``: the job's quota needs against the project's limits in its region.
+
+The limits come from the Cloud Quotas API (Application Default Credentials), or from
+the emulator at ``--endpoint``; exit 5 when a need is above a limit, 0 otherwise
+(an unknown limit is not a shortage: the service decides).
+"""
+from __future__ import annotations
+
+import typer
+
+from vxtrain import api
+from vxtrain.api import Options
+from vxtrain.commands import _common as c
+
+#: The exit code of a need above a limit (DESIGN.md, "Exit codes": no capacity).
+NO_CAPACITY = 5
+
+
+def quota(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
+          endpoint: str | None = None) -> int:
+    """Print the quota report; 5 when a need is above a limit."""
+    from vxtrain.render.progress import say  # lazy: the CLI imports every command at start-up
+
+    report = api.quota(path, options, endpoint=endpoint, say=say)
+    if output is c.OutputFormat.json:
+        c.emit_json(report.to_json())
+    else:
+        from vxtrain.render.quota import quota_text  # lazy: rich tables, for text only
+
+        quota_text(report)
+    return 0 if report.fits else NO_CAPACITY
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``quota`` command."""
+
+    @app.command("quota")
+    @c.spec_options
+    def _cmd(
+        path: c.SpecArg,
+        endpoint: c.EndpointOpt = None,
+        output: c.OutputOpt = c.OutputFormat.text,
+        strict: c.StrictOpt = False,
+        *,
+        options: Options,
+    ) -> None:
+        """The job's quota needs per metric against the project's limits in its region (exit 5: a need above a limit)."""
+        raise typer.Exit(quota(path, options, output=output, endpoint=endpoint))

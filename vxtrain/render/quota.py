@@ -1,0 +1,56 @@
+"""The quota report for people (``vxtrain quota``): one row per quota metric, the job's
+need against the project's limit in its region, and what the figures can and cannot say.
+
+:mod:`vxtrain.submission.quota` sets the needs against the limits; this lays the
+report out with rich (imported with this module, which only a text report loads).
+"""
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from vxtrain.render import console
+from vxtrain.submission.quota import QuotaReport, QuotaRow
+
+_FITS = {True: "[green]yes[/]", False: "[bold red]NO[/]", None: "?"}
+
+
+def quota_text(report: QuotaReport) -> None:
+    """Print the report on stdout: the table, then what is short and what the check cannot know."""
+    out = console()
+    table = Table(title=f"Quota (project {escape(report.project)}, {escape(report.region)})", title_justify="left")
+    for name, justify in (("metric", "left"), ("counts", "left"), ("needed", "right"), ("limit", "right"),
+                          ("fits", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in report.rows:
+        table.add_row(escape(_metric(row)), escape(row.resource), _number(row.needed), _number(row.limit),
+                      _FITS[row.fits])
+    out.print(table)
+    for line in notes(report):
+        out.print(escape(line))
+
+
+def notes(report: QuotaReport) -> list[str]:
+    """Plain lines under the table: a failed read, what is short, what ``?`` means."""
+    lines = []
+    if report.unreadable is not None:
+        lines.append(f"The limits could not be read: {report.unreadable}")
+    if not report.rows:
+        lines.append("The job needs no training quota (it runs on a persistent resource's machines).")
+    if any(row.fits is None for row in report.rows):
+        lines.append("?: unknown (no source names the metric or its unit, or the project has no entry for it).")
+    if not report.fits:
+        lines.append(report.message())
+    lines.append("Limits only: the Cloud Quotas API has no usage, and other jobs share these quotas; "
+                 "the service decides at create (docs/capacity.md).")
+    return lines
+
+
+def _metric(row: QuotaRow) -> str:
+    """The short metric name (or ``(unknown)``), with its quota ID when it differs."""
+    short = row.metric.rpartition("/")[2] if row.metric else "(unknown)"
+    return f"{short} ({row.quota_id})" if row.quota_id and row.quota_id != short else short
+
+
+def _number(value: int | None) -> str:
+    return "?" if value is None else str(value)

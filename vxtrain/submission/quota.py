@@ -1,0 +1,161 @@
+"""The quota preflight: what a job needs of each training quota, against the project's limits.
+
+The needs come from vxtrain.planning.quota (per metric, all pools at once); the
+limits from the Cloud Quotas API (``ListQuotaInfos`` under
+``projects/P/locations/global/services/aiplatform.googleapis.com``, through the
+backend: https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos/list).
+The API gives limits only, no usage, and the service decides at create: the
+preflight can say that a job cannot fit (its own need is above a limit), never
+that it will start (docs/capacity.md).
+
+* :func:`preflight`: the :class:`QuotaReport` of one job in one region; a read
+  that is refused (permission, API disabled, not served) or keeps failing is
+  reported through ``say`` and leaves every limit unknown;
+* :func:`check_quota`: the preflight, raising ``errors.NoCapacity`` (exit 5)
+  when a need is above a limit; ``submit`` calls it before anything is created
+  or uploaded, and a fallback ladder can call it once per rung.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vxtrain import errors
+from vxtrain.backends.base import JobBackend, JobDict, QuotaInfoDict
+from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES, Need, needs
+from vxtrain.submission.events import Say, log_say
+from vxtrain.submission.retry import LOCAL_RETRY, Backoff, default_backoff, retrying
+
+#: The service every Vertex AI training quota belongs to.
+SERVICE = "aiplatform.googleapis.com"
+#: Reading limits on Google: a short, bounded retry (the limit is advice, the submit goes on without it).
+QUOTA_READ_RETRY = Backoff(initial=1.0, maximum=8.0, deadline=30.0, unresolved=10.0)
+_QUOTAS_HELP = "https://cloud.google.com/vertex-ai/docs/quotas"
+
+
+@dataclass(frozen=True)
+class QuotaRow:
+    """One need set against its limit; ``limit`` None: unknown (no metric, no entry, or unreadable)."""
+
+    resource: str
+    metric: str | None
+    quota_id: str | None
+    needed: int | None
+    limit: int | None
+
+    @property
+    def fits(self) -> bool | None:
+        """False when the need is above the limit; None when either is unknown (or the limit
+        is negative, which some tools read as unlimited: not documented for QuotaInfo)."""
+        if self.needed is None or self.limit is None or self.limit < 0:
+            return None
+        return self.needed <= self.limit
+
+    def to_json(self) -> dict[str, Any]:
+        """The Contract's quota entry (``resource`` added: what is counted)."""
+        return {"metric": self.metric, "quota_id": self.quota_id, "needed": self.needed, "limit": self.limit,
+                "fits": self.fits, "resource": self.resource}
+
+
+@dataclass(frozen=True)
+class QuotaReport:
+    """A job's needs against the limits of ``project`` in ``region``.
+
+    ``unreadable``: why the limits could not be read (then every limit is None).
+    """
+
+    project: str
+    region: str
+    rows: list[QuotaRow] = field(default_factory=list)
+    unreadable: str | None = None
+
+    @property
+    def fits(self) -> bool:
+        """True unless a need is known to be above its limit."""
+        return not self.short
+
+    @property
+    def short(self) -> list[QuotaRow]:
+        """The rows whose need is above the limit."""
+        return [row for row in self.rows if row.fits is False]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"project", "region", "fits", "quotas": [...]}`` (``unreadable`` when the read failed)."""
+        doc: dict[str, Any] = {"project": self.project, "region": self.region, "fits": self.fits,
+                               "quotas": [row.to_json() for row in self.rows]}
+        if self.unreadable is not None:
+            doc["unreadable"] = self.unreadable
+        return doc
+
+    def message(self, strategy: str = "") -> str:
+        """What is short and what to do, for NoCapacity."""
+        what = "; ".join(f"{row.metric} needs {row.needed}, the limit is {row.limit}" for row in self.short)
+        spot = "" if strategy in PREEMPTIBLE_STRATEGIES else \
+            ", or scheduling.strategy SPOT or FLEX_START (they count against the preemptible quotas)"
+        return (f"quota too small for this job in {self.region} (project {self.project}): {what}. "
+                f"Ask for more quota ({_QUOTAS_HELP}), use another region{spot}")
+
+
+def quota_parent(project: str, service: str = SERVICE) -> str:
+    """``projects/P/locations/global/services/S``: Cloud Quotas keeps every quota under ``global``."""
+    return f"projects/{project}/locations/global/services/{service}"
+
+
+def limit_in(info: Mapping[str, Any], region: str) -> int | None:
+    """The limit a QuotaInfo (REST JSON) sets in ``region``: the entry for that region wins;
+    an entry without a region key "applies to all the dimension values except for those
+    that have another DimensionInfo" (DimensionsInfo, google/api/cloudquotas/v1/resources.proto).
+    A ``details`` without ``value`` is 0 (proto3 leaves a zero out). None: no entry applies."""
+    general: int | None = None
+    for entry in info.get("dimensionsInfos") or ():
+        dimensions = entry.get("dimensions") or {}
+        value = int((entry.get("details") or {}).get("value") or 0)
+        if dimensions.get("region") == region:
+            return value
+        if "region" not in dimensions and general is None:
+            general = value
+    return general
+
+
+def report(found: Sequence[Need], infos: Iterable[QuotaInfoDict], *, project: str, region: str,
+           unreadable: str | None = None) -> QuotaReport:
+    """The needs set against the QuotaInfos that name their metrics (pure)."""
+    by_metric = {str(info.get("metric")): info for info in infos}
+    rows = []
+    for need in found:
+        info = by_metric.get(need.metric or "")
+        limit = limit_in(info, region) if info is not None else None
+        quota_id = str(info.get("quotaId")) if info is not None and info.get("quotaId") else need.quota_id
+        rows.append(QuotaRow(need.resource, need.metric, quota_id, need.needed, limit))
+    return QuotaReport(project, region, rows, unreadable)
+
+
+def preflight(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
+              say: Say = log_say) -> QuotaReport:
+    """The QuotaReport of the compiled ``job`` (CustomJob or HyperparameterTuningJob REST JSON)
+    in ``project``/``region``. Never raises for an API error: a refused or failing read is
+    said (``say``) and leaves the limits unknown, since the service decides anyway."""
+    found = needs(job)
+    if not any(need.metric for need in found):
+        return report(found, [], project=project, region=region)  # nothing the API could answer for
+    retry = default_backoff(backend, backoff, LOCAL_RETRY, QUOTA_READ_RETRY)
+    parent = quota_parent(project)
+    try:
+        infos = retrying(lambda: backend.list_quota_infos(parent), retry, f"list quota infos of {parent}", say)
+    except errors.ApiError as exc:
+        say(f"warning: could not read the quota limits, so they are not checked: {exc}")
+        return report(found, [], project=project, region=region, unreadable=str(exc))
+    return report(found, infos, project=project, region=region)
+
+
+def check_quota(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
+                say: Say = log_say) -> QuotaReport:
+    """:func:`preflight`, raising ``errors.NoCapacity`` (exit 5) when a need is above a limit."""
+    found = preflight(backend, job, project=project, region=region, backoff=backoff, say=say)
+    if not found.fits:
+        spec = job.get("trialJobSpec") or job.get("jobSpec") or {}
+        strategy = str((spec.get("scheduling") or {}).get("strategy") or "").upper()
+        raise errors.NoCapacity(f"{found.message(strategy)}; nothing was created (--no-quota-check skips "
+                                f"this check: the limits are advice, the service decides)", found)
+    return found
