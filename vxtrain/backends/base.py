@@ -35,6 +35,8 @@ JobList = list[JobDict]
 ResourceDict = dict[str, Any]
 #: A Cloud Quotas ``QuotaInfo`` as the REST API spells it (``quotaId``, ``metric``, ``dimensionsInfos``…).
 QuotaInfoDict = dict[str, Any]
+#: QuotaInfos as a list answers them (named: inside JobBackend, ``list`` is a method).
+QuotaInfoList = list[QuotaInfoDict]
 
 
 #: The gRPC metadata key of a create sent to an emulator: how to run the job on its
@@ -111,7 +113,7 @@ class JobBackend(Protocol):
         ``persistentResourceId`` run on; NotFoundError when there is none."""
         ...
 
-    def list_quota_infos(self, parent: str) -> list[QuotaInfoDict]:
+    def list_quota_infos(self, parent: str) -> QuotaInfoList:
         """Every QuotaInfo under ``projects/P/locations/global/services/SERVICE`` (Cloud Quotas
         API ListQuotaInfos, all pages): the project's quota limits, with no usage
         (https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos/list)."""

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from vxtrain import errors
-from vxtrain.backends.base import LOCAL_METADATA, JobDict, JobList, LocalRun, ResourceDict
+from vxtrain.backends.base import LOCAL_METADATA, JobDict, JobList, LocalRun, QuotaInfoList, ResourceDict
 from vxtrain.backends.kinds import JobKind
 
 #: Set (to "1") by the test suite: any endpoint that is not loopback is refused.
@@ -377,11 +377,12 @@ class VertexBackend:
         return _to_dict(self._rpc("get_persistent_resource", name, service="resources",
                                   explain=_resource_not_found, name=name))
 
-    def list_quota_infos(self, parent: str) -> list[dict[str, Any]]:
+    def list_quota_infos(self, parent: str) -> QuotaInfoList:
         """Every QuotaInfo under ``parent`` (all pages); see JobBackend."""
         pager = self._rpc("list_quota_infos", parent, service="quotas", explain=_quotas_refused, parent=parent)
-        return guarded(lambda: [_to_dict(info) for info in pager], host=self._service_host("quotas"),
-                       explain=_quotas_refused)
+        infos: QuotaInfoList = guarded(lambda: [_to_dict(info) for info in pager],
+                                       host=self._service_host("quotas"), explain=_quotas_refused)
+        return infos
 
     def close(self) -> None:
         """Close the gRPC channels (idempotent)."""

@@ -12,7 +12,7 @@ from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 
-#: The exit code of a need above a limit (DESIGN.md, "Exit codes": no capacity).
+#: The exit code of a need above a limit (README, "Exit codes": no capacity).
 NO_CAPACITY = 5
 
 

@@ -6,6 +6,7 @@ report out with rich (imported with this module, which only a text report loads)
 """
 from __future__ import annotations
 
+from rich.console import JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -13,15 +14,16 @@ from vxtrain.render import console
 from vxtrain.submission.quota import QuotaReport, QuotaRow
 
 _FITS = {True: "[green]yes[/]", False: "[bold red]NO[/]", None: "?"}
+_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("metric", "left"), ("counts", "left"), ("needed", "right"), ("limit", "right"), ("fits", "left"))
 
 
 def quota_text(report: QuotaReport) -> None:
     """Print the report on stdout: the table, then what is short and what the check cannot know."""
     out = console()
     table = Table(title=f"Quota (project {escape(report.project)}, {escape(report.region)})", title_justify="left")
-    for name, justify in (("metric", "left"), ("counts", "left"), ("needed", "right"), ("limit", "right"),
-                          ("fits", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for name, justify in _COLUMNS:
+        table.add_column(name, justify=justify)
     for row in report.rows:
         table.add_row(escape(_metric(row)), escape(row.resource), _number(row.needed), _number(row.limit),
                       _FITS[row.fits])
