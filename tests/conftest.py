@@ -20,7 +20,8 @@ def configs_dir() -> Path:
 # default raises in tests). Three layers:
 #   1. VXTRAIN_NO_GOOGLE=1: vxtrain.backends.vertex refuses any endpoint that is
 #      not loopback (gRPC opens its sockets in C, below any Python patch); and
-#      for any other gRPC channel (a test building a JobServiceClient itself),
+#      for any other gRPC channel (a test building a JobServiceClient or a
+#      CloudQuotasClient itself),
 #      grpc_proxy sends every non-loopback connection to a closed local port,
 #      so gRPC's C core never even resolves a Google name;
 #   2. a socket guard: Python-level connects and name lookups of non-loopback

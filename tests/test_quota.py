@@ -202,6 +202,21 @@ def test_target_local_runs_the_preflight_against_its_own_emulator(tmp_path: Path
     assert "could not read the quota limits" in err and "does not serve the Cloud Quotas API" in err
 
 
+def test_the_emulator_command_refuses_a_malformed_quota(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "emulator", "--port", "0", "--quota", "custom_model_training_cpus")
+    assert code == 2 and "METRIC:REGION=N" in err
+
+
+def test_the_python_api(tmp_path: Path, emu: EmulatorHandle) -> None:
+    import vxtrain
+
+    found = vxtrain.quota(spec(tmp_path), endpoint=emu.address)
+    assert not found.fits and found.to_json()["quotas"][0]["limit"] == 4
+    with pytest.raises(vxtrain.NoCapacity):
+        vxtrain.submit(spec(tmp_path), endpoint=emu.address)
+    assert emu.jobs() == []
+
+
 # --- the Python API a fallback ladder calls per rung ------------------------------------------------
 
 def test_preflight_and_check_quota_per_region(tmp_path: Path, emu: EmulatorHandle) -> None:

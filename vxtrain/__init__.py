@@ -5,13 +5,14 @@ here imports google.cloud.aiplatform (backends do, when they talk to an API).
 """
 from __future__ import annotations
 
-from vxtrain.api import Options, Result, check_file, load, load_job, logs, plan, submit, validate
+from vxtrain.api import Options, Result, check_file, load, load_job, logs, plan, quota, submit, validate
 from vxtrain.api import compile_job as compile  # noqa: A001 - the API's verb
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import (
     ApiError,
     JobFailedError,
     LocalRunError,
+    NoCapacity,
     SpecError,
     UsageError,
     VxtrainError,
@@ -24,6 +25,7 @@ __all__ = sorted([
     "Diagnostic",
     "JobFailedError",
     "LocalRunError",
+    "NoCapacity",
     "Options",
     "Result",
     "SpecError",
@@ -36,6 +38,7 @@ __all__ = sorted([
     "load_job",
     "logs",
     "plan",
+    "quota",
     "submit",
     "validate",
 ])
