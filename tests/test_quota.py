@@ -137,8 +137,8 @@ def test_submit_stops_before_create_with_exit_5(tmp_path: Path, emu: EmulatorHan
     code, doc, err = run(capsys, "submit", spec(tmp_path), "--endpoint", emu.address, "-o", "json")
     assert code == 5 and doc["error"]["type"] == "NoCapacity" and doc["error"]["exit_code"] == 5
     message = doc["error"]["message"]
-    for words in (T4, "needs 6", "limit is 4", "us-central1", "more quota", "another region", "SPOT",
-                  "--no-quota-check"):
+    for words in (T4, "needs 6 (workerPoolSpecs[0], workerPoolSpecs[1])", "limit is 4", "us-central1", "more quota",
+                  "another region", "SPOT", "--no-quota-check", "job.yaml:", "key chief"):
         assert words in message
     assert emu.jobs() == []  # nothing created
     assert "Traceback" not in err

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.errors import InvalidArgumentError, SpecError, UsageError
+from vxtrain.errors import InvalidArgumentError, NoCapacity, SpecError, UsageError
 from vxtrain.loading.document import Document, NativeSpec, Position, spec_folder
 from vxtrain.slots import POOL_INDEX
 
@@ -384,6 +384,8 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
                                  before_create=lambda: _publish(result, project, say, upload_progress))
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
+    except NoCapacity as exc:  # the quota preflight: point at the first pool that needs the quota
+        raise NoCapacity(f"{exc}{_spec_location(result, str(exc))}", exc.report) from exc
 
 
 def quota(path: str | Path, options: Options | None = None, *, endpoint: str | None = None,

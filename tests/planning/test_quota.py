@@ -40,6 +40,7 @@ def test_gpus_and_cpus_add_up_over_pools_and_replicas() -> None:
     assert by_metric(needs(job)) == {"custom_model_training_nvidia_t4_gpus": 8, "custom_model_training_cpus": 64}
     t4 = needs(job)[0]
     assert t4.metric == T4 and t4.quota_id == "CustomModelTrainingT4GPUsPerProjectPerRegion"
+    assert t4.pools == (0, 1) and needs(job)[1].pools == (0, 1, 3)
     assert t4.source and t4.source.startswith("https://")
 
 

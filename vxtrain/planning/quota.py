@@ -44,7 +44,8 @@ class Need:
 
     ``resource``: what is counted, for people (``NVIDIA_TESLA_T4 GPUs``, ``n1 vCPUs``);
     ``metric``: ``aiplatform.googleapis.com/...``, None when no source names it;
-    ``needed``: None when the unit or the machine's size is not known.
+    ``needed``: None when the unit or the machine's size is not known;
+    ``pools``: the indexes in ``workerPoolSpecs`` that need it (messages point at them).
     """
 
     resource: str
@@ -53,6 +54,7 @@ class Need:
     needed: int | None
     confidence: str | None = None
     source: str | None = None
+    pools: tuple[int, ...] = ()
 
     @property
     def short_metric(self) -> str | None:
@@ -69,11 +71,12 @@ def needs(job: Mapping[str, Any]) -> list[Need]:
     strategy = str((spec.get("scheduling") or {}).get("strategy") or "").upper()
     preemptible = strategy in PREEMPTIBLE_STRATEGIES
     merged: dict[str, Need] = {}
-    for pool in spec.get("workerPoolSpecs") or ():
+    for index, pool in enumerate(spec.get("workerPoolSpecs") or ()):
         if not pool:
             continue  # `{}`: a slot left empty on purpose
         replicas = _int(pool.get("replicaCount"), 1) * trials
         for need in _pool_needs(pool.get("machineSpec") or {}, replicas, preemptible, strategy):
+            need = replace(need, pools=(index,))
             key = need.metric or need.resource
             merged[key] = _add(merged[key], need) if key in merged else need
     return list(merged.values())
@@ -128,9 +131,9 @@ def _tpu_need(machine_type: str, machine_spec: Mapping[str, Any], accelerator: s
 
 
 def _add(a: Need, b: Need) -> Need:
-    """Two needs of one metric: their units added (unknown when either is)."""
+    """Two needs of one metric: their units added (unknown when either is), their pools joined."""
     total = a.needed + b.needed if a.needed is not None and b.needed is not None else None
-    return replace(a, needed=total)
+    return replace(a, needed=total, pools=a.pools + b.pools)
 
 
 def _int(value: Any, default: int) -> int:

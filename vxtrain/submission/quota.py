@@ -43,6 +43,8 @@ class QuotaRow:
     quota_id: str | None
     needed: int | None
     limit: int | None
+    #: The indexes in workerPoolSpecs that need it.
+    pools: tuple[int, ...] = ()
 
     @property
     def fits(self) -> bool | None:
@@ -90,7 +92,8 @@ class QuotaReport:
 
     def message(self, strategy: str = "") -> str:
         """What is short and what to do, for NoCapacity."""
-        what = "; ".join(f"{row.metric} needs {row.needed}, the limit is {row.limit}" for row in self.short)
+        what = "; ".join(f"{row.metric} needs {row.needed} ({', '.join(f'workerPoolSpecs[{i}]' for i in row.pools)}), "
+                         f"the limit is {row.limit}" for row in self.short)
         spot = "" if strategy in PREEMPTIBLE_STRATEGIES else \
             ", or scheduling.strategy SPOT or FLEX_START (they count against the preemptible quotas)"
         return (f"quota too small for this job in {self.region} (project {self.project}): {what}. "
@@ -127,7 +130,7 @@ def report(found: Sequence[Need], infos: Iterable[QuotaInfoDict], *, project: st
         info = by_metric.get(need.metric or "")
         limit = limit_in(info, region) if info is not None else None
         quota_id = str(info.get("quotaId")) if info is not None and info.get("quotaId") else need.quota_id
-        rows.append(QuotaRow(need.resource, need.metric, quota_id, need.needed, limit))
+        rows.append(QuotaRow(need.resource, need.metric, quota_id, need.needed, limit, need.pools))
     return QuotaReport(project, region, rows, unreadable)
 
 
