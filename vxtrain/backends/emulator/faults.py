@@ -21,6 +21,7 @@ import grpc
 from vxtrain import catalog
 from vxtrain.backends.emulator.common import RpcError, spec_of
 from vxtrain.errors import UsageError
+from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES
 
 FAULT_ENV = "VXTRAIN_EMULATOR_FAULTS"
 FAULT_METHODS: tuple[str, ...] = ("create", "get", "list", "cancel", "delete", "quotas")
@@ -125,16 +126,11 @@ def quota_metric(job: Any) -> str:
     pools = spec.worker_pool_specs if spec is not None else []
     accel = pools[0].machine_spec.accelerator_type.name if pools else "ACCELERATOR_TYPE_UNSPECIFIED"
     strategy = spec.scheduling.strategy.name if spec is not None and "scheduling" in spec else ""
-    preemptible = strategy in _PREEMPTIBLE_STRATEGIES
+    preemptible = strategy in PREEMPTIBLE_STRATEGIES  # the quota needs' set (one home)
     accel_type = None if accel.endswith("_UNSPECIFIED") else accel
     metric = catalog.quota_metric(accel_type, preemptible=preemptible) or catalog.quota_metric(None)
     assert metric is not None, "quota_metrics.csv lost its CPU row"
     return metric
-
-
-#: Scheduling strategies that use the preemptible quota ("preemptible quota is used
-#: only in name", https://cloud.google.com/vertex-ai/docs/training/schedule-jobs-dws#quota).
-_PREEMPTIBLE_STRATEGIES = frozenset({"SPOT", "FLEX_START"})
 
 
 def fault_error(fault: Fault, job: Any = None) -> RpcError:
