@@ -21,14 +21,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vxtrain import errors
+from vxtrain import catalog, errors
 from vxtrain.backends.base import JobBackend, JobDict, QuotaInfoDict
 from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES, Need, needs
 from vxtrain.submission.events import Say, log_say
 from vxtrain.submission.retry import LOCAL_RETRY, Backoff, default_backoff, retrying
 
-#: The service every Vertex AI training quota belongs to.
-SERVICE = "aiplatform.googleapis.com"
 #: Reading limits on Google: a short, bounded retry (the limit is advice, the submit goes on without it).
 QUOTA_READ_RETRY = Backoff(initial=1.0, maximum=8.0, deadline=30.0, unresolved=10.0)
 _QUOTAS_HELP = "https://cloud.google.com/vertex-ai/docs/quotas"
@@ -100,7 +98,7 @@ class QuotaReport:
                 f"Ask for more quota ({_QUOTAS_HELP}), use another region{spot}")
 
 
-def quota_parent(project: str, service: str = SERVICE) -> str:
+def quota_parent(project: str, service: str = catalog.QUOTA_SERVICE) -> str:
     """``projects/P/locations/global/services/S``: Cloud Quotas keeps every quota under ``global``."""
     return f"projects/{project}/locations/global/services/{service}"
 

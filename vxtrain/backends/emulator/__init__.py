@@ -1,5 +1,6 @@
 """A local emulator of Vertex AI's ``google.cloud.aiplatform.v1.JobService`` (and of
-its PersistentResourceService, and Cloud Logging's LoggingServiceV2, on the same port).
+its PersistentResourceService, Cloud Logging's LoggingServiceV2 and the Cloud Quotas
+API, on the same port).
 
 It is a real gRPC server speaking the real protobuf messages, so the
 unmodified ``aiplatform_v1.JobServiceClient`` (gRPC transport, an insecure
@@ -25,6 +26,9 @@ Where each part lives:
   (Create and Delete as done long-running operations, Get, List) over the
   emulator's resources, so ``submit`` checks a job against a resource the real
   ``PersistentResourceServiceClient`` created;
+* :mod:`~vxtrain.backends.emulator.quotas`: the Cloud Quotas API (ListQuotaInfos,
+  GetQuotaInfo) over the limits given (``--quota METRIC:REGION=N``), which a create
+  whose job alone needs more is refused against (RESOURCE_EXHAUSTED, as Vertex AI);
 * :mod:`~vxtrain.backends.emulator.checks`: request validation with Vertex-like
   INVALID_ARGUMENT messages ("List of found errors: 1.Field: ...; Message: ...");
 * :mod:`~vxtrain.backends.emulator.filters`: the list filter and page tokens;
