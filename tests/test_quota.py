@@ -263,6 +263,15 @@ def test_report_fits_only_where_both_are_known() -> None:
                                                              (-1, None, None)]
 
 
+def test_of_two_quotas_on_a_metric_the_regional_one_counts() -> None:
+    global_one = {"metric": T4, "quotaId": "PerProject", "dimensions": [], "dimensionsInfos": [{"details": {"value": "99"}}]}
+    regional = {"metric": T4, "quotaId": "PerProjectPerRegion", "dimensions": ["region"],
+                "dimensionsInfos": [{"dimensions": {"region": "r"}, "details": {"value": "2"}}]}
+    for infos in ([global_one, regional], [regional, global_one]):
+        row = report([Need("T4", T4, None, 3)], infos, project="p", region="r").rows[0]
+        assert (row.quota_id, row.limit, row.fits) == ("PerProjectPerRegion", 2, False)
+
+
 # --- no test reaches Google -------------------------------------------------------------------------
 
 def test_the_guard_refuses_the_real_cloud_quotas_endpoint() -> None:

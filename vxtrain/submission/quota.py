@@ -122,7 +122,7 @@ def limit_in(info: Mapping[str, Any], region: str) -> int | None:
 def report(found: Sequence[Need], infos: Iterable[QuotaInfoDict], *, project: str, region: str,
            unreadable: str | None = None) -> QuotaReport:
     """The needs set against the QuotaInfos that name their metrics (pure)."""
-    by_metric = {str(info.get("metric")): info for info in infos}
+    by_metric = _by_metric(infos)
     rows = []
     for need in found:
         info = by_metric.get(need.metric or "")
@@ -130,6 +130,18 @@ def report(found: Sequence[Need], infos: Iterable[QuotaInfoDict], *, project: st
         quota_id = str(info.get("quotaId")) if info is not None and info.get("quotaId") else need.quota_id
         rows.append(QuotaRow(need.resource, need.metric, quota_id, need.needed, limit, need.pools))
     return QuotaReport(project, region, rows, unreadable)
+
+
+def _by_metric(infos: Iterable[QuotaInfoDict]) -> dict[str, QuotaInfoDict]:
+    """QuotaInfos by metric; of several quotas on one metric, the first kept per region
+    (``dimensions`` has ``region``) wins: a job's need is checked in its region."""
+    out: dict[str, QuotaInfoDict] = {}
+    for info in infos:
+        metric = str(info.get("metric"))
+        regional = "region" in (info.get("dimensions") or ())
+        if metric not in out or (regional and "region" not in (out[metric].get("dimensions") or ())):
+            out[metric] = info
+    return out
 
 
 def preflight(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
