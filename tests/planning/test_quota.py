@@ -115,3 +115,9 @@ def test_a_compiled_study_spec(tmp_path: Path) -> None:
     result = api.load_job(path)
     assert by_metric(needs(result.hyperparameter_tuning_job)) == {
         "custom_model_training_nvidia_t4_gpus": 4, "custom_model_training_cpus": 32}
+
+
+def test_the_reduction_server_example_counts_its_servers_cpus(configs_dir: Path) -> None:
+    job = api.load_job(configs_dir / "examples" / "reduction-server.yaml").custom_job
+    cpus = next(n for n in needs(job) if n.short_metric == "custom_model_training_cpus")
+    assert cpus.needed == 5 * 96 + 16 * 16 and cpus.pools == (0, 1, 2)  # 16 × n1-highcpu-16 servers
