@@ -9,11 +9,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from vxtrain.commands import _common as c
 from vxtrain.runtime.signals import interrupt_on_signals
+
+if TYPE_CHECKING:
+    from vxtrain.runtime.gpus import GpuOptions
 
 #: The port ``vxtrain emulator`` listens on when none is given (``--endpoint 127.0.0.1:8470``);
 #: the same as vxtrain.backends.emulator.DEFAULT_PORT, repeated to keep this import light.
@@ -22,9 +26,10 @@ DEFAULT_PORT = 8470
 
 def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
              simulate: float | None = None, workdir: str | Path | None = None,
-             seed: int | None = None, allow_remote: bool = False) -> int:
+             seed: int | None = None, allow_remote: bool = False, gpus: GpuOptions | None = None) -> int:
     """Serve on ``host:port`` until Ctrl-C, SIGTERM or SIGHUP (the normal ways to stop it:
     exit 0), then cancel the running jobs and stop their processes (vxtrain.runtime.signals).
+    ``gpus``: how every job's replicas share this host's GPUs (as for ``local-run``).
 
     A host that is not loopback is refused (exit 2) unless ``allow_remote``: the
     emulator runs the commands of the jobs it is sent.
@@ -32,6 +37,7 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     # lazy: the CLI imports every command at start-up, and the emulator loads grpc
     from vxtrain.backends.emulator import parse_fault, start_emulator
     from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
+    from vxtrain.runtime.gpus import GpuOptions
 
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
     if not allow_remote:
@@ -41,7 +47,7 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
               "port can run any command as this user on this machine", file=sys.stderr, flush=True)
     with interrupt_on_signals():
         handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir,
-                                seed=seed, allow_remote=allow_remote)
+                                seed=seed, allow_remote=allow_remote, gpus=gpus or GpuOptions())
         try:
             print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
             handle.wait_for_termination()
@@ -74,6 +80,10 @@ def register(app: typer.Typer) -> None:
         allow_remote: Annotated[bool, typer.Option(
             "--allow-remote", help="Allow a --host that is not loopback. Whoever reaches the port "
                                    "can then run any command as you.")] = False,
+        gpus: c.GpusOpt = None,
+        share_gpus: c.ShareGpusOpt = False,
+        no_gpus: c.NoGpusOpt = False,
     ) -> None:
         """Serve the emulated Vertex AI JobService and its jobs' logs (gRPC) on 127.0.0.1 until Ctrl-C or SIGTERM."""
-        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote))
+        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote,
+                                  c.gpu_options(gpus, share_gpus, no_gpus)))

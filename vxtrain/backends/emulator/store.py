@@ -34,6 +34,7 @@ from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
 from vxtrain.backends.kinds import JobKind
 from vxtrain.model import LocalSpec
+from vxtrain.runtime.gpus import GpuOptions
 
 #: Pause between the states of a job that really runs, so a poller can see them.
 STEP_SECONDS = 0.05
@@ -58,10 +59,12 @@ class Emulator:
     states on a timer (spread over that many seconds) and succeed.
     ``workdir``: where relative commands of jobs run (default: the current
     directory at start). ``seed``: seeds the random search of studies.
+    ``gpus``: how the jobs' replicas share this host's GPUs (vxtrain.runtime.gpus).
     """
 
     def __init__(self, *, faults: Iterable[Fault | str] = (), simulate_seconds: float | None = None,
-                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None) -> None:
+                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
+                 gpus: GpuOptions = GpuOptions()) -> None:
         self.faults = FaultPlan()
         for fault in faults:
             self.faults.add(fault)
@@ -71,7 +74,7 @@ class Emulator:
         #: The persistent resources (served by persistent_resources).
         self.resources = ResourceStore()
         self.runner = JobRunner(self._lock, simulate_seconds=simulate_seconds, workdir=workdir, out=out,
-                                seed=seed, logs=self.logs)
+                                seed=seed, logs=self.logs, gpus=gpus)
         self._records: dict[str, Record] = {}
         self._threads: list[threading.Thread] = []  # every lifecycle thread, deleted jobs' too
         self._seq = itertools.count(1)
