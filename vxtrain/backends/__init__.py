@@ -51,8 +51,7 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
         return
     from vxtrain.backends.emulator import start_emulator  # lazy: as above
 
-    extra = {} if gpus is None else {"gpus": gpus}
-    with start_emulator(workdir=workdir, out=job_output, **extra) as handle:
+    with start_emulator(workdir=workdir, out=job_output, gpus=gpus) as handle:
         with connect(endpoint=handle.address) as backend:
             backend.in_process = True  # its jobs stop with this process (wait's Ctrl-C says so)
             yield backend

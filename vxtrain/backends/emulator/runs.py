@@ -118,9 +118,9 @@ class JobRunner:
 
     def __init__(self, lock: threading.RLock, *, simulate_seconds: float | None = None,
                  workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
-                 logs: LogStore | None = None, gpus: GpuOptions = GpuOptions()) -> None:
+                 logs: LogStore | None = None, gpus: GpuOptions | None = None) -> None:
         self.simulate_seconds = simulate_seconds
-        self.gpus = gpus
+        self.gpus = gpus or GpuOptions()
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.out = out
         self.logs = logs if logs is not None else LogStore()

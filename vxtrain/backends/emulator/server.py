@@ -99,7 +99,7 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
                    simulate_seconds: float | None = None, workdir: str | Path | None = None,
                    environ: Mapping[str, str] | None = None, out: TextIO | None = None,
                    max_workers: int = 16, seed: int | None = None,
-                   allow_remote: bool = False, gpus: GpuOptions = GpuOptions()) -> EmulatorHandle:
+                   allow_remote: bool = False, gpus: GpuOptions | None = None) -> EmulatorHandle:
     """Serve the emulated services (:data:`SERVICES`) on ``host:port`` (0: any free port).
 
     The emulator runs the command of every job it is sent, as this user: a

@@ -64,7 +64,7 @@ class Emulator:
 
     def __init__(self, *, faults: Iterable[Fault | str] = (), simulate_seconds: float | None = None,
                  workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
-                 gpus: GpuOptions = GpuOptions()) -> None:
+                 gpus: GpuOptions | None = None) -> None:
         self.faults = FaultPlan()
         for fault in faults:
             self.faults.add(fault)
