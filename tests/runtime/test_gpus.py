@@ -333,3 +333,112 @@ def test_a_caller_cuda_visible_devices_never_leaks_into_a_cpu_replica(
     result, out = run(gpu_job(tmp_path, chief=0, workers=0, evaluators=1))
     assert result.succeeded and out.of("workerpool0-0") == "''" and out.of("workerpool3-0") == "''"
     assert json.dumps(result.to_json()).count('"gpus": []') == 2
+
+
+# --- through the commands: local-run, a study, submit --target local ------------------------------
+
+def spec_file(tmp_path: Path, code: str, *, workers: int = 1, **extra: Any) -> Path:
+    """A spec whose chief and ``workers`` workers each ask for one GPU and run ``code``."""
+    pool = {"machine_type": "n1-standard-8", "accelerator": T4}
+    spec: dict[str, Any] = {"display_name": "g", "defaults": {"image": "gcr.io/p/t:1"}, "chief": pool,
+                            "local": {"command": ["python", "-c", code]}, **extra}
+    if workers:
+        spec["workers"] = {**pool, "replicas": workers}
+    path = tmp_path / "gpu.yaml"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+PRINT = "import os; print('CVD=' + repr(os.environ['CUDA_VISIBLE_DEVICES']))"
+
+
+@pytest.mark.slow
+def test_local_run_json_shows_each_replicas_gpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.incli import run as cli  # here: the CLI is what this test exercises
+
+    code, doc, err = cli(capsys, "local-run", str(spec_file(tmp_path, PRINT)), "--output", "json",
+                         "--gpus", "GPU-aa11,GPU-bb22")
+    assert code == 0, err
+    assert [(r["name"], r["gpus"]) for r in doc["replicas"]] == [("workerpool0-0", ["GPU-aa11"]),
+                                                                 ("workerpool1-0", ["GPU-bb22"])]
+    assert "[workerpool1-0] CVD='GPU-bb22'" in err  # the replicas' lines: stderr under --output json
+
+
+@pytest.mark.slow
+def test_local_run_refuses_a_short_host_with_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.incli import run as cli  # here: the CLI is what this test exercises
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    code, out, err = cli(capsys, "local-run", str(spec_file(tmp_path, PRINT)))
+    assert code == 1 and out == "" and "CVD=" not in err
+    assert err.startswith("vxtrain: error: the job needs 2 GPUs and this host has 1 (CUDA_VISIBLE_DEVICES='0')")
+    assert "Traceback" not in err
+    code, doc, _ = cli(capsys, "local-run", str(spec_file(tmp_path, PRINT)), "-o", "json")
+    assert code == 1 and doc["error"]["type"] == "GpuShortageError" and doc["error"]["exit_code"] == 1
+
+
+@pytest.mark.slow
+def test_gpu_options_that_do_not_fit_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.incli import run as cli  # here: the CLI is what this test exercises
+
+    spec = str(spec_file(tmp_path, PRINT))
+    assert cli(capsys, "local-run", spec, "--gpus", "0,zero")[0] == 2
+    assert cli(capsys, "local-run", spec, "--gpus", "0", "--no-gpus")[0] == 2
+    code, _, err = cli(capsys, "submit", spec, "--gpus", "0,1", "--project", "p", "--region", "us-central1")
+    assert code == 2 and "are for local runs: add --target local" in err
+
+
+@pytest.mark.slow
+def test_a_study_never_runs_two_trials_on_one_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each trial holds a lock file per GPU while it runs: a GPU handed to two trials at once
+    would make the second fail to create it."""
+    from tests.incli import run as cli  # here: the CLI is what this test exercises
+
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    code = ("import os, time; cvd = os.environ['CUDA_VISIBLE_DEVICES']; "
+            f"lock = os.path.join({str(locks)!r}, 'gpu-' + cvd); fd = os.open(lock, os.O_CREAT | os.O_EXCL); "
+            "time.sleep(0.4); os.close(fd); os.remove(lock); print('trained on', cvd)")
+    study_ = {"metric": {"id": "accuracy", "goal": "maximize"}, "algorithm": "grid",
+              "parameters": {"x": {"type": "integer", "min": 1, "max": 4}}, "max_trials": 4, "parallel_trials": 3}
+    spec = spec_file(tmp_path, code, workers=0, study=study_)
+    status, doc, err = cli(capsys, "local-run", str(spec), "--gpus", "0,1", "-o", "json")
+    assert status == 0, err
+    assert [t["state"] for t in doc["trials"]] == ["SUCCEEDED"] * 4
+    note = ("parallel_trials is 3, but each trial needs 1 GPU and this host has 2 (--gpus: 0, 1): "
+            "2 trials at a time")
+    assert note in doc["notes"] and err.count(note) == 1
+    assert {line.rsplit(" ", 1)[1] for line in err.splitlines() if "trained on" in line} == {"0", "1"}
+
+
+@pytest.mark.slow
+def test_a_study_on_a_short_host_refuses_before_its_first_trial(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.incli import run as cli  # here: the CLI is what this test exercises
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    study_ = {"metric": {"id": "accuracy", "goal": "maximize"}, "algorithm": "grid",
+              "parameters": {"x": {"type": "integer", "min": 1, "max": 2}}, "max_trials": 2,
+              "parallel_trials": 1}
+    code, out, err = cli(capsys, "local-run", str(spec_file(tmp_path, PRINT, study=study_)))
+    assert code == 1 and "needs 2 GPUs and this host has 1" in err and "CVD=" not in err + out
+
+
+@pytest.mark.slow
+def test_submit_target_local_follows_the_same_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.incli import run as cli  # here: the CLI is what this test exercises
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    spec = str(spec_file(tmp_path, PRINT))
+    code, out, err = cli(capsys, "submit", spec, "--target", "local")
+    assert code == 1 and "the job needs 2 GPUs and this host has 1" in err
+    assert "CVD=" not in err and "JOB_STATE" not in err  # refused before the job was created
+    code, out, err = cli(capsys, "submit", spec, "--target", "local", "--share-gpus")
+    assert code == 0, err
+    assert "[workerpool0-0] CVD='0'" in err and "[workerpool1-0] CVD='0'" in err
+    assert "Duplicate GPU detected" in err
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    code, out, err = cli(capsys, "submit", spec, "--target", "local")
+    assert code == 0 and "[workerpool0-0] CVD='4'" in err and "[workerpool1-0] CVD='6'" in err
