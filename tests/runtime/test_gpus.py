@@ -442,3 +442,9 @@ def test_submit_target_local_follows_the_same_rule(tmp_path: Path, capsys: pytes
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
     code, out, err = cli(capsys, "submit", spec, "--target", "local")
     assert code == 0 and "[workerpool0-0] CVD='4'" in err and "[workerpool1-0] CVD='6'" in err
+
+
+def test_an_empty_gpus_list_runs_on_the_cpu_and_says_why() -> None:
+    plan = gpus.resolve(gpu_job(), GpuOptions(()), environ={"CUDA_VISIBLE_DEVICES": "0,1,2"})
+    assert set(visible(plan).values()) == {""}
+    assert plan.notes == ("--gpus names no GPU: the job asks for 3 GPUs; every replica runs on the CPU",)

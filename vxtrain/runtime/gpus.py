@@ -236,8 +236,8 @@ def resolve(job: Job, options: GpuOptions = GpuOptions(), environ: Mapping[str, 
         return GpuPlan(nothing, Inventory((), "--no-gpus" if options.none else "not read"), needed, warnings=warnings)
     inventory = Inventory(options.gpus, "--gpus") if options.gpus is not None else host_inventory(environ)
     if not inventory.devices:
-        note = (f"this host has no GPU ({inventory.source}): the job asks for {plural(needed, 'GPU')}; "
-                "every replica runs on the CPU")
+        empty = "--gpus names no GPU" if options.gpus is not None else f"this host has no GPU ({inventory.source})"
+        note = f"{empty}: the job asks for {plural(needed, 'GPU')}; every replica runs on the CPU"
         return GpuPlan(nothing, inventory, needed, notes=(note,))
     got = assign([n for _, _, n in asks], inventory.devices, share=options.share)
     if got is None:
