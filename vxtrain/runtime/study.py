@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vxtrain.errors import LocalRunError
-from vxtrain.runtime.gpus import GpuOptions, GpuPlan, TrialGpus, resolve, trial_slots
 
 if TYPE_CHECKING:
+    from vxtrain.runtime.gpus import GpuOptions, GpuPlan, TrialGpus
     from vxtrain.runtime.runner import Output
     from vxtrain.model import Job
 
@@ -514,12 +514,14 @@ def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, see
               stop: threading.Event | None = None, out: Output | None = None,
               base_dir: str | Path | None = None, job_id: str | None = None,
               on_start: TrialHook | None = None, on_end: TrialHook | None = None,
-              err: Output | None = None, gpus: GpuOptions = GpuOptions()) -> StudyResult:
+              err: Output | None = None, gpus: GpuOptions | None = None) -> StudyResult:
     """Run the study's trials on this host, ``parallel_trials`` at a time (fewer when this host's
     GPUs fit fewer, saying so); never raises for a failed trial (the result says which failed
     and whether the study did). Raises GpuShortageError, before any trial, when the host has
     GPUs but too few for one trial."""
-    plan = resolve(job, gpus)
+    from vxtrain.runtime.gpus import GpuOptions, resolve, trial_slots  # lazy: plan reads this module; only runs need GPUs
+
+    plan = resolve(job, gpus or GpuOptions())
     slots = trial_slots(plan, config.parallel_trials)
     suggestions = suggest(config.study_spec, config.max_trials, seed=seed)
     goals = metric_goals(config.study_spec)
@@ -538,6 +540,8 @@ def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, see
 
 def trial_plans(job: Job, plan: GpuPlan, slots: TrialGpus) -> queue.SimpleQueue[GpuPlan]:
     """One GPU plan per trial slot, each over that slot's own GPUs (their messages said once)."""
+    from vxtrain.runtime.gpus import GpuOptions, resolve  # lazy: as in run_study
+
     plans: queue.SimpleQueue[GpuPlan] = queue.SimpleQueue()
     for devices in slots.slots:
         own = plan if devices is None else resolve(job, GpuOptions(devices, plan.share))
