@@ -293,6 +293,19 @@ def test_each_replica_gets_its_own_gpus_from_cuda_visible_devices(
 
 
 @pytest.mark.slow
+def test_gpus_nvidia_smi_lists_reach_the_replicas_by_uuid(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_nvml: None) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("PATH", f"{fake_smi(tmp_path / 'bin', SMI)}{os.pathsep}{os.environ['PATH']}")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    result, out = run(gpu_job(marks, workers=1))
+    assert result.succeeded, out
+    assert out.of("workerpool0-0") == "'GPU-5f2d0c1e-1111-2222-3333-444455556666'"
+    assert out.of("workerpool1-0") == "'GPU-0a1b2c3d-7777-8888-9999-aaaabbbbcccc'"
+
+
+@pytest.mark.slow
 def test_a_short_host_refuses_before_any_replica_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     with pytest.raises(GpuShortageError, match="needs 3 GPUs and this host has 1"):
