@@ -10,6 +10,7 @@ from vxtrain.api import compile_job as compile  # noqa: A001 - the API's verb
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import (
     ApiError,
+    GpuShortageError,
     JobFailedError,
     LocalRunError,
     NoCapacity,
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 __all__ = sorted([
     "ApiError",
     "Diagnostic",
+    "GpuShortageError",
     "JobFailedError",
     "LocalRunError",
     "NoCapacity",

@@ -28,6 +28,7 @@ from vxtrain.slots import POOL_INDEX
 if TYPE_CHECKING:
     from vxtrain.backends.base import LocalRun
     from vxtrain.packaging.upload import UploadProgress
+    from vxtrain.runtime.gpus import GpuOptions
 
 
 @dataclass
@@ -347,7 +348,8 @@ def compile_job(path: str | Path, options: Options | None = None) -> dict[str, A
 def submit(path: str | Path, options: Options | None = None, *, target: str = "vertex",
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
            progress: Any = None, logs: Any = None, say: Any = None,
-           upload_progress: UploadProgress | None = None, quota_check: bool = True) -> dict[str, Any]:
+           upload_progress: UploadProgress | None = None, quota_check: bool = True,
+           gpus: GpuOptions | None = None) -> dict[str, Any]:
     """Create the spec's job exactly once (vxtrain.submission) and return its view.
 
     ``target``: "vertex" (the regional endpoint, or ``endpoint`` HOST:PORT of an
@@ -358,13 +360,17 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     ``upload_progress``: watches each large python_package.source upload
     (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar). ``quota_check``:
     set the job's needs against the project's quota limits first (vxtrain.submission.quota).
+    ``gpus``: how a ``local`` run hands out this host's GPUs (vxtrain.runtime.gpus).
     Raises SpecError, UsageError, ApiError, NoCapacity (a need above a limit: nothing
-    created) and JobFailedError when a followed job fails.
+    created), GpuShortageError (``local``, before the job is created) and JobFailedError
+    when a followed job fails.
     """
     from vxtrain import submission  # lazy: validate and plan never load submission or a backend
 
     if target == "local" and endpoint:
         raise UsageError("--target local starts its own emulator; drop --endpoint (or --target local)")
+    if target != "local" and gpus is not None:
+        raise UsageError("--gpus, --share-gpus and --no-gpus are for local runs: add --target local, or drop them")
     result = load_job(path, options)
     job = result.hyperparameter_tuning_job or result.custom_job
     assert job is not None  # a valid result is compiled
@@ -373,7 +379,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     try:
         if target == "local":
             return _submit_local(result, _local_packages(job, result.packages), project, region,
-                                 idempotency_key, progress, logs, say, quota_check)
+                                 idempotency_key, progress, logs, say, quota_check, gpus)
         local = _local_run(result) if endpoint is not None else None  # an emulator runs it here
         # Packages are uploaded only once a job is to be created, after the checks that
         # can still refuse it (a persistent resource it does not fit): nothing is pushed
@@ -491,16 +497,21 @@ class _Discard(io.StringIO):
 
 
 def _submit_local(result: Result, job: dict[str, Any], project: str, region: str,
-                  key: str | None, progress: Any, logs: Any, say: Any, quota_check: bool) -> dict[str, Any]:
+                  key: str | None, progress: Any, logs: Any, say: Any, quota_check: bool,
+                  gpus: GpuOptions | None) -> dict[str, Any]:
     """An in-process emulator running the job with the local runner, followed to the end.
     With ``logs``, the job's lines reach it through the emulator's Logging service
-    only (as on Vertex AI), not also straight from the replicas."""
+    only (as on Vertex AI), not also straight from the replicas. The job is checked
+    against this host's GPUs first: too few, and nothing is created (GpuShortageError)."""
     from vxtrain import submission  # lazy: as in submit()
     from vxtrain.backends import open_backend
+    from vxtrain.runtime.gpus import GpuOptions, resolve
 
+    gpus = gpus or GpuOptions()
+    resolve(result.job, gpus)  # the emulator hands out the same GPUs: refuse here, before a create
     key = key or uuid.uuid4().hex
     local = _local_run(result)
-    with open_backend("local", workdir=local.base_dir,
+    with open_backend("local", workdir=local.base_dir, gpus=gpus,
                       job_output=_Discard() if logs is not None else None) as backend:
         return submission.submit(job, project=project, region=region, backend=backend,
                                  idempotency_key=key, wait=True, progress=progress, logs=logs,

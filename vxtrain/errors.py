@@ -5,6 +5,7 @@ line (or a list of diagnostics) and an exit code, never a traceback::
 
     VxtrainError                      base of everything raised on purpose (exit 1)
     ├── SpecError                     the spec is invalid; carries diagnostics (exit 1)
+    ├── GpuShortageError              a local run's host has fewer GPUs than the job needs (exit 1)
     ├── UsageError                    bad flags or arguments (exit 2)
     ├── LocalRunError                 a local replica failed (exit 3)
     ├── JobFailedError                a followed job ended FAILED/CANCELLED/EXPIRED (exit 3)
@@ -43,6 +44,12 @@ class SpecError(VxtrainError):
         self.diagnostics = list(diagnostics)
         first = self.diagnostics[0].message if self.diagnostics else "invalid spec"
         super().__init__(first)
+
+
+class GpuShortageError(VxtrainError):
+    """A local run's host has GPUs, but fewer than the job asks for; nothing was started."""
+
+    exit_code = 1
 
 
 class UsageError(VxtrainError):

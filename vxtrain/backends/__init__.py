@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from vxtrain.backends.base import JobBackend, LogReader
+    from vxtrain.runtime.gpus import GpuOptions
 
 #: ``open_backend`` targets.
 TARGETS = ("vertex", "local")
@@ -27,8 +28,8 @@ TARGETS = ("vertex", "local")
 
 @contextmanager
 def open_backend(target: str = "vertex", *, region: str | None = None, endpoint: str | None = None,
-                 workdir: str | Path | None = None,
-                 job_output: TextIO | None = None) -> Iterator[JobBackend]:
+                 workdir: str | Path | None = None, job_output: TextIO | None = None,
+                 gpus: GpuOptions | None = None) -> Iterator[JobBackend]:
     """A JobBackend for ``target``, closed when the block ends.
 
     - ``"vertex"``: Vertex AI in ``region``, or the emulator at ``endpoint`` (``HOST:PORT``);
@@ -36,7 +37,7 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
       commands from ``workdir``, or from the spec's folder a create sends, see
       ``base.LocalRun``), stopped with every process of its jobs when the block
       ends. Its jobs print to ``job_output`` (default stderr) as well as to its
-      Logging service.
+      Logging service; ``gpus`` says how their replicas share this host's GPUs.
     """
     if target not in TARGETS:
         raise ValueError(f"unknown backend target {target!r}; expected one of {', '.join(TARGETS)}")
@@ -50,7 +51,7 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
         return
     from vxtrain.backends.emulator import start_emulator  # lazy: as above
 
-    with start_emulator(workdir=workdir, out=job_output) as handle:
+    with start_emulator(workdir=workdir, out=job_output, gpus=gpus) as handle:
         with connect(endpoint=handle.address) as backend:
             backend.in_process = True  # its jobs stop with this process (wait's Ctrl-C says so)
             yield backend

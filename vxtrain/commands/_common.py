@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import Enum
-from typing import Annotated, Any, Optional, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar, get_type_hints
 
 import typer
 
@@ -22,6 +22,9 @@ from vxtrain.api import Options
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import NotFoundError, UsageError
 from vxtrain.render import diagnostics_text
+
+if TYPE_CHECKING:
+    from vxtrain.runtime.gpus import GpuOptions
 
 T = TypeVar("T")
 
@@ -58,6 +61,14 @@ MaxHourlyCostOpt = Annotated[Optional[float], typer.Option(
     help="Refuse (exit 1, nothing sent) a job whose cost per hour is above USD, or unknown.")]
 NoLogsOpt = Annotated[bool, typer.Option("--no-logs", help="Do not stream the job's log lines to stderr while waiting.")]
 IdempotencyOpt = Annotated[Optional[str], typer.Option("--idempotency-key", help="Key labelling the job; a re-submit with the same key returns that job.")]
+# Local runs hand this host's GPUs to the replicas (vxtrain.runtime.gpus).
+GpusOpt = Annotated[Optional[str], typer.Option(
+    "--gpus", metavar="LIST",
+    help="Local runs: the GPUs to hand out (indices or UUIDs, e.g. 0,1; '' for none) instead of this host's.")]
+ShareGpusOpt = Annotated[bool, typer.Option(
+    "--share-gpus", help="Local runs: too few GPUs? Hand them out round-robin (NCCL refuses two ranks on one GPU).")]
+NoGpusOpt = Annotated[bool, typer.Option(
+    "--no-gpus", help="Local runs: every replica on the CPU (CUDA_VISIBLE_DEVICES=\"\"), whatever its pool asks for.")]
 
 
 def parse_pairs(pairs: Sequence[str] | None, flag: str = "--var", form: str = "NAME=VALUE") -> dict[str, str]:
@@ -80,6 +91,13 @@ def make_options(*, overlay: Sequence[str] | None = None, set_: Sequence[str] | 
     return Options(overlays=list(overlay or ()), sets=list(set_ or ()), variables=parse_pairs(var),
                    project=project, region=region, display_name=display_name, strict=strict,
                    gradient_size=gradient_size, staging_bucket=staging_bucket)
+
+
+def gpu_options(gpus: str | None, share: bool, no_gpus: bool) -> GpuOptions:
+    """``--gpus/--share-gpus/--no-gpus`` as GpuOptions; UsageError for a bad list or a clash."""
+    from vxtrain.runtime.gpus import options_from_flags  # lazy: the CLI imports every command at start-up
+
+    return options_from_flags(gpus, share, no_gpus)
 
 
 def parse_trial(text: str | None) -> str | None:

@@ -10,11 +10,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from vxtrain.commands import _common as c
 from vxtrain.runtime.signals import interrupt_on_signals
+
+if TYPE_CHECKING:
+    from vxtrain.runtime.gpus import GpuOptions
 
 #: The port ``vxtrain emulator`` listens on when none is given (``--endpoint 127.0.0.1:8470``);
 #: the same as vxtrain.backends.emulator.DEFAULT_PORT, repeated to keep this import light.
@@ -23,9 +27,11 @@ DEFAULT_PORT = 8470
 
 def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
              simulate: float | None = None, workdir: str | Path | None = None,
-             seed: int | None = None, allow_remote: bool = False, quota: Sequence[str] = ()) -> int:
+             seed: int | None = None, allow_remote: bool = False, quota: Sequence[str] = (),
+             gpus: GpuOptions | None = None) -> int:
     """Serve on ``host:port`` until Ctrl-C, SIGTERM or SIGHUP (the normal ways to stop it:
     exit 0), then cancel the running jobs and stop their processes (vxtrain.runtime.signals).
+    ``gpus``: how every job's replicas share this host's GPUs (as for ``local-run``).
 
     A host that is not loopback is refused (exit 2) unless ``allow_remote``: the
     emulator runs the commands of the jobs it is sent. ``quota``: the limits its Cloud
@@ -35,6 +41,7 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     from vxtrain.backends.emulator import parse_fault, start_emulator
     from vxtrain.backends.emulator.quotas import parse_quota
     from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
+    from vxtrain.runtime.gpus import GpuOptions
 
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
     limits = [parse_quota(q) for q in quota]  # and bad --quota values
@@ -45,7 +52,8 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
               "port can run any command as this user on this machine", file=sys.stderr, flush=True)
     with interrupt_on_signals():
         handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir,
-                                seed=seed, allow_remote=allow_remote, quotas=limits)
+                                seed=seed, allow_remote=allow_remote, quotas=limits,
+                                gpus=gpus or GpuOptions())
         try:
             print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
             handle.wait_for_termination()
@@ -82,6 +90,10 @@ def register(app: typer.Typer) -> None:
             "--quota", metavar="METRIC:REGION=N",
             help="A quota limit its Cloud Quotas API serves and its creates enforce, repeatable; METRIC the "
                  "short name (custom_model_training_nvidia_a100_gpus); METRIC=N: every region.")] = None,
+        gpus: c.GpusOpt = None,
+        share_gpus: c.ShareGpusOpt = False,
+        no_gpus: c.NoGpusOpt = False,
     ) -> None:
         """Serve the emulated Vertex AI JobService and its jobs' logs (gRPC) on 127.0.0.1 until Ctrl-C or SIGTERM."""
-        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote, quota or ()))
+        raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote, quota or (),
+                                  c.gpu_options(gpus, share_gpus, no_gpus)))

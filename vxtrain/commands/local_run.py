@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -19,30 +19,38 @@ from vxtrain.errors import LocalRunError, UsageError
 from vxtrain.loading.document import spec_folder
 from vxtrain.runtime.signals import stop_on_signals
 
+if TYPE_CHECKING:
+    from vxtrain.runtime.gpus import GpuOptions
+
 #: Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
 
 
 def local_run(path: str, options: Options, trial: str | None = None,
-              output: c.OutputFormat = c.OutputFormat.text, seed: int | None = None) -> int:
+              output: c.OutputFormat = c.OutputFormat.text, seed: int | None = None,
+              gpus: GpuOptions | None = None) -> int:
     """Run the spec's replicas locally; 0 on success, 3 on a failed replica, 130 on Ctrl-C.
 
     A spec with ``study:`` (and no ``trial``) runs the whole study: 0 when it
-    succeeded, 3 when it failed (see :func:`run_study_command`).
+    succeeded, 3 when it failed (see :func:`run_study_command`). ``gpus``: how this
+    host's GPUs are handed out; too few raises GpuShortageError (exit 1) before
+    anything starts.
     """
     from vxtrain.runtime import runner as local  # lazy: the CLI imports every command at start-up
+    from vxtrain.runtime.gpus import GpuOptions
 
+    gpus = gpus or GpuOptions()
     trial = c.parse_trial(trial)
     result = api.load_job(path, options)
     job_spec = (result.custom_job or {}).get("jobSpec", {})
     stop = threading.Event()
     stream = sys.stderr if output is c.OutputFormat.json else sys.stdout
     if result.hyperparameter_tuning_job is not None and trial is None:
-        return run_study_command(result, stop, stream, output, seed, spec_folder(result.file))
+        return run_study_command(result, stop, stream, output, seed, spec_folder(result.file), gpus)
     extra_args = study_trial_args(result.hyperparameter_tuning_job, trial, seed)
     with stop_on_signals(stop):
         run = local.run_job(result.job, job_spec, trial=trial, extra_args=extra_args, stop=stop,
-                            out=stream, base_dir=spec_folder(result.file))
+                            out=stream, base_dir=spec_folder(result.file), gpus=gpus)
     if output is c.OutputFormat.json:
         c.emit_json(run.to_json())
     if run.cancelled:
@@ -71,7 +79,7 @@ def study_trial_args(hpt: dict[str, Any] | None, trial: str | None, seed: int | 
 
 
 def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c.OutputFormat,
-                      seed: int | None, base_dir: Path) -> int:
+                      seed: int | None, base_dir: Path, gpus: GpuOptions) -> int:
     """Every trial of the study with the local runner, then the trial table and the best trial."""
     from vxtrain.render.study import summary_lines  # lazy, as study: the CLI imports every command at start-up
     from vxtrain.runtime import study  # lazy: the CLI imports every command at start-up
@@ -80,7 +88,7 @@ def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c
     config = study.StudyConfig.from_hpt_json(hpt)
     with stop_on_signals(stop):
         run = study.run_study(result.job, hpt["trialJobSpec"], config, seed=seed, stop=stop, out=stream,
-                              base_dir=base_dir)
+                              base_dir=base_dir, gpus=gpus)
     if output is c.OutputFormat.json:
         c.emit_json(run.to_json())
     else:
@@ -104,8 +112,11 @@ def register(app: typer.Typer) -> None:
         trial: Annotated[Optional[str], typer.Option("--trial", help="Run as trial N (from 1) of a tuning job.")] = None,
         seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of a study's random search (reproducible trials).")] = None,
         output: c.OutputOpt = c.OutputFormat.text,
+        gpus: c.GpusOpt = None,
+        share_gpus: c.ShareGpusOpt = False,
+        no_gpus: c.NoGpusOpt = False,
         *,
         options: Options,
     ) -> None:
-        """Run every replica (chief, workers, parameter servers, evaluators) as a local process."""
-        raise typer.Exit(local_run(path, options, trial, output, seed))
+        """Run every replica (chief, workers, parameter servers, evaluators) as a local process, each with its own share of this host's GPUs."""
+        raise typer.Exit(local_run(path, options, trial, output, seed, c.gpu_options(gpus, share_gpus, no_gpus)))

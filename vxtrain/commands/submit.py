@@ -9,7 +9,7 @@ google.cloud.aiplatform is imported by the backend only when the call is made.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,14 +19,18 @@ from vxtrain.commands import _common as c
 from vxtrain.errors import JobFailedError, SpecError
 from vxtrain.runtime.signals import interrupt_on_signals
 
+if TYPE_CHECKING:
+    from vxtrain.runtime.gpus import GpuOptions
+
 
 def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
            endpoint: str | None = None, target: c.Target = c.Target.vertex,
            idempotency_key: str | None = None, wait: bool = False, logs: bool = True,
-           quota_check: bool = True) -> int:
+           quota_check: bool = True, gpus: GpuOptions | None = None) -> int:
     """Submit the spec's job; 0 when created (or SUCCEEDED with --wait), 3 when it failed,
     5 when the quota preflight found a need above a limit (unless not ``quota_check``).
-    While it waits, the job's log lines stream to stderr unless not ``logs``."""
+    While it waits, the job's log lines stream to stderr unless not ``logs``. ``gpus``
+    (``--target local`` only): how this host's GPUs are handed out."""
     # lazy: the CLI imports every command at start-up
     from vxtrain.render.packaging import upload_bar
     from vxtrain.render.progress import say
@@ -44,7 +48,7 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
         try:
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink,
-                              say=say, upload_progress=upload_bar, quota_check=quota_check)
+                              say=say, upload_progress=upload_bar, quota_check=quota_check, gpus=gpus)
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
@@ -84,11 +88,16 @@ def register(app: typer.Typer) -> None:
         strict: c.StrictOpt = False,
         no_logs: c.NoLogsOpt = False,
         no_quota_check: NoQuotaCheckOpt = False,
+        gpus: c.GpusOpt = None,
+        share_gpus: c.ShareGpusOpt = False,
+        no_gpus: c.NoGpusOpt = False,
         *,
         options: Options,
     ) -> None:
         """Create the CustomJob (exactly once, even across retries); --wait follows it, its log lines on stderr."""
         options.max_hourly_cost = max_hourly_cost
+        chosen = gpus is not None or share_gpus or no_gpus  # on Vertex AI each replica has its own GPUs
         raise typer.Exit(submit(path, options, output=output, endpoint=endpoint, target=target,
                                 idempotency_key=idempotency_key, wait=wait, logs=not no_logs,
-                                quota_check=not no_quota_check))
+                                quota_check=not no_quota_check,
+                                gpus=c.gpu_options(gpus, share_gpus, no_gpus) if chosen else None))

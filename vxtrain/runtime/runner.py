@@ -13,8 +13,9 @@ its own process group (``start_new_session``) and the whole group is killed,
 so no process outlives ``run_job``; none outlives vxtrain either, even when it
 is SIGKILLed (:mod:`.reaper`). Reduction Server replicas are not started:
 they are transparent to training code. A pool on a TPU machine runs on this
-host's CPU like any other (TPUs are not emulated), and the run says so once
-per pool.
+host's CPU like any other (TPUs are not emulated), and the run warns so once
+per pool. Each replica gets its own share of this host's GPUs as its
+``CUDA_VISIBLE_DEVICES`` (:mod:`.gpus`), decided before anything starts.
 
 A group is signalled only while it is certainly ours: a replica that has ended
 is not reaped (``waitid(WNOWAIT)``) until its group has been killed, so its
@@ -46,6 +47,7 @@ from vxtrain.errors import LocalRunError
 from vxtrain.packaging.install import package_path_entries
 from vxtrain.packaging.source import import_root, source_folder
 from vxtrain.runtime import cluster_env, reaper
+from vxtrain.runtime.gpus import VISIBLE, GpuOptions, GpuPlan, resolve
 
 if TYPE_CHECKING:
     from vxtrain.model import Job, Pool
@@ -77,11 +79,12 @@ class ReplicaRun:
     pid: int | None = None
     exit_code: int | None = None
     stopped: bool = False  # ended by the runner, not by itself
+    gpus: list[str] = field(default_factory=list)  # its CUDA_VISIBLE_DEVICES entries
 
     def to_json(self) -> dict[str, Any]:
         """Plain-data form for ``--output json``."""
         return {"name": self.name, "role": self.role, "pid": self.pid,
-                "exit_code": self.exit_code, "stopped": self.stopped}
+                "exit_code": self.exit_code, "stopped": self.stopped, "gpus": list(self.gpus)}
 
 
 @dataclass
@@ -278,7 +281,7 @@ def _workdir(job: Job, base_dir: Path, workdir: str | Path | None) -> Path:
 #: Variables a replica must get from this run only, never from the caller's
 #: environment (a stale TF_CONFIG would make a one-replica job look distributed).
 _CLUSTER_VARS = ("CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID", "MASTER_ADDR", "MASTER_PORT",
-                 "WORLD_SIZE", "RANK")
+                 "WORLD_SIZE", "RANK", VISIBLE)
 
 
 def _is_cluster_var(name: str) -> bool:
@@ -286,12 +289,14 @@ def _is_cluster_var(name: str) -> bool:
 
 
 def _child_env(job: Job, vertex_env: Mapping[str, str], torch: Mapping[str, str],
-               packages: Sequence[str]) -> dict[str, str]:
+               packages: Sequence[str], visible: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not _is_cluster_var(k)}
     env.update(vertex_env)
     if job.local is not None:
         env.update(job.local.env)
     env.update(torch)
+    # Last, like the rendezvous: the replica's share of this host's GPUs (--gpus picks them).
+    env[VISIBLE] = visible
     inherited = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
     env["PYTHONPATH"] = os.pathsep.join(list(packages) + inherited + [_VXTRAIN_ROOT])
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the prefixing reader as they are printed
@@ -301,12 +306,13 @@ def _child_env(job: Job, vertex_env: Mapping[str, str], torch: Mapping[str, str]
 def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
                   extra_args: Sequence[str] = (), base_dir: Path, workdir: str | Path | None = None,
                   job_id: str = cluster_env.PREVIEW_JOB_ID, addresses: Addresses | None = None,
-                  work_dir: Path | None = None) -> list[_Plan]:
+                  work_dir: Path | None = None, gpu_plan: GpuPlan | None = None) -> list[_Plan]:
     """One planned process per replica of pools 0, 1, 2 (parameter servers) and 3.
 
     ``addresses`` (from :func:`draw_addresses`) are the run's ports; without
     them, ports are drawn here, distinct but not reserved. ``work_dir`` is where
-    package archives are installed (one folder per pool under it).
+    package archives are installed (one folder per pool under it). ``gpu_plan``
+    gives each replica its GPUs (without one, none: ``CUDA_VISIBLE_DEVICES=""``).
     """
     addresses = draw_addresses(job) if addresses is None else addresses
     hosts, master_port = addresses.hosts, addresses.master_port
@@ -325,7 +331,8 @@ def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = 
                                                  trial=trial, job_id=job_id)
             torch = _torch_vars(pool, i, training, master_port)
             replica = ReplicaRun(slots.replica_name(pool.index, i), pool.role, pool.index, i, command)
-            plans.append(_Plan(replica, _child_env(job, vertex_env, torch, packages), cwd))
+            replica.gpus = list(gpu_plan.devices.get(replica.name, ())) if gpu_plan is not None else []
+            plans.append(_Plan(replica, _child_env(job, vertex_env, torch, packages, ",".join(replica.gpus)), cwd))
     return plans
 
 
@@ -557,9 +564,13 @@ def _watch(running: _Running, stop: threading.Event | None) -> LocalRunResult:
             time.sleep(_POLL)
 
 
-def _announce(job: Job, plans: Sequence[_Plan], printer: _Printer) -> None:
-    names = ", ".join(f"{p.replica.name} ({p.replica.role})" for p in plans)
+def _announce(job: Job, plans: Sequence[_Plan], gpu_plan: GpuPlan, printer: _Printer) -> None:
+    names = ", ".join(f"{p.replica.name} ({p.replica.role}{_gpu_words(p.replica)})" for p in plans)
     printer.line(f"[vxtrain] starting {len(plans)} replica(s): {names}")
+    for note in gpu_plan.notes:
+        printer.line(f"[vxtrain] note: {note}")
+    for warning in gpu_plan.warnings:
+        printer.line(f"[vxtrain] warning: {warning}")
     rs = job.pool("reduction_server")
     if rs is not None:
         printer.line(f"[vxtrain] Reduction Server ({slots.SLOTS[rs.index].cluster_key}, "
@@ -567,6 +578,13 @@ def _announce(job: Job, plans: Sequence[_Plan], printer: _Printer) -> None:
                      "to training code")
     for line in tpu_notes(job):
         printer.line(f"[vxtrain] warning: {line}")
+
+
+def _gpu_words(replica: ReplicaRun) -> str:
+    """``, GPUs 0,1`` after a replica's role in the start line (nothing for a replica without)."""
+    if not replica.gpus:
+        return ""
+    return f", GPU{'s' if len(replica.gpus) > 1 else ''} {','.join(replica.gpus)}"
 
 
 def tpu_notes(job: Job) -> list[str]:
@@ -586,7 +604,8 @@ def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
             extra_args: Sequence[str] = (), stop: threading.Event | None = None,
             out: Output = sys.stdout, err: Output | None = None, workdir: str | Path | None = None,
             base_dir: str | Path | None = None, job_id: str | None = None,
-            grace: float = DEFAULT_GRACE, settle: float = DEFAULT_SETTLE) -> LocalRunResult:
+            grace: float = DEFAULT_GRACE, settle: float = DEFAULT_SETTLE,
+            gpus: GpuOptions = GpuOptions(), gpu_plan: GpuPlan | None = None) -> LocalRunResult:
     """Run every replica of ``job`` as a local process; returns how the run ended.
 
     ``job_spec`` is the compiled CustomJobSpec (camelCase) that CLUSTER_SPEC
@@ -597,7 +616,12 @@ def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
     get ``settle`` seconds to end by themselves; then whatever still runs gets
     SIGTERM and, ``grace`` seconds later, SIGKILL. Raises LocalRunError when a replica cannot be
     started (nothing is left running then either).
+
+    GPUs: ``gpu_plan`` when given (a study's trial slot), else this host's handed out
+    as ``gpus`` says (:func:`.gpus.resolve`); GpuShortageError, before anything
+    starts, when the host has too few.
     """
+    gpu_plan = resolve(job, gpus) if gpu_plan is None else gpu_plan
     printer = _Printer(out, err)
     base = Path(base_dir).resolve() if base_dir is not None else Path.cwd()
     addresses = draw_addresses(job, reserve=True)
@@ -605,8 +629,8 @@ def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
     try:
         plans = plan_replicas(job, job_spec, trial=trial, extra_args=extra_args, base_dir=base,
                               workdir=workdir, job_id=job_id or str(time.time_ns() // 1000),
-                              addresses=addresses, work_dir=packages)
-        result = _run_plans(job, plans, printer, stop, grace, settle)
+                              addresses=addresses, work_dir=packages, gpu_plan=gpu_plan)
+        result = _run_plans(job, plans, gpu_plan, printer, stop, grace, settle)
     finally:
         release_ports(addresses.ports)  # every replica is gone by now
         shutil.rmtree(packages, ignore_errors=True)
@@ -614,10 +638,10 @@ def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
     return result
 
 
-def _run_plans(job: Job, plans: Sequence[_Plan], printer: _Printer, stop: threading.Event | None,
-               grace: float, settle: float) -> LocalRunResult:
+def _run_plans(job: Job, plans: Sequence[_Plan], gpu_plan: GpuPlan, printer: _Printer,
+               stop: threading.Event | None, grace: float, settle: float) -> LocalRunResult:
     """Start the planned processes, watch them to the end, and leave none running."""
-    _announce(job, plans, printer)
+    _announce(job, plans, gpu_plan, printer)
     running = _Running(printer, grace)
     try:
         running.start(plans)

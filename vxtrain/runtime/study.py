@@ -32,6 +32,7 @@ import dataclasses
 import itertools
 import json
 import math
+import queue
 import random
 import tempfile
 import threading
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from vxtrain.errors import LocalRunError
 
 if TYPE_CHECKING:
+    from vxtrain.runtime.gpus import GpuOptions, GpuPlan, TrialGpus
     from vxtrain.runtime.runner import Output
     from vxtrain.model import Job
 
@@ -456,9 +458,19 @@ class LocalTrials:
     base_dir: str | Path | None = None
     job_id: str | None = None
     err: Output | None = None  # where replicas' stderr lines go (else ``out``)
+    #: The GPU plan of each trial slot: a trial takes one while it runs (see :func:`trial_plans`).
+    gpu_slots: queue.SimpleQueue[GpuPlan] | None = None
 
     def __call__(self, trial_id: str, params: dict[str, Any]) -> TrialResult:
         """Run trial ``trial_id`` to its end and measure it."""
+        gpu_plan = self.gpu_slots.get() if self.gpu_slots is not None else None
+        try:
+            return self._run(trial_id, params, gpu_plan)
+        finally:
+            if self.gpu_slots is not None and gpu_plan is not None:
+                self.gpu_slots.put(gpu_plan)  # the next trial gets these GPUs
+
+    def _run(self, trial_id: str, params: dict[str, Any], gpu_plan: GpuPlan | None) -> TrialResult:
         from vxtrain.runtime import runner as local  # lazy: plan reads this module; only runs need the runner
 
         metrics_dir = self.workspace / f"trial-{trial_id}"
@@ -469,7 +481,7 @@ class LocalTrials:
         try:
             run = local.run_job(trial_job(self.job, metrics_dir), self.job_spec, trial=trial_id,
                                 extra_args=trial_args(params), stop=self.stop, base_dir=self.base_dir,
-                                job_id=self.job_id, **kwargs)
+                                job_id=self.job_id, gpu_plan=gpu_plan, **kwargs)
         except LocalRunError as exc:
             return TrialResult(trial_id, params, INFEASIBLE, message=f"could not start: {exc}")
         measured = read_metrics(chief_metric_file(metrics_dir), [g.id for g in self.goals])
@@ -502,19 +514,39 @@ def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, see
               stop: threading.Event | None = None, out: Output | None = None,
               base_dir: str | Path | None = None, job_id: str | None = None,
               on_start: TrialHook | None = None, on_end: TrialHook | None = None,
-              err: Output | None = None) -> StudyResult:
-    """Run the study's trials on this host, ``parallel_trials`` at a time; never raises for a
-    failed trial (the result says which failed and whether the study did)."""
+              err: Output | None = None, gpus: GpuOptions | None = None) -> StudyResult:
+    """Run the study's trials on this host, ``parallel_trials`` at a time (fewer when this host's
+    GPUs fit fewer, saying so); never raises for a failed trial (the result says which failed
+    and whether the study did). Raises GpuShortageError, before any trial, when the host has
+    GPUs but too few for one trial."""
+    from vxtrain.runtime.gpus import GpuOptions, resolve, trial_slots  # lazy: plan reads this module; only runs need GPUs
+
+    plan = resolve(job, gpus or GpuOptions())
+    slots = trial_slots(plan, config.parallel_trials)
     suggestions = suggest(config.study_spec, config.max_trials, seed=seed)
     goals = metric_goals(config.study_spec)
-    for note in suggestions.notes:
-        if out is not None:
-            prefixed(out, "[vxtrain] ")(f"note: {note}\n")
+    notes = [*suggestions.notes, *([slots.note] if slots.note else [])]
+    if out is not None:
+        say = prefixed(out, "[vxtrain] ")
+        for line in [*(f"note: {n}" for n in [*notes, *plan.notes]), *(f"warning: {w}" for w in plan.warnings)]:
+            say(line + "\n")
     with tempfile.TemporaryDirectory(prefix="vxtrain-study-") as workspace:
-        runner = LocalTrials(job, job_spec, goals, Path(workspace), stop, out, base_dir, job_id, err)
-        trials = schedule(suggestions.points, runner, parallel=config.parallel_trials,
+        runner = LocalTrials(job, job_spec, goals, Path(workspace), stop, out, base_dir, job_id, err,
+                             trial_plans(job, plan, slots))
+        trials = schedule(suggestions.points, runner, parallel=slots.at_once,
                           failure_limit=config.failure_limit, stop=stop, on_start=on_start, on_end=on_end)
-    return judge(trials, goals, config, cancelled=stop is not None and stop.is_set(), notes=suggestions.notes)
+    return judge(trials, goals, config, cancelled=stop is not None and stop.is_set(), notes=notes)
+
+
+def trial_plans(job: Job, plan: GpuPlan, slots: TrialGpus) -> queue.SimpleQueue[GpuPlan]:
+    """One GPU plan per trial slot, each over that slot's own GPUs (their messages said once)."""
+    from vxtrain.runtime.gpus import GpuOptions, resolve  # lazy: as in run_study
+
+    plans: queue.SimpleQueue[GpuPlan] = queue.SimpleQueue()
+    for devices in slots.slots:
+        own = plan if devices is None else resolve(job, GpuOptions(devices, plan.share))
+        plans.put(own.quiet())
+    return plans
 
 
 def judge(trials: list[TrialResult], goals: list[MetricGoal], config: StudyConfig, *,

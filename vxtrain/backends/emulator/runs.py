@@ -5,7 +5,10 @@ HyperparameterTuningJob's trials with :mod:`vxtrain.runtime.study`; with
 ``simulate_seconds`` nothing runs and every job succeeds on a timer. The job
 model comes from the project's one converter of Vertex's CustomJob shape
 (:func:`vxtrain.formats.gcloud.job_from_custom_job`), so the emulator runs a
-job as ``vxtrain local-run`` would run the same CustomJob.
+job as ``vxtrain local-run`` would run the same CustomJob — on the emulator's
+host, with that host's GPUs handed out as its ``gpus`` options say
+(:mod:`vxtrain.runtime.gpus`): a job the host has too few GPUs for ends FAILED
+before any replica starts.
 """
 from __future__ import annotations
 
@@ -25,10 +28,11 @@ from vxtrain import slots
 from vxtrain.backends.emulator.common import CANCELLED, FAILED, SUCCEEDED, now, spec_of
 from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.backends.kinds import TUNING, JobKind
-from vxtrain.errors import LocalRunError
+from vxtrain.errors import GpuShortageError, LocalRunError
 from vxtrain.formats.gcloud import job_from_custom_job
 from vxtrain.model import Job, LocalSpec
 from vxtrain.runtime import runner, study
+from vxtrain.runtime.gpus import GpuOptions, GpuPlan, resolve
 
 
 class RunningJob(Protocol):
@@ -108,13 +112,15 @@ class JobRunner:
     (default: the current directory at start). ``seed``: seeds the random
     search of studies. ``lock`` is the store's: trials are written into the
     stored job under it. Every line a job prints goes to ``out`` (default
-    stderr) and, as a LogEntry of its replica, into ``logs``.
+    stderr) and, as a LogEntry of its replica, into ``logs``. ``gpus``: how this
+    host's GPUs are handed out (``vxtrain emulator --gpus/--share-gpus/--no-gpus``).
     """
 
     def __init__(self, lock: threading.RLock, *, simulate_seconds: float | None = None,
                  workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
-                 logs: LogStore | None = None) -> None:
+                 logs: LogStore | None = None, gpus: GpuOptions | None = None) -> None:
         self.simulate_seconds = simulate_seconds
+        self.gpus = gpus or GpuOptions()
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.out = out
         self.logs = logs if logs is not None else LogStore()
@@ -138,9 +144,13 @@ class JobRunner:
             model, spec = job_model(record.job, local)
         except NotRunnable as exc:
             return Outcome(FAILED, 9, str(exc))  # 9: FAILED_PRECONDITION
+        try:
+            gpu_plan = resolve(model, self.gpus, emulator=True)
+        except GpuShortageError as exc:  # nothing started: the job cannot run on this host
+            return Outcome(FAILED, 9, f"The job cannot run on this emulator's host: {exc}")
         if record.kind is TUNING:
             return self._run_trials(record, model, spec, base_dir)
-        return self._run(record, model, spec, base_dir)
+        return self._run(record, model, spec, base_dir, gpu_plan=gpu_plan)
 
     def _simulate(self, record: RunningJob, seconds: float) -> Outcome:
         """Run nothing; after ``seconds`` succeed (a study gets its trials, all succeeded)."""
@@ -168,15 +178,15 @@ class JobRunner:
                                  f"running from {self.workdir}\n")
         return local, self.workdir
 
-    def _run(self, record: RunningJob, model: Job, spec: dict[str, Any], base_dir: Path, *, trial: str | None = None,
-             extra_args: Sequence[str] = ()) -> Outcome:
+    def _run(self, record: RunningJob, model: Job, spec: dict[str, Any], base_dir: Path, *,
+             gpu_plan: GpuPlan, trial: str | None = None, extra_args: Sequence[str] = ()) -> Outcome:
         """One run of the job's replicas with the local runner."""
         # Job output goes to stderr by default: with --target local stdout
         # carries the command's JSON document only.
         out, err = self._outputs(record)
         try:
             result = runner.run_job(model, spec, trial=trial, extra_args=tuple(extra_args), stop=record.stop,
-                                    out=out, err=err, base_dir=base_dir,
+                                    out=out, err=err, base_dir=base_dir, gpu_plan=gpu_plan,
                                     job_id=record.job.name.rsplit("/", 1)[-1])
         except LocalRunError as exc:  # a replica could not start: nothing is left running
             return Outcome(FAILED, 9, f"The job could not start on this host: {exc}")
@@ -212,7 +222,7 @@ class JobRunner:
         result = study.run_study(model, spec, config, seed=self.seed, stop=record.stop, out=out, err=err,
                                  base_dir=base_dir, job_id=record.job.name.rsplit("/", 1)[-1],
                                  on_start=lambda t: self._trial_started(record, t),
-                                 on_end=lambda t: self._trial_ended(record, t))
+                                 on_end=lambda t: self._trial_ended(record, t), gpus=self.gpus)
         if result.cancelled:
             return cancelled(record.kind)
         if not result.succeeded:

@@ -23,6 +23,7 @@ from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
 from vxtrain.backends.emulator.store import Emulator
 from vxtrain.errors import UsageError, VxtrainError
+from vxtrain.runtime.gpus import GpuOptions
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8470
@@ -106,7 +107,8 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
                    simulate_seconds: float | None = None, workdir: str | Path | None = None,
                    environ: Mapping[str, str] | None = None, out: TextIO | None = None,
                    max_workers: int = 16, seed: int | None = None,
-                   allow_remote: bool = False, quotas: Iterable[QuotaLimit | str] = ()) -> EmulatorHandle:
+                   allow_remote: bool = False, quotas: Iterable[QuotaLimit | str] = (),
+                   gpus: GpuOptions | None = None) -> EmulatorHandle:
     """Serve the emulated services (:data:`SERVICES`) on ``host:port`` (0: any free port).
 
     The emulator runs the command of every job it is sent, as this user: a
@@ -117,13 +119,14 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
     (default ``os.environ``). ``quotas``: the limits its Cloud Quotas API serves and its
     creates enforce (``METRIC:REGION=N``, as ``--quota``). The port is bound exclusively: a taken port
     raises VxtrainError instead of silently sharing it (gRPC enables
-    SO_REUSEPORT by default on Linux).
+    SO_REUSEPORT by default on Linux). ``gpus``: how its jobs' replicas share this
+    host's GPUs (``--gpus``, ``--share-gpus``, ``--no-gpus``; vxtrain.runtime.gpus).
     """
     if not allow_remote:
         refuse_remote(host)
     env = os.environ if environ is None else environ
     emulator = Emulator(faults=[*faults, *faults_from_env(env)], simulate_seconds=simulate_seconds,
-                        workdir=workdir, out=out, seed=seed, quotas=quotas)
+                        workdir=workdir, out=out, seed=seed, quotas=quotas, gpus=gpus)
     executor = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator")
     server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers(tuple(build(emulator) for build in SERVICES))

@@ -35,6 +35,7 @@ from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
 from vxtrain.backends.kinds import JobKind
 from vxtrain.model import LocalSpec
+from vxtrain.runtime.gpus import GpuOptions
 
 #: Pause between the states of a job that really runs, so a poller can see them.
 STEP_SECONDS = 0.05
@@ -60,11 +61,12 @@ class Emulator:
     ``workdir``: where relative commands of jobs run (default: the current
     directory at start). ``seed``: seeds the random search of studies. ``quotas``: the
     quota limits it serves (Cloud Quotas API) and enforces at create (``METRIC:REGION=N``).
+    ``gpus``: how the jobs' replicas share this host's GPUs (vxtrain.runtime.gpus).
     """
 
     def __init__(self, *, faults: Iterable[Fault | str] = (), simulate_seconds: float | None = None,
                  workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
-                 quotas: Iterable[QuotaLimit | str] = ()) -> None:
+                 quotas: Iterable[QuotaLimit | str] = (), gpus: GpuOptions | None = None) -> None:
         self.faults = FaultPlan()
         for fault in faults:
             self.faults.add(fault)
@@ -76,7 +78,7 @@ class Emulator:
         #: The quota limits (served by quotas, enforced by create).
         self.quotas = QuotaStore(quotas)
         self.runner = JobRunner(self._lock, simulate_seconds=simulate_seconds, workdir=workdir, out=out,
-                                seed=seed, logs=self.logs)
+                                seed=seed, logs=self.logs, gpus=gpus)
         self._records: dict[str, Record] = {}
         self._threads: list[threading.Thread] = []  # every lifecycle thread, deleted jobs' too
         self._seq = itertools.count(1)
