@@ -67,6 +67,9 @@ class Result:
     strict: bool = False
     #: python_package.source folders and their URIs (vxtrain.packaging.jobs.Package)
     packages: list[Any] = field(default_factory=list)
+    #: The rungs of ``fallback:`` (1, 2, ...), each a Result of its own whole spec;
+    #: their diagnostics are also in this one's (see ``_check_rungs``).
+    fallback: list[Result] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -118,12 +121,8 @@ def check_document(document: Document, options: Options | None = None, result: R
     """The pipeline from a loaded document on (normalize, validate, plan, compile)."""
     # Lazy, like _load's and _compile's: every CLI command imports this module at
     # start-up, and the pipeline (~60 ms of imports) is for the commands that read a spec.
-    from vxtrain.planning import bandwidth as planning
     from vxtrain import formats
     from vxtrain.formats import package_flags
-    from vxtrain import model
-    from vxtrain.validation import rules
-    from vxtrain.validation import schema
 
     options = options or Options()
     environ = os.environ if options.environ is None else options.environ
@@ -136,6 +135,19 @@ def check_document(document: Document, options: Options | None = None, result: R
     if native is None:
         return _finish(result)
     _apply_overrides(native, options, environ)
+    _check_native(native, options, result, compile_job=compile_job)
+    _check_rungs(native, options, result, compile_job=compile_job)
+    return _finish(result)
+
+
+def _check_native(native: NativeSpec, options: Options, result: Result, *, compile_job: bool) -> None:
+    """Validate, plan and (when valid) compile one whole spec into ``result``."""
+    # lazy, like check_document's: the pipeline's modules load only for the commands that read a spec
+    from vxtrain.planning import bandwidth as planning
+    from vxtrain import model
+    from vxtrain.validation import rules
+    from vxtrain.validation import schema
+
     result.diagnostics += schema.check(native)
     job = model.build(native.data)
     result.job = job
@@ -146,7 +158,42 @@ def check_document(document: Document, options: Options | None = None, result: R
     if compile_job and not dx.has_errors(result.diagnostics):
         _compile(result)
         _price(result, options)
-    return _finish(result)
+
+
+def _check_rungs(native: NativeSpec, options: Options, result: Result, *, compile_job: bool) -> None:
+    """Each rung of ``fallback:`` checked as a whole job (vxtrain.loading.fallback).
+
+    A rung's diagnostics join the spec's, except those rung 0 already has at the same
+    place (a rung that inherits a mistake does not repeat it: fix it once, in the spec).
+    One located outside the rung's own entry (a key it inherits, made wrong by what the
+    rung changed) says which rung in its message.
+    """
+    from vxtrain.loading.fallback import rungs  # lazy: as in check_document
+
+    seen = {_place(d) for d in result.diagnostics}
+    for rung in rungs(native):
+        own = Result(file=result.file, document=result.document, native=rung.spec, strict=result.strict)
+        _check_native(rung.spec, options, own, compile_job=compile_job)
+        entry = rung.spec.where(rung.entry)["path"]
+        own.diagnostics = [d if _inside(d.path, entry) else _in_rung(d, entry, rung.number)
+                           for d in own.diagnostics if _place(d) not in seen]
+        result.diagnostics += own.diagnostics
+        result.fallback.append(own)
+
+
+def _inside(path: str, entry: str) -> bool:
+    """Whether the key path ``path`` is ``entry`` or under it (``fallback[1]`` is not under ``fallback[10]``)."""
+    return path == entry or path.startswith((f"{entry}.", f"{entry}["))
+
+
+def _place(d: Diagnostic) -> tuple[object, ...]:
+    """What makes two diagnostics the same finding: its code and where it points."""
+    return d.code, d.file, d.path, d.line, d.column
+
+
+def _in_rung(d: Diagnostic, entry: str, number: int) -> Diagnostic:
+    """``d`` (about a key the rung inherits) with the rung named in its message."""
+    return replace(d, message=f"in fallback rung {number} ({entry} merged over the spec): {d.message}")
 
 
 def _compile(result: Result) -> None:
