@@ -20,6 +20,7 @@ import grpc
 from vxtrain.backends.emulator import jobservice, logging_service, persistent_resources
 from vxtrain.backends.emulator.faults import Fault, faults_from_env
 from vxtrain.backends.emulator.persistent_resources import ResourceStore
+from vxtrain.backends.emulator.stockouts import DEFAULT_STOCKOUT_AFTER, Stockouts
 from vxtrain.backends.emulator.store import Emulator
 from vxtrain.errors import UsageError, VxtrainError
 
@@ -68,6 +69,11 @@ class EmulatorHandle:
         """Inject a fault at runtime."""
         self.emulator.add_fault(fault)
 
+    @property
+    def stockouts(self) -> Stockouts:
+        """The regions without capacity (``set(region, Shortage.stockout)`` changes one)."""
+        return self.emulator.stockouts
+
     def stop(self, grace: float | None = 0.5) -> None:
         """Stop serving, cancel the jobs still running, and wait until no thread
         or process of the emulator is left (idempotent)."""
@@ -98,7 +104,8 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
                    simulate_seconds: float | None = None, workdir: str | Path | None = None,
                    environ: Mapping[str, str] | None = None, out: TextIO | None = None,
                    max_workers: int = 16, seed: int | None = None,
-                   allow_remote: bool = False) -> EmulatorHandle:
+                   allow_remote: bool = False, stockout: Iterable[str] = (), pending: Iterable[str] = (),
+                   stockout_after: float = DEFAULT_STOCKOUT_AFTER) -> EmulatorHandle:
     """Serve the emulated services (:data:`SERVICES`) on ``host:port`` (0: any free port).
 
     The emulator runs the command of every job it is sent, as this user: a
@@ -109,12 +116,17 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
     (default ``os.environ``). The port is bound exclusively: a taken port
     raises VxtrainError instead of silently sharing it (gRPC enables
     SO_REUSEPORT by default on Linux).
+
+    Jobs created in a ``stockout`` region end FAILED for capacity after
+    ``stockout_after`` seconds PENDING; in a ``pending`` region they stay PENDING
+    until cancelled (vxtrain.backends.emulator.stockouts).
     """
     if not allow_remote:
         refuse_remote(host)
     env = os.environ if environ is None else environ
     emulator = Emulator(faults=[*faults, *faults_from_env(env)], simulate_seconds=simulate_seconds,
-                        workdir=workdir, out=out, seed=seed)
+                        workdir=workdir, out=out, seed=seed,
+                        stockouts=Stockouts(stockout, pending, stockout_after))
     executor = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator")
     server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers(tuple(build(emulator) for build in SERVICES))

@@ -32,6 +32,7 @@ from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS, Fault, FaultPl
 from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
+from vxtrain.backends.emulator.stockouts import RESOURCE_EXHAUSTED, Shortage, Stockouts, stockout_message
 from vxtrain.backends.kinds import JobKind
 from vxtrain.model import LocalSpec
 
@@ -58,11 +59,15 @@ class Emulator:
     states on a timer (spread over that many seconds) and succeed.
     ``workdir``: where relative commands of jobs run (default: the current
     directory at start). ``seed``: seeds the random search of studies.
+    ``stockouts``: the regions without capacity (see vxtrain.backends.emulator.stockouts).
     """
 
     def __init__(self, *, faults: Iterable[Fault | str] = (), simulate_seconds: float | None = None,
-                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None) -> None:
+                 workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
+                 stockouts: Stockouts | None = None) -> None:
         self.faults = FaultPlan()
+        #: Regions where jobs stock out or stay PENDING (changeable while serving).
+        self.stockouts = stockouts or Stockouts()
         for fault in faults:
             self.faults.add(fault)
         self._lock = threading.RLock()
@@ -285,6 +290,10 @@ class Emulator:
         """QUEUED → PENDING → RUNNING → (run or simulate) → terminal state."""
         simulate = self.runner.simulate_seconds
         step = (simulate or 0) / 4 if simulate else STEP_SECONDS
+        shortage = self.stockouts.of(record.job.name)
+        if shortage is not None:
+            self._short(record, shortage, step)
+            return
         for state in (PENDING, RUNNING):
             if record.stop.wait(step) or not self._advance(record, state):
                 self._finish(record, cancelled(record.kind))
@@ -295,3 +304,15 @@ class Emulator:
             outcome = Outcome(FAILED, 13, f"The emulator could not run the job: {exc}")
         self._finish(record, outcome)
 
+
+    def _short(self, record: Record, shortage: Shortage, step: float) -> None:
+        """A job in a region without capacity: PENDING, then FAILED for capacity after
+        ``stockouts.after`` seconds (a stockout), or until cancelled (pending)."""
+        if record.stop.wait(step) or not self._advance(record, PENDING):
+            self._finish(record, cancelled(record.kind))
+            return
+        wait = self.stockouts.after if shortage is Shortage.stockout else None
+        cancel = record.stop.wait(wait)
+        with self._lock:  # a cancel that came as the wait ended wins: the caller asked first
+            failed = Outcome(FAILED, RESOURCE_EXHAUSTED, stockout_message(record.job.name))
+            self._finish(record, cancelled(record.kind) if cancel or record.stop.is_set() else failed)
