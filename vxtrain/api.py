@@ -7,6 +7,7 @@ an API.
 """
 from __future__ import annotations
 
+import functools
 import gc
 import io
 import json
@@ -394,8 +395,11 @@ def compile_job(path: str | Path, options: Options | None = None) -> dict[str, A
 def submit(path: str | Path, options: Options | None = None, *, target: str = "vertex",
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
            progress: Any = None, logs: Any = None, say: Any = None,
-           upload_progress: UploadProgress | None = None) -> dict[str, Any]:
-    """Create the spec's job exactly once (vxtrain.submission) and return its view.
+           upload_progress: UploadProgress | None = None, until_running: bool = False,
+           max_pending: float | None = None, precheck: Any = None) -> dict[str, Any]:
+    """Create the spec's job exactly once (vxtrain.submission) and return its view, with
+    ``attempts``: what each rung of the spec's ``fallback:`` ladder came to
+    (vxtrain.submission.ladder; a spec without one is a ladder of one rung).
 
     ``target``: "vertex" (the regional endpoint, or ``endpoint`` HOST:PORT of an
     emulator) or "local" (an in-process emulator running the job here, always
@@ -403,32 +407,57 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     new log lines (lists of vxtrain.joblogs.Entry) as they arrive. ``say``: where
     retries and notices go, one line at a time (default: the ``vxtrain`` logger).
     ``upload_progress``: watches each large python_package.source upload
-    (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar). Raises
-    SpecError, UsageError, ApiError, and JobFailedError when a followed job fails.
+    (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar).
+    ``until_running``: without ``wait``, follow the job until it is RUNNING (so a
+    stockout before start moves the ladder on). ``max_pending``: seconds a followed job
+    may stay QUEUED/PENDING before it is cancelled and the next rung tried.
+    ``precheck``: a check before each rung's create (vxtrain.submission.ladder.PreCreateCheck,
+    the quota preflight); NoCapacity from it moves the ladder on with nothing created.
+    Raises SpecError, UsageError, ApiError, JobFailedError when a followed job fails,
+    and NoCapacity when every rung of ``fallback:`` ran out of capacity.
     """
     from vxtrain import submission  # lazy: validate and plan never load submission or a backend
+    from vxtrain.submission import ladder as ladders
 
     if target == "local" and endpoint:
         raise UsageError("--target local starts its own emulator; drop --endpoint (or --target local)")
     result = load_job(path, options)
-    job = result.hyperparameter_tuning_job or result.custom_job
-    assert job is not None  # a valid result is compiled
-    project, region = _project_region(result, local=target == "local" or endpoint is not None)
+    local_target = target == "local"
     say = say or submission.log_say
+    follow = ladders.Follow.end if wait or local_target else (
+        ladders.Follow.until_running if until_running else ladders.Follow.none)
+    ladder = ladders.Ladder(key=idempotency_key or uuid.uuid4().hex, explicit=idempotency_key is not None,
+                            follow=follow, max_pending=max_pending, endpoint=endpoint, progress=progress,
+                            logs=logs, say=say, precheck=precheck)
     try:
-        if target == "local":
-            return _submit_local(result, _local_packages(job, result.packages), project, region,
-                                 idempotency_key, progress, logs, say)
-        local = _local_run(result) if endpoint is not None else None  # an emulator runs it here
+        if local_target:
+            return _submit_local(result, ladder)
+        local = endpoint is not None  # an emulator runs it here
+        return ladders.climb(_rungs(result, local=local, say=say, upload_progress=upload_progress), ladder)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
+
+
+def _rungs(result: Result, *, local: bool, say: Any, upload_progress: UploadProgress | None,
+           local_packages: bool = False) -> list[Any]:
+    """The ladder's rungs (vxtrain.submission.ladder.Rung): the spec, then each ``fallback:``
+    entry, each with its own project, region, compiled job and packages."""
+    from vxtrain.submission.ladder import Rung  # lazy: as in submit()
+
+    rungs = []
+    for number, each in enumerate([result, *result.fallback]):
+        job = each.hyperparameter_tuning_job or each.custom_job
+        assert job is not None  # a valid result is compiled, every rung of it
+        project, region = _project_region(each, local=local)
+        if local_packages:
+            job = _local_packages(job, each.packages)
         # Packages are uploaded only once a job is to be created, after the checks that
         # can still refuse it (a persistent resource it does not fit): nothing is pushed
         # for a job that is not created, nor for a re-submit that adopts its job.
-        return submission.submit(job, project=project, region=region, endpoint=endpoint,
-                                 idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs,
-                                 local=local, say=say,
-                                 before_create=lambda: _publish(result, project, say, upload_progress))
-    except InvalidArgumentError as exc:
-        raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
+        publish = None if local_packages else functools.partial(_publish, each, project, say, upload_progress)
+        rungs.append(Rung(number, project, region, job, local=_local_run(each) if local else None,
+                          before_create=publish))
+    return rungs
 
 
 def _publish(result: Result, project: str, say: Any, progress: UploadProgress | None) -> None:
@@ -517,21 +546,18 @@ class _Discard(io.StringIO):
         return len(text)
 
 
-def _submit_local(result: Result, job: dict[str, Any], project: str, region: str,
-                  key: str | None, progress: Any, logs: Any, say: Any) -> dict[str, Any]:
+def _submit_local(result: Result, ladder: Any) -> dict[str, Any]:
     """An in-process emulator running the job with the local runner, followed to the end.
     With ``logs``, the job's lines reach it through the emulator's Logging service
     only (as on Vertex AI), not also straight from the replicas."""
-    from vxtrain import submission  # lazy: as in submit()
-    from vxtrain.backends import open_backend
+    from vxtrain.backends import open_backend  # lazy: as in submit()
+    from vxtrain.submission.ladder import climb
 
-    key = key or uuid.uuid4().hex
     local = _local_run(result)
     with open_backend("local", workdir=local.base_dir,
-                      job_output=_Discard() if logs is not None else None) as backend:
-        return submission.submit(job, project=project, region=region, backend=backend,
-                                 idempotency_key=key, wait=True, progress=progress, logs=logs,
-                                 local=local, say=say)
+                      job_output=_Discard() if ladder.logs is not None else None) as backend:
+        ladder.backend = backend
+        return climb(_rungs(result, local=True, say=ladder.say, upload_progress=None, local_packages=True), ladder)
 
 
 def _local_run(result: Result) -> LocalRun:

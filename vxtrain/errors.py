@@ -8,6 +8,7 @@ line (or a list of diagnostics) and an exit code, never a traceback::
     ├── UsageError                    bad flags or arguments (exit 2)
     ├── LocalRunError                 a local replica failed (exit 3)
     ├── JobFailedError                a followed job ended FAILED/CANCELLED/EXPIRED (exit 3)
+    ├── NoCapacity                    every rung of fallback: was out of capacity (exit 5)
     └── ApiError                      the Job API refused or kept failing (exit 4)
         ├── QuotaError                RESOURCE_EXHAUSTED naming a quota
         ├── PermissionError_          PERMISSION_DENIED / UNAUTHENTICATED
@@ -20,7 +21,7 @@ boundary that meets them (``raise Mapped(msg) from exc``).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -64,6 +65,16 @@ class JobFailedError(VxtrainError):
     def __init__(self, message: str, job: dict[str, object] | None = None) -> None:
         super().__init__(message)
         self.job = job or {}
+
+
+class NoCapacity(VxtrainError):  # noqa: N818 - the name scripts read in the JSON error's "type"
+    """Every rung tried had no capacity (quota, stockout, too long pending); ``attempts`` says each."""
+
+    exit_code = 5
+
+    def __init__(self, message: str, attempts: Sequence[Mapping[str, object]] = ()) -> None:
+        super().__init__(message)
+        self.attempts = [dict(a) for a in attempts]
 
 
 class ApiError(VxtrainError):

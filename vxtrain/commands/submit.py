@@ -9,27 +9,32 @@ google.cloud.aiplatform is imported by the backend only when the call is made.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
 from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
-from vxtrain.errors import JobFailedError, SpecError
+from vxtrain.errors import JobFailedError, SpecError, UsageError
 from vxtrain.runtime.signals import interrupt_on_signals
 
 
 def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
            endpoint: str | None = None, target: c.Target = c.Target.vertex,
-           idempotency_key: str | None = None, wait: bool = False, logs: bool = True) -> int:
-    """Submit the spec's job; 0 when created (or SUCCEEDED with --wait), 3 when it failed.
+           idempotency_key: str | None = None, wait: bool = False, logs: bool = True,
+           until_running: bool = False, max_pending: str | None = None) -> int:
+    """Submit the spec's job; 0 when created (RUNNING with --until-running, SUCCEEDED with
+    --wait), 3 when it failed, 5 when every rung of ``fallback:`` had no capacity.
     While it waits, the job's log lines stream to stderr unless not ``logs``."""
     # lazy: the CLI imports every command at start-up
     from vxtrain.render.packaging import upload_bar
     from vxtrain.render.progress import say
 
     local = target is c.Target.local
+    pending = c.parse_duration_option(max_pending, "--max-pending")
+    if pending is not None and not (wait or until_running or local):
+        raise UsageError("--max-pending needs --wait or --until-running: plain submit does not follow the job")
     if local and not wait:
         say("--target local runs the job in this process: following it to the end")
     # Locally the job's processes are ours: a stop signal must stop them, not orphan them.
@@ -42,7 +47,8 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
         try:
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink,
-                              say=say, upload_progress=upload_bar)
+                              say=say, upload_progress=upload_bar, until_running=until_running,
+                              max_pending=pending)
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
@@ -76,10 +82,18 @@ def register(app: typer.Typer) -> None:
         output: c.OutputOpt = c.OutputFormat.text,
         strict: c.StrictOpt = False,
         no_logs: c.NoLogsOpt = False,
+        until_running: Annotated[bool, typer.Option(
+            "--until-running", help="Without --wait: follow the job until it is RUNNING (exit 0, it keeps "
+                                    "running), so a stockout before start moves the fallback: ladder on.")] = False,
+        max_pending: Annotated[Optional[str], typer.Option(
+            "--max-pending", metavar="DURATION",
+            help="With --wait or --until-running: a job still QUEUED/PENDING after DURATION (90s, 30m) is "
+                 "cancelled and the next fallback: rung tried.")] = None,
         *,
         options: Options,
     ) -> None:
         """Create the CustomJob (exactly once, even across retries); --wait follows it, its log lines on stderr."""
         options.max_hourly_cost = max_hourly_cost
         raise typer.Exit(submit(path, options, output=output, endpoint=endpoint, target=target,
-                                idempotency_key=idempotency_key, wait=wait, logs=not no_logs))
+                                idempotency_key=idempotency_key, wait=wait, logs=not no_logs,
+                                until_running=until_running, max_pending=max_pending))
