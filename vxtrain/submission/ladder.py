@@ -125,11 +125,19 @@ class Ladder:
     say: Say = log_say
     precheck: PreCreateCheck | None = None
     attempts: list[Attempt] = field(default_factory=list)
+    #: How many rungs the ladder has (set by ``climb``).
+    size: int = 1
 
     def record(self, rung: Rung, view: dict[str, Any] | None, outcome: Outcome) -> None:
         """Note what became of ``rung`` (its job's ``view``, None when none was made)."""
         name, state = (view["name"], view["state"]) if view else (None, None)
         self.attempts.append(Attempt(rung.number, rung.region, name, state, outcome))
+
+    def moved(self, rung: Rung, why: str) -> None:
+        """Say why the ladder leaves ``rung`` (a spec without ``fallback:`` says it in its error)."""
+        if self.size > 1:
+            after = "moving on" if rung.number < self.size - 1 else "it was the last rung"
+            self.say(f"rung {rung.number} ({rung.region}): {why}; {after}")
 
 
 def climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
@@ -142,6 +150,7 @@ def climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
     the QuotaError (exit 4) and a stockout the JobFailedError (exit 3), each saying
     it was capacity and what ``fallback:`` would do.
     """
+    ladder.size = len(rungs)
     start = _resume(rungs, ladder) if ladder.explicit and len(rungs) > 1 else 0
     if isinstance(start, dict):
         return start  # the live (or succeeded) job of a rung already tried
@@ -163,7 +172,7 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
             ladder.precheck(rung)
         except errors.NoCapacity as short:
             ladder.record(rung, None, Outcome.quota)
-            ladder.say(f"rung {rung.number} ({rung.region}): {short}; nothing created, moving on")
+            ladder.moved(rung, f"{short}; nothing created")
             return None, short
     try:
         with using(ladder.backend, rung.region, ladder.endpoint) as api:
@@ -176,8 +185,7 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
         if not QUOTA_TEXT.search(str(refused)):
             raise  # RESOURCE_EXHAUSTED that is not a quota (a rate limit): not capacity
         ladder.record(rung, None, Outcome.quota)
-        ladder.say(f"rung {rung.number} ({rung.region}): the create was refused for quota ({refused}); "
-                   "nothing created, moving on")
+        ladder.moved(rung, f"the create was refused for quota ({refused}); nothing created")
         return None, refused
 
 
@@ -191,8 +199,8 @@ def _after_create(rung: Rung, ladder: Ladder, api: JobBackend, view: dict[str, A
         final = _cancel_pending(api, final, ladder)
         if final["state"] == "JOB_STATE_CANCELLED":
             ladder.record(rung, final, Outcome.pending_timeout)
-            ladder.say(f"rung {rung.number} ({rung.region}): {final['name']} was still waiting for "
-                       f"machines after {ladder.max_pending:.0f} s; cancelled it, moving on")
+            ladder.moved(rung, f"{final['name']} was still waiting for machines after "
+                               f"{ladder.max_pending:g} s; cancelled it")
             return None, errors.JobFailedError(f"{final['name']} waited too long for machines", final)
     return _judge(rung, ladder, final)
 
@@ -205,8 +213,7 @@ def _judge(rung: Rung, ladder: Ladder, final: dict[str, Any]) -> tuple[
     if capacity is not None:
         ladder.record(rung, final, capacity)
         why = (final.get("error") or {}).get("message", "")
-        ladder.say(f"rung {rung.number} ({rung.region}): {final['name']} ended {state} for capacity "
-                   f"({why}); moving on")
+        ladder.moved(rung, f"{final['name']} ended {state} for capacity ({why})")
         return None, errors.JobFailedError(f"{final['name']} ended {state}: {why}", final)
     if state == "JOB_STATE_SUCCEEDED":
         return _stop(rung, ladder, final, Outcome.succeeded), None
@@ -266,7 +273,7 @@ def _follow(api: JobBackend, view: dict[str, Any], ladder: Ladder) -> dict[str, 
 def _cancel_pending(api: JobBackend, view: dict[str, Any], ladder: Ladder) -> dict[str, Any]:
     """Cancel a job still waiting for machines and follow it until it has ended: the next
     rung is created only once this one is seen CANCELLED (never two rungs alive)."""
-    ladder.say(f"{view['name']} is still {view['state']} after {ladder.max_pending:.0f} s "
+    ladder.say(f"{view['name']} is still {view['state']} after {ladder.max_pending:g} s "
                "(--max-pending): cancelling it")
     cancel(view["name"], backend=api, backoff=ladder.backoff, say=ladder.say)
     final = wait_job(view["name"], backend=api, backoff=ladder.backoff, poll=ladder.poll,
