@@ -36,11 +36,15 @@ def emulator() -> Iterator[EmulatorHandle]:
         handle.stop(grace=None)
 
 
-def spec(tmp_path: Path, *, fallback: bool = True, command: str = "true") -> Path:
-    """A one-replica job in us-central1 with two fallback rungs: us-east1, europe-west4."""
-    text = {"display_name": "ladder", "project": PROJECT, "region": REGIONS[0],
-            "chief": {"machine_type": "n1-standard-4", "image": "us-docker.pkg.dev/p/r/train:1",
-                      "command": [command]}}
+def spec(tmp_path: Path, *, fallback: bool = True, command: str = "true", study: bool = False) -> Path:
+    """A one-replica job in us-central1 with two fallback rungs: us-east1, europe-west4
+    (with ``study``, a two-trial HyperparameterTuningJob)."""
+    text: dict[str, Any] = {"display_name": "ladder", "project": PROJECT, "region": REGIONS[0],
+                            "chief": {"machine_type": "n1-standard-4", "image": "us-docker.pkg.dev/p/r/train:1",
+                                      "command": [command]}}
+    if study:
+        text["study"] = {"metric": {"id": "accuracy", "goal": "maximize"}, "max_trials": 2, "parallel_trials": 1,
+                         "parameters": {"lr": {"type": "discrete", "values": [0.01, 0.1]}}}
     if fallback:
         text["fallback"] = [{"region": REGIONS[1]}, {"region": REGIONS[2]}]
     path = tmp_path / "ladder.yaml"
@@ -48,10 +52,10 @@ def spec(tmp_path: Path, *, fallback: bool = True, command: str = "true") -> Pat
     return path
 
 
-def listed(handle: EmulatorHandle) -> list[dict[str, Any]]:
-    """Every CustomJob in every rung's region, as the Job API lists them, oldest first."""
+def listed(handle: EmulatorHandle, *, tuning: bool = False) -> list[dict[str, Any]]:
+    """Every CustomJob (or tuning job) in every rung's region, as the Job API lists them, oldest first."""
     jobs = [j for region in REGIONS
-            for j in submission.list_jobs(project=PROJECT, region=region, endpoint=handle.address)]
+            for j in submission.list_jobs(project=PROJECT, region=region, endpoint=handle.address, tuning=tuning)]
     return sorted(jobs, key=lambda j: _time(j["create_time"]))
 
 
@@ -163,6 +167,20 @@ def test_a_code_failure_ends_the_ladder_with_exit_3(tmp_path: Path, capsys: pyte
     assert code == 3, err
     assert outcomes(doc) == [(0, "failed")] and doc["state"] == "JOB_STATE_FAILED"
     assert [region_of(j) for j in jobs] == [REGIONS[0]]
+
+
+def test_a_study_takes_the_same_ladder(emulator: EmulatorHandle, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    emulator.stockouts.set(REGIONS[0], Shortage.stockout)
+    code, doc, err = submit(capsys, spec(tmp_path, study=True), emulator, "--wait")
+    assert code == 0, err
+    assert outcomes(doc) == [(0, "stockout"), (1, "succeeded")]
+    assert "/hyperparameterTuningJobs/" in doc["name"]
+    jobs = listed(emulator, tuning=True)
+    assert [(region_of(j), j["state"]) for j in jobs] == [
+        (REGIONS[0], "JOB_STATE_FAILED"), (REGIONS[1], "JOB_STATE_SUCCEEDED")]
+    assert listed(emulator) == []  # no CustomJob of its own
+    never_two_alive(jobs)
 
 
 # --- without fallback: the earlier contract, with a hint ---------------------------------------
