@@ -203,6 +203,25 @@ def test_without_fallback_a_stockout_is_still_exit_3(emulator: EmulatorHandle, t
     assert len(listed(emulator)) == 1
 
 
+def test_without_fallback_pending_too_long_is_exit_3_and_cancelled(
+        emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    emulator.stockouts.set(REGIONS[0], Shortage.pending)
+    code, doc, err = submit(capsys, spec(tmp_path, fallback=False), emulator, "--until-running",
+                            "--max-pending", "0.3")
+    assert code == 3, err
+    assert doc["state"] == "JOB_STATE_CANCELLED" and outcomes(doc) == [(0, "pending-timeout")]
+    assert "a `fallback:` list in the spec" in err
+    assert [j["state"] for j in listed(emulator)] == ["JOB_STATE_CANCELLED"]
+
+
+def test_the_text_output_lists_the_rungs(emulator: EmulatorHandle, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    emulator.add_fault("create:quota:1")
+    code, out, err = run(capsys, "submit", str(spec(tmp_path)), "--endpoint", emulator.address, "--until-running")
+    assert code == 0, err
+    assert "rung 0 (us-central1): quota\nrung 1 (us-east1): started — projects/p/locations/us-east1/" in out
+
+
 # --- re-runs with the same key ------------------------------------------------------------------
 
 def test_a_rerun_after_success_creates_nothing(emulator: EmulatorHandle, tmp_path: Path,

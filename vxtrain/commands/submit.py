@@ -38,7 +38,8 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
     if local and not wait:
         say("--target local runs the job in this process: following it to the end")
     # Locally the job's processes are ours: a stop signal must stop them, not orphan them.
-    with interrupt_on_signals() if local else nullcontext(), c.progress(wait or local) as progress:
+    # --until-running follows the job too (to RUNNING): its states show as they change.
+    with interrupt_on_signals() if local else nullcontext(), c.progress(wait or local or until_running) as progress:
         sink = progress.log if progress is not None and logs else None
         if local and sink is None:
             # Given no sink, the in-process emulator prints the replicas' output to
