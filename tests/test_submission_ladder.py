@@ -20,7 +20,7 @@ from vxtrain import errors
 from vxtrain import submission
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.stockouts import Shortage
-from vxtrain.submission.ladder import Rung
+from vxtrain.submission.ladder import Outcome, Rung, capacity_outcome
 
 PROJECT = "p"
 REGIONS = ("us-central1", "us-east1", "europe-west4")
@@ -331,3 +331,23 @@ def test_max_pending_without_following_is_a_usage_error(emulator: EmulatorHandle
     code, doc, _ = submit(capsys, spec(tmp_path), emulator, "--max-pending", "10s")
     assert code == 2 and "--max-pending needs --wait or --until-running" in doc["error"]["message"]
     assert listed(emulator) == []
+
+
+# --- what counts as capacity --------------------------------------------------------------------
+
+@pytest.mark.parametrize(("state", "error", "expected"), [
+    ("JOB_STATE_FAILED", {"code": 8, "message": "Resources are insufficient in region: us-central1."}, Outcome.stockout),
+    ("JOB_STATE_FAILED", {"code": 8, "message": ""}, Outcome.stockout),
+    ("JOB_STATE_FAILED", {"code": 13, "message": "ZONE_RESOURCE_POOL_EXHAUSTED: STOCKOUT"}, Outcome.stockout),
+    ("JOB_STATE_FAILED", {"code": 8, "message": "The following quota metrics exceed quota limits: "
+                                                "aiplatform.googleapis.com/custom_model_training_nvidia_k80_gpus"},
+     Outcome.quota),
+    ("JOB_STATE_FAILED", {"code": 3, "message": "The following quotas are exceeded: "
+                                                "CustomModelTrainingT4GPUsPerProjectPerRegion"}, Outcome.quota),
+    ("JOB_STATE_FAILED", {"code": 3, "message": "The replica workerpool0-0 exited with a non-zero status of 1."},
+     None),
+    ("JOB_STATE_CANCELLED", {"code": 1, "message": "CustomJob was cancelled."}, None),
+    ("JOB_STATE_SUCCEEDED", {}, None),
+])
+def test_capacity_is_the_code_or_the_words(state: str, error: dict[str, Any], expected: Outcome | None) -> None:
+    assert capacity_outcome({"state": state, "error": error}) is expected

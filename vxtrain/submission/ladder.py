@@ -174,19 +174,19 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
             ladder.record(rung, None, Outcome.quota)
             ladder.moved(rung, f"{short}; nothing created")
             return None, short
-    try:
-        with using(ladder.backend, rung.region, ladder.endpoint) as api:
+    with using(ladder.backend, rung.region, ladder.endpoint) as api:
+        try:
             view = submit(rung.job, project=rung.project, region=rung.region, backend=api,
                           idempotency_key=ladder.key, backoff=ladder.backoff, local=rung.local,
                           say=ladder.say, before_create=rung.before_create,
                           labels={RUNG_LABEL: str(rung.number)} if labelled else None)
-            return _after_create(rung, ladder, api, view)
-    except errors.QuotaError as refused:
-        if not QUOTA_TEXT.search(str(refused)):
-            raise  # RESOURCE_EXHAUSTED that is not a quota (a rate limit): not capacity
-        ladder.record(rung, None, Outcome.quota)
-        ladder.moved(rung, f"the create was refused for quota ({refused}); nothing created")
-        return None, refused
+        except errors.QuotaError as refused:
+            if not QUOTA_TEXT.search(str(refused)):
+                raise  # RESOURCE_EXHAUSTED that is not a quota (a rate limit): not capacity
+            ladder.record(rung, None, Outcome.quota)
+            ladder.moved(rung, f"the create was refused for quota ({refused}); nothing created")
+            return None, refused
+        return _after_create(rung, ladder, api, view)
 
 
 def _after_create(rung: Rung, ladder: Ladder, api: JobBackend, view: dict[str, Any]) -> tuple[
