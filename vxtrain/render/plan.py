@@ -7,11 +7,11 @@ the planners' text).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rich.markup import escape
 
 from vxtrain.api import Result
+from vxtrain.model import Pool
 from vxtrain.render import bandwidth, console, cost, diagnostics_text
 from vxtrain.render.packaging import package_lines
 from vxtrain.render.study import search_space_lines
@@ -85,7 +85,7 @@ def _rung_line(rung: Result) -> str:
     return f"{job.region or '(no region)'} · {pools} · {price} · {strategy}"
 
 
-def _pool_text(pool: Any) -> str:
+def _pool_text(pool: Pool) -> str:
     """``workers 2 x a2-highgpu-8g + 8 x NVIDIA_TESLA_A100`` (replicas x machine, accelerators per node)."""
     text = f"{pool.role} {pool.replicas or 1} x {pool.machine_type}"
     if pool.accelerator is not None:
