@@ -50,6 +50,8 @@ class Record:
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
     history: list[JobState] = field(default_factory=list)
+    #: The capacity its region lacked when it was created (None: it gets its machines).
+    shortage: Shortage | None = None
 
 
 class Emulator:
@@ -177,7 +179,8 @@ class Emulator:
             if self._closed:
                 raise RpcError(grpc.StatusCode.UNAVAILABLE, "The service is shutting down.")
             job.name = f"projects/{project}/locations/{location}/{kind.collection}/{self._new_id()}"
-            record = Record(kind, job, seq=next(self._seq))
+            # Read at create: a region given capacity back later does not rescue the job.
+            record = Record(kind, job, seq=next(self._seq), shortage=self.stockouts.of(job.name))
             self._records[job.name] = record
             self._set_state(record, QUEUED, created=True)
             answer = copy(job)
@@ -290,9 +293,8 @@ class Emulator:
         """QUEUED → PENDING → RUNNING → (run or simulate) → terminal state."""
         simulate = self.runner.simulate_seconds
         step = (simulate or 0) / 4 if simulate else STEP_SECONDS
-        shortage = self.stockouts.of(record.job.name)
-        if shortage is not None:
-            self._short(record, shortage, step)
+        if record.shortage is not None:
+            self._short(record, record.shortage, step)
             return
         for state in (PENDING, RUNNING):
             if record.stop.wait(step) or not self._advance(record, state):
