@@ -45,7 +45,7 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
            progress: ProgressFn | None = None, check: bool = True,
            logs: LogSink | None = None, local: LocalRun | None = None, say: Say = log_say,
            before_create: Callable[[], object] | None = None,
-           labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+           labels: Mapping[str, str] | None = None, explicit: bool | None = None) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
     to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED;
@@ -62,6 +62,9 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
     ``before_create`` runs after that check, once a job is to be created (the API
     uploads the job's packages there). ``labels``: more labels that, with the key, name
     the job (a fallback rung's number; see vxtrain.submission.create.create_once).
+    ``explicit``: whether the key is the caller's own, so the job it already labels is
+    adopted (default: whether a key was given; the fallback ladder passes a key of its
+    own to every rung, and says whether the user chose it).
     """
     with using(backend, region, endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
@@ -73,9 +76,9 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
             if before_create is not None:
                 before_create()
 
-        job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key,
-                                   explicit=idempotency_key is not None, backoff=retry, say=say, local=local,
-                                   before_create=fits, labels=labels)
+        mine = idempotency_key is not None if explicit is None else explicit
+        job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key, explicit=mine,
+                                   backoff=retry, say=say, local=local, before_create=fits, labels=labels)
         view = job_view(job, emulated=api.emulated, adopted=adopted)
         if not wait:
             return view

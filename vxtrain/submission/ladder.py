@@ -177,7 +177,8 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
     with using(ladder.backend, rung.region, ladder.endpoint) as api:
         try:
             view = submit(rung.job, project=rung.project, region=rung.region, backend=api,
-                          idempotency_key=ladder.key, backoff=ladder.backoff, local=rung.local,
+                          idempotency_key=ladder.key, explicit=ladder.explicit, backoff=ladder.backoff,
+                          local=rung.local,
                           say=ladder.say, before_create=rung.before_create,
                           labels={RUNG_LABEL: str(rung.number)} if labelled else None)
         except errors.QuotaError as refused:
