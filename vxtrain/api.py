@@ -180,6 +180,9 @@ def _check_rungs(native: NativeSpec, options: Options, result: Result, *, compil
                            for d in own.diagnostics if _place(d) not in seen]
         result.diagnostics += own.diagnostics
         result.fallback.append(own)
+    if any(dx.has_errors(rung.diagnostics) for rung in result.fallback):
+        # A bad rung makes the whole spec invalid: no job to send, not even rung 0's.
+        result.custom_job = result.hyperparameter_tuning_job = None
 
 
 def _inside(path: str, entry: str) -> bool:
