@@ -351,3 +351,10 @@ def test_max_pending_without_following_is_a_usage_error(emulator: EmulatorHandle
 ])
 def test_capacity_is_the_code_or_the_words(state: str, error: dict[str, Any], expected: Outcome | None) -> None:
     assert capacity_outcome({"state": state, "error": error}) is expected
+
+
+def test_target_local_climbs_the_same_ladder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--target local: an in-process emulator with capacity everywhere; rung 0 runs, once."""
+    code, doc, err = run(capsys, "submit", str(spec(tmp_path)), "--target", "local", "-o", "json", "--no-logs")
+    assert code == 0, err
+    assert outcomes(doc) == [(0, "succeeded")] and region_of(doc) == REGIONS[0]
