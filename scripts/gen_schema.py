@@ -129,6 +129,19 @@ schema = {
     "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg, "reservation": reservation},
 }
 
+# fallback: each entry is an overlay on the spec (as -f), any top-level key but fallback
+# itself. Only the keys are checked here: an overlay is partial (accelerator: {count: 8}
+# alone is a good one), so each rung is checked as a whole job once merged (api._check_rungs).
+schema["properties"]["fallback"] = {
+    "type": "array", "minItems": 1,
+    "description": "Alternatives tried in order when the job cannot get its machines (quota, stockout, "
+                   "too long pending): each entry is an overlay on the spec (deep-merged as -f), not on the previous entry.",
+    "items": {"type": "object", "additionalProperties": False,
+              "description": "An overlay on the spec: mappings merge key by key, lists and scalars replace, null deletes.",
+              "properties": {key: {"description": f"Replaces or merges into the spec's {key}."}
+                             for key in schema["properties"]}},
+}
+
 
 def build() -> dict:
     """The schema as a dict."""

@@ -63,3 +63,24 @@ def test_seed_makes_the_emulators_random_trials_reproducible(tmp_path: Path) -> 
             runs.append(_trial_parameters(address, spec))
     assert runs[0] == runs[1]
     assert len(runs[0]) == 3 and len({repr(p) for p in runs[0]}) > 1
+
+
+def test_stockout_and_pending_flags_as_a_user_starts_them() -> None:
+    """`--stockout us-east1 --stockout-after 0.2 --pending europe-west4`: the real client sees
+    a job in us-east1 end FAILED with code 8, and one in europe-west4 stay PENDING."""
+    job = {"displayName": "short", "jobSpec": {"workerPoolSpecs": [{
+        "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+        "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/t:1", "command": ["true"]}}]}}
+    from vxtrain import submission  # here: only this test talks to a job API
+
+    with emulator("--simulate", "0.2", "--stockout", "us-east1", "--stockout-after", "0.2",
+                  "--pending", "europe-west4") as address:
+        failed = submission.submit(job, project="p", region="us-east1", endpoint=address, wait=True, check=False)
+        pending = submission.submit(job, project="p", region="europe-west4", endpoint=address)
+        later = submission.wait_job(pending["name"], endpoint=address, timeout=0.6,
+                                    until=lambda view, elapsed: elapsed >= 0.5)
+        submission.cancel(pending["name"], endpoint=address)
+    assert failed["state"] == "JOB_STATE_FAILED"
+    assert failed["error"] == {"code": 8, "message": "Resources are insufficient in region: us-east1. "
+                                                     "Please try a different region."}
+    assert later["state"] == "JOB_STATE_PENDING"

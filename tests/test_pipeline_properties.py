@@ -19,7 +19,7 @@ _KEYS = ["display_name", "chief", "workers", "parameter_servers", "reduction_ser
          "parameters", "max_trials", "parallel_trials", "extra", "python_package", "local",
          "workerPoolSpecs", "machineSpec", "machineType", "replicaCount", "containerSpec",
          "imageUri", "jobSpec", "trainingInput", "scaleTier", "masterType", "workerCount",
-         "masterConfig", "acceleratorConfig", "region", "project", "xyz"]
+         "masterConfig", "acceleratorConfig", "region", "project", "fallback", "xyz"]
 _SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-2, 64), st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=8),

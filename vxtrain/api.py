@@ -7,6 +7,7 @@ an API.
 """
 from __future__ import annotations
 
+import functools
 import gc
 import io
 import json
@@ -68,6 +69,9 @@ class Result:
     strict: bool = False
     #: python_package.source folders and their URIs (vxtrain.packaging.jobs.Package)
     packages: list[Any] = field(default_factory=list)
+    #: The rungs of ``fallback:`` (1, 2, ...), each a Result of its own whole spec;
+    #: their diagnostics are also in this one's (see ``_check_rungs``).
+    fallback: list[Result] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -119,12 +123,8 @@ def check_document(document: Document, options: Options | None = None, result: R
     """The pipeline from a loaded document on (normalize, validate, plan, compile)."""
     # Lazy, like _load's and _compile's: every CLI command imports this module at
     # start-up, and the pipeline (~60 ms of imports) is for the commands that read a spec.
-    from vxtrain.planning import bandwidth as planning
     from vxtrain import formats
     from vxtrain.formats import package_flags
-    from vxtrain import model
-    from vxtrain.validation import rules
-    from vxtrain.validation import schema
 
     options = options or Options()
     environ = os.environ if options.environ is None else options.environ
@@ -137,6 +137,19 @@ def check_document(document: Document, options: Options | None = None, result: R
     if native is None:
         return _finish(result)
     _apply_overrides(native, options, environ)
+    _check_native(native, options, result, compile_job=compile_job)
+    _check_rungs(native, options, result, compile_job=compile_job)
+    return _finish(result)
+
+
+def _check_native(native: NativeSpec, options: Options, result: Result, *, compile_job: bool) -> None:
+    """Validate, plan and (when valid) compile one whole spec into ``result``."""
+    # lazy, like check_document's: the pipeline's modules load only for the commands that read a spec
+    from vxtrain.planning import bandwidth as planning
+    from vxtrain import model
+    from vxtrain.validation import rules
+    from vxtrain.validation import schema
+
     result.diagnostics += schema.check(native)
     job = model.build(native.data)
     result.job = job
@@ -147,7 +160,45 @@ def check_document(document: Document, options: Options | None = None, result: R
     if compile_job and not dx.has_errors(result.diagnostics):
         _compile(result)
         _price(result, options)
-    return _finish(result)
+
+
+def _check_rungs(native: NativeSpec, options: Options, result: Result, *, compile_job: bool) -> None:
+    """Each rung of ``fallback:`` checked as a whole job (vxtrain.loading.fallback).
+
+    A rung's diagnostics join the spec's, except those rung 0 already has at the same
+    place (a rung that inherits a mistake does not repeat it: fix it once, in the spec).
+    One located outside the rung's own entry (a key it inherits, made wrong by what the
+    rung changed) says which rung in its message.
+    """
+    from vxtrain.loading.fallback import rungs  # lazy: as in check_document
+
+    seen = {_place(d) for d in result.diagnostics}
+    for rung in rungs(native):
+        own = Result(file=result.file, document=result.document, native=rung.spec, strict=result.strict)
+        _check_native(rung.spec, options, own, compile_job=compile_job)
+        entry = rung.spec.where(rung.entry)["path"]
+        own.diagnostics = [d if _inside(d.path, entry) else _in_rung(d, entry, rung.number)
+                           for d in own.diagnostics if _place(d) not in seen]
+        result.diagnostics += own.diagnostics
+        result.fallback.append(own)
+    if any(dx.has_errors(rung.diagnostics) for rung in result.fallback):
+        # A bad rung makes the whole spec invalid: no job to send, not even rung 0's.
+        result.custom_job = result.hyperparameter_tuning_job = None
+
+
+def _inside(path: str, entry: str) -> bool:
+    """Whether the key path ``path`` is ``entry`` or under it (``fallback[1]`` is not under ``fallback[10]``)."""
+    return path == entry or path.startswith((f"{entry}.", f"{entry}["))
+
+
+def _place(d: Diagnostic) -> tuple[object, ...]:
+    """What makes two diagnostics the same finding: its code and where it points."""
+    return d.code, d.file, d.path, d.line, d.column
+
+
+def _in_rung(d: Diagnostic, entry: str, number: int) -> Diagnostic:
+    """``d`` (about a key the rung inherits) with the rung named in its message."""
+    return replace(d, message=f"in fallback rung {number} ({entry} merged over the spec): {d.message}")
 
 
 def _compile(result: Result) -> None:
@@ -348,9 +399,12 @@ def compile_job(path: str | Path, options: Options | None = None) -> dict[str, A
 def submit(path: str | Path, options: Options | None = None, *, target: str = "vertex",
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
            progress: Any = None, logs: Any = None, say: Any = None,
-           upload_progress: UploadProgress | None = None, quota_check: bool = True,
+           upload_progress: UploadProgress | None = None, until_running: bool = False,
+           max_pending: float | None = None, quota_check: bool = True,
            gpus: GpuOptions | None = None) -> dict[str, Any]:
-    """Create the spec's job exactly once (vxtrain.submission) and return its view.
+    """Create the spec's job exactly once (vxtrain.submission) and return its view, with
+    ``attempts``: what each rung of the spec's ``fallback:`` ladder came to
+    (vxtrain.submission.ladder; a spec without one is a ladder of one rung).
 
     ``target``: "vertex" (the regional endpoint, or ``endpoint`` HOST:PORT of an
     emulator) or "local" (an in-process emulator running the job here, always
@@ -358,40 +412,45 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     new log lines (lists of vxtrain.joblogs.Entry) as they arrive. ``say``: where
     retries and notices go, one line at a time (default: the ``vxtrain`` logger).
     ``upload_progress``: watches each large python_package.source upload
-    (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar). ``quota_check``:
-    set the job's needs against the project's quota limits first (vxtrain.submission.quota).
-    ``gpus``: how a ``local`` run hands out this host's GPUs (vxtrain.runtime.gpus).
-    Raises SpecError, UsageError, ApiError, NoCapacity (a need above a limit: nothing
-    created), GpuShortageError (``local``, before the job is created) and JobFailedError
-    when a followed job fails.
+    (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar).
+    ``until_running``: without ``wait``, follow the job until it is RUNNING (so a
+    stockout before start moves the ladder on). ``max_pending``: seconds a followed job
+    may stay QUEUED/PENDING before it is cancelled and the next rung tried.
+    ``quota_check``: set each rung's needs against the project's quota limits before its
+    create (vxtrain.submission.quota); a need above a limit moves the ladder on with
+    nothing created. ``gpus``: how a ``local`` run hands out this host's GPUs
+    (vxtrain.runtime.gpus). Raises SpecError, UsageError, ApiError, GpuShortageError
+    (``local``, before the job is created), JobFailedError when a followed job fails,
+    and NoCapacity when every rung ran out of capacity (a spec without ``fallback:``:
+    when the quota preflight found a need above a limit, nothing created).
     """
     from vxtrain import submission  # lazy: validate and plan never load submission or a backend
+    from vxtrain.submission import ladder as ladders
 
     if target == "local" and endpoint:
         raise UsageError("--target local starts its own emulator; drop --endpoint (or --target local)")
     if target != "local" and gpus is not None:
         raise UsageError("--gpus, --share-gpus and --no-gpus are for local runs: add --target local, or drop them")
     result = load_job(path, options)
-    job = result.hyperparameter_tuning_job or result.custom_job
-    assert job is not None  # a valid result is compiled
-    project, region = _project_region(result, local=target == "local" or endpoint is not None)
+    local_target = target == "local"
     say = say or submission.log_say
+    follow = ladders.Follow.end if wait or local_target else (
+        ladders.Follow.until_running if until_running else ladders.Follow.none)
+    ladder = ladders.Ladder(key=idempotency_key or uuid.uuid4().hex, explicit=idempotency_key is not None,
+                            follow=follow, max_pending=max_pending, endpoint=endpoint, progress=progress,
+                            logs=logs, say=say, quota_check=quota_check)
     try:
-        if target == "local":
-            return _submit_local(result, _local_packages(job, result.packages), project, region,
-                                 idempotency_key, progress, logs, say, quota_check, gpus)
-        local = _local_run(result) if endpoint is not None else None  # an emulator runs it here
-        # Packages are uploaded only once a job is to be created, after the checks that
-        # can still refuse it (a persistent resource it does not fit): nothing is pushed
-        # for a job that is not created, nor for a re-submit that adopts its job.
-        return submission.submit(job, project=project, region=region, endpoint=endpoint,
-                                 idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs,
-                                 local=local, say=say, quota_check=quota_check,
-                                 before_create=lambda: _publish(result, project, say, upload_progress))
+        if local_target:
+            return _submit_local(result, ladder, gpus)
+        local = endpoint is not None  # an emulator runs it here
+        return ladders.climb(_rungs(result, local=local, say=say, upload_progress=upload_progress), ladder)
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
-    except NoCapacity as exc:  # the quota preflight: point at the first pool that needs the quota
-        raise NoCapacity(f"{exc}{_spec_location(result, str(exc))}", exc.report) from exc
+    except NoCapacity as exc:
+        if exc.report is None:  # the ladder ran out: its attempts say where
+            raise
+        # the quota preflight of a spec without fallback: point at the first pool that needs it
+        raise NoCapacity(f"{exc}{_spec_location(result, str(exc))}", exc.report, exc.attempts) from exc
 
 
 def quota(path: str | Path, options: Options | None = None, *, endpoint: str | None = None,
@@ -408,6 +467,28 @@ def quota(path: str | Path, options: Options | None = None, *, endpoint: str | N
     project, region = _project_region(result, local=endpoint is not None)
     with open_backend(region=region, endpoint=endpoint) as backend:
         return submission.preflight(backend, job, project=project, region=region, say=say or submission.log_say)
+
+
+def _rungs(result: Result, *, local: bool, say: Any, upload_progress: UploadProgress | None,
+           local_packages: bool = False) -> list[Any]:
+    """The ladder's rungs (vxtrain.submission.ladder.Rung): the spec, then each ``fallback:``
+    entry, each with its own project, region, compiled job and packages."""
+    from vxtrain.submission.ladder import Rung  # lazy: as in submit()
+
+    rungs = []
+    for number, each in enumerate([result, *result.fallback]):
+        job = each.hyperparameter_tuning_job or each.custom_job
+        assert job is not None  # a valid result is compiled, every rung of it
+        project, region = _project_region(each, local=local)
+        if local_packages:
+            job = _local_packages(job, each.packages)
+        # Packages are uploaded only once a job is to be created, after the checks that
+        # can still refuse it (a persistent resource it does not fit): nothing is pushed
+        # for a job that is not created, nor for a re-submit that adopts its job.
+        publish = None if local_packages else functools.partial(_publish, each, project, say, upload_progress)
+        rungs.append(Rung(number, project, region, job, local=_local_run(each) if local else None,
+                          before_create=publish))
+    return rungs
 
 
 def _publish(result: Result, project: str, say: Any, progress: UploadProgress | None) -> None:
@@ -496,26 +577,22 @@ class _Discard(io.StringIO):
         return len(text)
 
 
-def _submit_local(result: Result, job: dict[str, Any], project: str, region: str,
-                  key: str | None, progress: Any, logs: Any, say: Any, quota_check: bool,
-                  gpus: GpuOptions | None) -> dict[str, Any]:
+def _submit_local(result: Result, ladder: Any, gpus: GpuOptions | None) -> dict[str, Any]:
     """An in-process emulator running the job with the local runner, followed to the end.
     With ``logs``, the job's lines reach it through the emulator's Logging service
     only (as on Vertex AI), not also straight from the replicas. The job is checked
     against this host's GPUs first: too few, and nothing is created (GpuShortageError)."""
-    from vxtrain import submission  # lazy: as in submit()
-    from vxtrain.backends import open_backend
+    from vxtrain.backends import open_backend  # lazy: as in submit()
     from vxtrain.runtime.gpus import GpuOptions, resolve
+    from vxtrain.submission.ladder import climb
 
     gpus = gpus or GpuOptions()
     resolve(result.job, gpus)  # the emulator hands out the same GPUs: refuse here, before a create
-    key = key or uuid.uuid4().hex
     local = _local_run(result)
     with open_backend("local", workdir=local.base_dir, gpus=gpus,
-                      job_output=_Discard() if logs is not None else None) as backend:
-        return submission.submit(job, project=project, region=region, backend=backend,
-                                 idempotency_key=key, wait=True, progress=progress, logs=logs,
-                                 local=local, say=say, quota_check=quota_check)
+                      job_output=_Discard() if ladder.logs is not None else None) as backend:
+        ladder.backend = backend
+        return climb(_rungs(result, local=True, say=ladder.say, upload_progress=None, local_packages=True), ladder)
 
 
 def _local_run(result: Result) -> LocalRun:

@@ -97,7 +97,11 @@ def _error_document(exc: VxtrainError) -> None:
                                 "message": str(exc)}
     if isinstance(exc, SpecError):
         error["diagnostics"] = [d.to_json() for d in exc.diagnostics]
-    emit_json({"error": error})
+    document: dict[str, object] = {"error": error}
+    attempts = getattr(exc, "attempts", None)  # NoCapacity: what each rung of fallback: did
+    if attempts:
+        document["attempts"] = attempts
+    emit_json(document)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

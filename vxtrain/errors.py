@@ -9,7 +9,9 @@ line (or a list of diagnostics) and an exit code, never a traceback::
     ├── UsageError                    bad flags or arguments (exit 2)
     ├── LocalRunError                 a local replica failed (exit 3)
     ├── JobFailedError                a followed job ended FAILED/CANCELLED/EXPIRED (exit 3)
-    ├── NoCapacity                    a quota below the job's need, seen before creating (exit 5)
+    ├── NoCapacity                    the job cannot get its machines (exit 5): the quota
+    │                                 preflight found a need above a limit, or every rung
+    │                                 of fallback: ran out of capacity
     └── ApiError                      the Job API refused or kept failing (exit 4)
         ├── QuotaError                RESOURCE_EXHAUSTED naming a quota
         ├── PermissionError_          PERMISSION_DENIED / UNAUTHENTICATED
@@ -22,7 +24,7 @@ boundary that meets them (``raise Mapped(msg) from exc``).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -76,13 +78,16 @@ class JobFailedError(VxtrainError):
 
 class NoCapacity(VxtrainError):  # noqa: N818 - the Contract's JSON error type is "NoCapacity"
     """The job cannot get its machines: the quota preflight found a need above a limit
-    (nothing was created). ``report``: the preflight's QuotaReport, when it is the cause."""
+    (nothing was created; ``report``: its QuotaReport), or every rung of ``fallback:``
+    ran out of capacity (``attempts``: what became of each)."""
 
     exit_code = 5
 
-    def __init__(self, message: str, report: object = None) -> None:
+    def __init__(self, message: str, report: object = None,
+                 attempts: Sequence[Mapping[str, object]] = ()) -> None:
         super().__init__(message)
         self.report = report
+        self.attempts = [dict(a) for a in attempts]
 
 
 class ApiError(VxtrainError):

@@ -110,6 +110,18 @@ def parse_trial(text: str | None) -> str | None:
     return str(int(text))
 
 
+def parse_duration_option(text: str | None, flag: str) -> float | None:
+    """A duration flag (``90s``, ``30m``, ``1.5h``; a bare number is seconds) in seconds."""
+    if text is None:
+        return None
+    from vxtrain.model import DURATION_EXAMPLES, duration_seconds  # lazy: the model loads only for the flags that need it
+
+    seconds = duration_seconds(text)
+    if seconds is None or seconds <= 0:
+        raise UsageError(f"{flag} takes a duration such as {DURATION_EXAMPLES}; got {text!r}")
+    return seconds
+
+
 def emit_json(document: Any) -> None:
     """Write one JSON document to stdout."""
     sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
@@ -192,6 +204,9 @@ def print_view(view: dict[str, Any], output: OutputFormat) -> None:
     lines.append(f"console: {view['console_url']}{suffix}")
     if view.get("error"):
         lines.append(f"error: {view['error'].get('message', view['error'])}")
+    if len(view.get("attempts") or ()) > 1:  # a fallback: ladder that went past rung 0
+        lines += [f"rung {a['rung']} ({a['region']}): {a['outcome']}" + (f" — {a['name']}" if a["name"] else "")
+                  for a in view["attempts"]]
     if "trials" in view:  # a tuning job: the table of trials and the best one
         from vxtrain.render.study import metric_ids_of, summary_lines  # lazy: the CLI imports every command at start-up
 

@@ -28,14 +28,17 @@ DEFAULT_PORT = 8470
 def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
              simulate: float | None = None, workdir: str | Path | None = None,
              seed: int | None = None, allow_remote: bool = False, quota: Sequence[str] = (),
-             gpus: GpuOptions | None = None) -> int:
+             gpus: GpuOptions | None = None, stockout: Sequence[str] = (),
+             pending: Sequence[str] = (), stockout_after: float = 1.0) -> int:
     """Serve on ``host:port`` until Ctrl-C, SIGTERM or SIGHUP (the normal ways to stop it:
     exit 0), then cancel the running jobs and stop their processes (vxtrain.runtime.signals).
     ``gpus``: how every job's replicas share this host's GPUs (as for ``local-run``).
 
     A host that is not loopback is refused (exit 2) unless ``allow_remote``: the
     emulator runs the commands of the jobs it is sent. ``quota``: the limits its Cloud
-    Quotas API serves and its creates enforce (``METRIC:REGION=N``).
+    Quotas API serves and its creates enforce (``METRIC:REGION=N``). Jobs created in a
+    ``stockout`` region fail for capacity after ``stockout_after`` seconds; in a
+    ``pending`` one they stay PENDING until cancelled.
     """
     # lazy: the CLI imports every command at start-up, and the emulator loads grpc
     from vxtrain.backends.emulator import parse_fault, start_emulator
@@ -53,7 +56,8 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     with interrupt_on_signals():
         handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir,
                                 seed=seed, allow_remote=allow_remote, quotas=limits,
-                                gpus=gpus or GpuOptions())
+                                gpus=gpus or GpuOptions(), stockout=stockout, pending=pending,
+                                stockout_after=stockout_after)
         try:
             print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
             handle.wait_for_termination()
@@ -93,7 +97,18 @@ def register(app: typer.Typer) -> None:
         gpus: c.GpusOpt = None,
         share_gpus: c.ShareGpusOpt = False,
         no_gpus: c.NoGpusOpt = False,
+        stockout: Annotated[Optional[list[str]], typer.Option(
+            "--stockout", metavar="REGION",
+            help="Jobs created in REGION stay PENDING, then end FAILED for capacity (code 8, "
+                 "'Resources are insufficient in region'); repeatable.")] = None,
+        stockout_after: Annotated[float, typer.Option(
+            "--stockout-after", metavar="SECONDS", min=0,
+            help="How long a --stockout job stays PENDING before it fails.")] = 1.0,
+        pending: Annotated[Optional[list[str]], typer.Option(
+            "--pending", metavar="REGION", help="Jobs created in REGION stay PENDING until cancelled; repeatable.")]
+        = None,
     ) -> None:
         """Serve the emulated Vertex AI JobService and its jobs' logs (gRPC) on 127.0.0.1 until Ctrl-C or SIGTERM."""
         raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote, quota or (),
-                                  c.gpu_options(gpus, share_gpus, no_gpus)))
+                                  c.gpu_options(gpus, share_gpus, no_gpus), stockout or (), pending or (),
+                                  stockout_after))

@@ -42,7 +42,22 @@ def plan_json(result: Result) -> dict[str, Any]:
         doc["hyperparameter_tuning_job"] = result.hyperparameter_tuning_job if valid else None
     if valid and result.packages:  # python_package.source: what submit would build and upload
         doc["packages"] = [p.to_json() for p in result.packages]
+    if result.fallback:
+        doc["fallback"] = [_rung_json(number, rung, valid) for number, rung in enumerate(result.fallback, 1)]
     return doc
+
+
+def _rung_json(number: int, rung: Result, valid: bool) -> dict[str, Any]:
+    """One rung of ``fallback:`` as the plan shows it (rung 0 is the document itself)."""
+    out: dict[str, Any] = {
+        "rung": number,
+        "region": rung.job.region if rung.job is not None else None,
+        "custom_job": rung.custom_job if valid else None,
+        "cost": rung.cost.to_json() if rung.cost is not None else None,
+    }
+    if rung.job is not None and rung.job.study is not None:
+        out["hyperparameter_tuning_job"] = rung.hyperparameter_tuning_job if valid else None
+    return out
 
 
 def _gradient(value: Optional[str]) -> float | None:

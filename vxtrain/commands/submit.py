@@ -9,14 +9,14 @@ google.cloud.aiplatform is imported by the backend only when the call is made.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
-from vxtrain.errors import JobFailedError, SpecError
+from vxtrain.errors import JobFailedError, SpecError, UsageError
 from vxtrain.runtime.signals import interrupt_on_signals
 
 if TYPE_CHECKING:
@@ -26,20 +26,27 @@ if TYPE_CHECKING:
 def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
            endpoint: str | None = None, target: c.Target = c.Target.vertex,
            idempotency_key: str | None = None, wait: bool = False, logs: bool = True,
-           quota_check: bool = True, gpus: GpuOptions | None = None) -> int:
-    """Submit the spec's job; 0 when created (or SUCCEEDED with --wait), 3 when it failed,
-    5 when the quota preflight found a need above a limit (unless not ``quota_check``).
-    While it waits, the job's log lines stream to stderr unless not ``logs``. ``gpus``
-    (``--target local`` only): how this host's GPUs are handed out."""
+           quota_check: bool = True, gpus: GpuOptions | None = None,
+           until_running: bool = False, max_pending: str | None = None) -> int:
+    """Submit the spec's job; 0 when created (RUNNING with --until-running, SUCCEEDED with
+    --wait), 3 when it failed, 5 when it cannot get its machines: every rung of
+    ``fallback:`` had no capacity, or (a spec without one) the quota preflight found a
+    need above a limit (unless not ``quota_check``). While it waits, the job's log lines
+    stream to stderr unless not ``logs``. ``gpus`` (``--target local`` only): how this
+    host's GPUs are handed out."""
     # lazy: the CLI imports every command at start-up
     from vxtrain.render.packaging import upload_bar
     from vxtrain.render.progress import say
 
     local = target is c.Target.local
+    pending = c.parse_duration_option(max_pending, "--max-pending")
+    if pending is not None and not (wait or until_running or local):
+        raise UsageError("--max-pending needs --wait or --until-running: plain submit does not follow the job")
     if local and not wait:
         say("--target local runs the job in this process: following it to the end")
     # Locally the job's processes are ours: a stop signal must stop them, not orphan them.
-    with interrupt_on_signals() if local else nullcontext(), c.progress(wait or local) as progress:
+    # --until-running follows the job too (to RUNNING): its states show as they change.
+    with interrupt_on_signals() if local else nullcontext(), c.progress(wait or local or until_running) as progress:
         sink = progress.log if progress is not None and logs else None
         if local and sink is None:
             # Given no sink, the in-process emulator prints the replicas' output to
@@ -48,7 +55,8 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
         try:
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink,
-                              say=say, upload_progress=upload_bar, quota_check=quota_check, gpus=gpus)
+                              say=say, upload_progress=upload_bar, quota_check=quota_check, gpus=gpus,
+                              until_running=until_running, max_pending=pending)
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
@@ -91,6 +99,13 @@ def register(app: typer.Typer) -> None:
         gpus: c.GpusOpt = None,
         share_gpus: c.ShareGpusOpt = False,
         no_gpus: c.NoGpusOpt = False,
+        until_running: Annotated[bool, typer.Option(
+            "--until-running", help="Without --wait: follow the job until it is RUNNING (exit 0, it keeps "
+                                    "running), so a stockout before start moves the fallback: ladder on.")] = False,
+        max_pending: Annotated[Optional[str], typer.Option(
+            "--max-pending", metavar="DURATION",
+            help="With --wait or --until-running: a job still QUEUED/PENDING after DURATION (90s, 30m) is "
+                 "cancelled and the next fallback: rung tried.")] = None,
         *,
         options: Options,
     ) -> None:
@@ -100,4 +115,5 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(submit(path, options, output=output, endpoint=endpoint, target=target,
                                 idempotency_key=idempotency_key, wait=wait, logs=not no_logs,
                                 quota_check=not no_quota_check,
-                                gpus=c.gpu_options(gpus, share_gpus, no_gpus) if chosen else None))
+                                gpus=c.gpu_options(gpus, share_gpus, no_gpus) if chosen else None,
+                                until_running=until_running, max_pending=max_pending))

@@ -11,6 +11,7 @@ import json
 from rich.markup import escape
 
 from vxtrain.api import Result
+from vxtrain.model import Pool
 from vxtrain.render import bandwidth, console, cost, diagnostics_text
 from vxtrain.render.packaging import package_lines
 from vxtrain.render.study import search_space_lines
@@ -49,6 +50,10 @@ def plan_text(result: Result) -> None:
                 out.print(item, markup=False, highlight=False)
             else:
                 out.print(item)
+    if result.fallback:
+        out.rule("Fallback ladder (tried in order when the job cannot get its machines)")
+        for line in ladder_lines(result):
+            out.print(line, markup=False, highlight=False)
 
 
 def study_lines(result: Result) -> list[str]:
@@ -61,3 +66,28 @@ def study_lines(result: Result) -> list[str]:
     for machine, count in node_trials(result.job, trials).items():
         lines.append(f"  {machine}: {count} node-trials ({count // max(trials, 1)} node(s) x {trials} trials)")
     return lines
+
+
+def ladder_lines(result: Result) -> list[str]:
+    """One line per rung of ``fallback:`` (rung 0 is the spec): region, machines, cost per hour."""
+    rungs = [result, *result.fallback]
+    return [f"rung {number}{' (the spec)' if number == 0 else ''}: {_rung_line(rung)}"
+            for number, rung in enumerate(rungs)]
+
+
+def _rung_line(rung: Result) -> str:
+    """``REGION · chief 1 x a2-highgpu-8g + 8 x NVIDIA_A100_80GB, ... · $X/h (STRATEGY)``."""
+    job = rung.job
+    pools = ", ".join(_pool_text(pool) for pool in sorted(job.pools.values(), key=lambda p: p.index))
+    per_hour = rung.cost.per_hour if rung.cost is not None else None
+    price = f"${per_hour:,.2f}/h" if per_hour is not None else "cost unknown"
+    strategy = job.scheduling.strategy if job.scheduling is not None and job.scheduling.strategy else "STANDARD"
+    return f"{job.region or '(no region)'} · {pools} · {price} · {strategy}"
+
+
+def _pool_text(pool: Pool) -> str:
+    """``workers 2 x a2-highgpu-8g + 8 x NVIDIA_TESLA_A100`` (replicas x machine, accelerators per node)."""
+    text = f"{pool.role} {pool.replicas or 1} x {pool.machine_type}"
+    if pool.accelerator is not None:
+        text += f" + {pool.accelerator.count or 1} x {pool.accelerator.type}"
+    return text

@@ -17,6 +17,8 @@ Its rooms:
   project's limits (Cloud Quotas API) before it is created;
 * :mod:`~vxtrain.submission.jobs`: submit, get, wait, cancel, list, and a job's
   log lines (read, or followed while it runs);
+* :mod:`~vxtrain.submission.ladder`: a spec's ``fallback:`` ladder, rung after rung,
+  moving on only for capacity (quota, stockout, too long pending), resumed by key;
 * :mod:`~vxtrain.submission.events`: how it reports what happens (``Say``,
   ``ProgressFn``; vxtrain.joblogs's ``LogSink``), which the command line shows
   through vxtrain.render.progress. Nothing here prints for people.

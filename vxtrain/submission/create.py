@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
@@ -34,21 +34,25 @@ def _time_key(timestamp: str) -> tuple[str, str]:
     return found.group("seconds"), (found.group("fraction") or "").ljust(9, "0")
 
 
-def find_labelled(backend: JobBackend, kind: JobKind, parent: str, label: str) -> JobDict | None:
-    """The (oldest) job under ``parent`` whose idempotency label is ``label``, or None."""
+def find_labelled(backend: JobBackend, kind: JobKind, parent: str, label: str,
+                  extra: Mapping[str, str] | None = None) -> JobDict | None:
+    """The (oldest) job under ``parent`` whose idempotency label is ``label`` (and that
+    carries every label of ``extra``: a fallback rung's number), or None."""
+    wanted = {LABEL_KEY: label, **(extra or {})}
     # Filter syntax `labels.key=value`: ListCustomJobsRequest.filter,
     # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/list
-    jobs = backend.list(kind, parent, f'labels.{LABEL_KEY}="{label}"')
-    # Filter here too: the filter is a convenience of the server, the label the truth.
-    mine = [j for j in jobs if (j.get("labels") or {}).get(LABEL_KEY) == label]
+    jobs = backend.list(kind, parent, " AND ".join(f'labels.{k}="{v}"' for k, v in wanted.items()))
+    # Filter here too: the filter is a convenience of the server, the labels the truth.
+    mine = [j for j in jobs if all((j.get("labels") or {}).get(k) == v for k, v in wanted.items())]
     return min(mine, key=lambda j: (_time_key(j.get("createTime", "")), j.get("name", ""))) if mine else None
 
 
-def _find_any_kind(backend: JobBackend, kind: JobKind, parent: str, label: str) -> JobDict | None:
+def find_any_kind(backend: JobBackend, kind: JobKind, parent: str, label: str,
+                  extra: Mapping[str, str] | None = None) -> JobDict | None:
     """The job ``label`` marks, of ``kind`` first, else of the other kind: an explicit
     key names one job whatever it is (a spec that gained a ``study:`` makes none)."""
     for each in (kind, other(kind)):
-        found = find_labelled(backend, each, parent, label)
+        found = find_labelled(backend, each, parent, label, extra)
         if found is not None:
             return found
     return None
@@ -64,8 +68,10 @@ class _CreateAttempt:
     """
 
     def __init__(self, backend: JobBackend, kind: JobKind, parent: str, job: JobDict, label: str,
-                 backoff: Backoff, say: Say, local: LocalRun | None = None) -> None:
+                 backoff: Backoff, say: Say, local: LocalRun | None = None,
+                 extra: Mapping[str, str] | None = None) -> None:
         self.backend, self.kind, self.parent, self.job, self.label = backend, kind, parent, job, label
+        self.extra = extra
         self.backoff, self.say, self.local = backoff, say, local
         self.attempts = 0
         #: True while a create whose outcome is unknown may have made the job.
@@ -95,7 +101,7 @@ class _CreateAttempt:
         interval = min(self.backoff.maximum, max(self.backoff.initial * 4, 0.2))
         said = False
         while True:
-            existing = find_labelled(self.backend, self.kind, self.parent, self.label)
+            existing = find_labelled(self.backend, self.kind, self.parent, self.label, self.extra)
             remaining = self.late_until - time.monotonic()
             if existing is not None or remaining <= 0:
                 return existing
@@ -109,11 +115,14 @@ class _CreateAttempt:
 def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
                 backoff: Backoff, say: Say = log_say,
                 local: LocalRun | None = None,
-                before_create: Callable[[], object] | None = None) -> tuple[JobDict, bool]:
+                before_create: Callable[[], object] | None = None,
+                labels: Mapping[str, str] | None = None) -> tuple[JobDict, bool]:
     """Create ``job`` labelled with ``key`` at most once; return (job, adopted). ``local``:
     how an emulator runs it on its host (the spec's ``local:`` block and folder).
     ``before_create``: runs once a job is to be created (not when an explicit key adopts
     one), before the first create; what it raises stops the submit with nothing created.
+    ``labels``: more labels that, with the key, name the job (a fallback rung's number):
+    put on the job, and required of a job to adopt.
 
     When the calls end in an error while a create's outcome is unknown, a last
     list settles it (see ``_settle``). A job just created is checked against the
@@ -122,14 +131,14 @@ def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, exp
     kind = kind_of_job(job)
     label = label_value(key)
     if explicit:
-        existing = retrying(lambda: _find_any_kind(backend, kind, parent, label), backoff,
+        existing = retrying(lambda: find_any_kind(backend, kind, parent, label, labels), backoff,
                             f"list jobs labelled {LABEL_KEY}={label}", say)
         if existing is not None:
             return existing, True
     if before_create is not None:
         before_create()
-    labelled = {**job, "labels": {**(job.get("labels") or {}), LABEL_KEY: label}}
-    attempt = _CreateAttempt(backend, kind, parent, labelled, label, backoff, say, local)
+    labelled = {**job, "labels": {**(job.get("labels") or {}), **(labels or {}), LABEL_KEY: label}}
+    attempt = _CreateAttempt(backend, kind, parent, labelled, label, backoff, say, local, labels)
     try:
         created, adopted = retrying(attempt, backoff, f"create {kind.noun}", say)
     except errors.ApiError as exc:
@@ -138,18 +147,18 @@ def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, exp
         return _settle(attempt, key, exc)
     if adopted:
         return created, True
-    return _keep_oldest(backend, kind, parent, label, created, backoff, say)
+    return _keep_oldest(backend, kind, parent, label, created, backoff, say, labels)
 
 
 def _keep_oldest(backend: JobBackend, kind: JobKind, parent: str, label: str, created: JobDict,
-                 backoff: Backoff, say: Say) -> tuple[JobDict, bool]:
+                 backoff: Backoff, say: Say, extra: Mapping[str, str] | None = None) -> tuple[JobDict, bool]:
     """Two submits with one key at the same moment both list nothing and both create.
     So, once created, list the label: when an older job carries it, cancel the one
     just made and adopt the older (each racer keeps the same one: the oldest). When
     this list fails, the job just created stands (the check is a safeguard, not a step).
     """
     try:
-        oldest = find_labelled(backend, kind, parent, label)
+        oldest = find_labelled(backend, kind, parent, label, extra)
     except errors.ApiError:
         return created, False
     if oldest is None or _order(oldest) >= _order(created):

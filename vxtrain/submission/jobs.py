@@ -31,7 +31,7 @@ from vxtrain.submission.views import job_view, raise_for_state
 
 
 @contextmanager
-def _using(backend: JobBackend | None, region: str | None, endpoint: str | None) -> Iterator[JobBackend]:
+def using(backend: JobBackend | None, region: str | None, endpoint: str | None) -> Iterator[JobBackend]:
     """The given backend, or a new one for region/endpoint closed afterwards."""
     if backend is not None:
         yield backend
@@ -45,7 +45,8 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
            backoff: Backoff | None = None, poll: Backoff | None = None,
            progress: ProgressFn | None = None, check: bool = True,
            logs: LogSink | None = None, local: LocalRun | None = None, say: Say = log_say,
-           before_create: Callable[[], object] | None = None, quota_check: bool = True) -> dict[str, Any]:
+           before_create: Callable[[], object] | None = None, quota_check: bool = True,
+           labels: Mapping[str, str] | None = None, explicit: bool | None = None) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
     to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED;
@@ -63,9 +64,13 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
     (vxtrain.submission.quota): NoCapacity (exit 5), and no job, when one is above a
     limit; a refused read is said through ``say`` and the submit goes on.
     ``before_create`` runs after those checks, once a job is to be created (the API
-    uploads the job's packages there).
+    uploads the job's packages there). ``labels``: more labels that, with the key, name
+    the job (a fallback rung's number; see vxtrain.submission.create.create_once).
+    ``explicit``: whether the key is the caller's own, so the job it already labels is
+    adopted (default: whether a key was given; the fallback ladder passes a key of its
+    own to every rung, and says whether the user chose it).
     """
-    with _using(backend, region, endpoint) as api:
+    with using(backend, region, endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
         key = idempotency_key if idempotency_key is not None else uuid.uuid4().hex
         # A job on a persistent resource must fit it: checked before anything is created
@@ -77,9 +82,9 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
             if before_create is not None:
                 before_create()
 
-        job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key,
-                                   explicit=idempotency_key is not None, backoff=retry, say=say, local=local,
-                                   before_create=fits)
+        mine = idempotency_key is not None if explicit is None else explicit
+        job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key, explicit=mine,
+                                   backoff=retry, say=say, local=local, before_create=fits, labels=labels)
         view = job_view(job, emulated=api.emulated, adopted=adopted)
         if not wait:
             return view
@@ -94,7 +99,7 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
 def get(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
         backoff: Backoff | None = None, say: Say = log_say) -> dict[str, Any]:
     """The view of the job ``name`` (a full resource name)."""
-    with _using(backend, split_name(name)[1], endpoint) as api:
+    with using(backend, split_name(name)[1], endpoint) as api:
         job = _get(api, name, default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY), say)
         return job_view(job, emulated=api.emulated)
 
@@ -116,8 +121,10 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
              backoff: Backoff | None = None, poll: Backoff | None = None,
              progress: ProgressFn | None = None, timeout: float | None = None,
              check: bool = True, logs: LogSink | None = None, replica: str | None = None,
-             since: str | None = None, say: Say = log_say) -> dict[str, Any]:
-    """Poll the job with backoff until it ends; return its view.
+             since: str | None = None, say: Say = log_say,
+             until: Callable[[dict[str, Any], float], bool] | None = None) -> dict[str, Any]:
+    """Poll the job with backoff until it ends (or ``until(view, elapsed_seconds)`` is
+    true: the fallback ladder stops at RUNNING, or at a pending too long); return its view.
 
     ``progress(view, elapsed_seconds)`` is called after every poll. With
     ``check``, a job that ends FAILED/CANCELLED/EXPIRED raises JobFailedError.
@@ -125,7 +132,7 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
     between polls, and its last ones after the end (vxtrain.joblogs.LogWatch). ``say``
     gets retries, the log reader's warnings, and what Ctrl-C leaves running.
     """
-    with _using(backend, split_name(name)[1], endpoint) as api, \
+    with using(backend, split_name(name)[1], endpoint) as api, \
             _watching(api, name, logs, replica=replica, since=since, say=say) as watch:
         pause = watch.sleep if watch is not None else time.sleep
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
@@ -140,7 +147,7 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
                     watch.finish()  # the job's last lines before the line that says it ended
                 if progress is not None:
                     progress(view, elapsed)
-                if ended:
+                if ended or (until is not None and until(view, elapsed)):
                     break
                 if timeout is not None and elapsed >= timeout:
                     raise errors.UnavailableError(f"{name} is still {view['state']} after {timeout:.0f} s")
@@ -190,7 +197,7 @@ def read_logs(name: str, *, endpoint: str | None = None, replica: str | None = N
 def cancel(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
            backoff: Backoff | None = None, say: Say = log_say) -> dict[str, Any]:
     """Ask for the job to be cancelled; return its view right after (often CANCELLING)."""
-    with _using(backend, split_name(name)[1], endpoint) as api:
+    with using(backend, split_name(name)[1], endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
         kind = kind_of_name(name)
         calls: list[None] = []
@@ -238,7 +245,7 @@ def list_jobs(*, project: str, region: str, backend: JobBackend | None = None,
               tuning: bool = False, backoff: Backoff | None = None, say: Say = log_say) -> list[dict[str, Any]]:
     """Views of the CustomJobs (or, with ``tuning``, HyperparameterTuningJobs) matching ``filter``."""
     kind = TUNING if tuning else CUSTOM
-    with _using(backend, region, endpoint) as api:
+    with using(backend, region, endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
         jobs: list[JobDict] = retrying(lambda: api.list(kind, parent_of(project, region), filter), retry,
                                        f"list {kind.collection}", say)

@@ -13,6 +13,9 @@ from vxtrain.backends.kinds import CUSTOM, KINDS, JobKind
 # An underscore, not a hyphen: the key appears bare in list filters
 # (`labels.KEY="value"`), where a hyphen is not an identifier character (AIP-160).
 LABEL_KEY = "vxtrain_idempotency_key"
+#: The label that, beside the key, says which rung of a spec's ``fallback:`` ladder a job
+#: is (0: the spec itself): the rungs of one key each make their own job, once.
+RUNG_LABEL = "vxtrain_fallback_rung"
 #: A job's page in the Cloud console.
 CONSOLE_URL = ("https://console.cloud.google.com/vertex-ai/locations/{region}/training/{id}/cpu"
                "?project={project}")

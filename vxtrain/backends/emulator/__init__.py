@@ -32,6 +32,8 @@ Where each part lives:
 * :mod:`~vxtrain.backends.emulator.checks`: request validation with Vertex-like
   INVALID_ARGUMENT messages ("List of found errors: 1.Field: ...; Message: ...");
 * :mod:`~vxtrain.backends.emulator.filters`: the list filter and page tokens;
+* :mod:`~vxtrain.backends.emulator.stockouts`: regions without capacity
+  (``--stockout``: PENDING, then FAILED with code 8; ``--pending``: PENDING until cancelled);
 * :mod:`~vxtrain.backends.emulator.faults`: fault injection (``METHOD:KIND:COUNT``)
   so the client's retry and exactly-once logic can be tested against every
   failure Vertex can produce;

@@ -33,6 +33,7 @@ from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
+from vxtrain.backends.emulator.stockouts import RESOURCE_EXHAUSTED, Shortage, Stockouts, stockout_message
 from vxtrain.backends.kinds import JobKind
 from vxtrain.model import LocalSpec
 from vxtrain.runtime.gpus import GpuOptions
@@ -51,6 +52,8 @@ class Record:
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
     history: list[JobState] = field(default_factory=list)
+    #: The capacity its region lacked when it was created (None: it gets its machines).
+    shortage: Shortage | None = None
 
 
 class Emulator:
@@ -62,12 +65,16 @@ class Emulator:
     directory at start). ``seed``: seeds the random search of studies. ``quotas``: the
     quota limits it serves (Cloud Quotas API) and enforces at create (``METRIC:REGION=N``).
     ``gpus``: how the jobs' replicas share this host's GPUs (vxtrain.runtime.gpus).
+    ``stockouts``: the regions without capacity (see vxtrain.backends.emulator.stockouts).
     """
 
     def __init__(self, *, faults: Iterable[Fault | str] = (), simulate_seconds: float | None = None,
                  workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
-                 quotas: Iterable[QuotaLimit | str] = (), gpus: GpuOptions | None = None) -> None:
+                 quotas: Iterable[QuotaLimit | str] = (), gpus: GpuOptions | None = None,
+                 stockouts: Stockouts | None = None) -> None:
         self.faults = FaultPlan()
+        #: Regions where jobs stock out or stay PENDING (changeable while serving).
+        self.stockouts = stockouts or Stockouts()
         for fault in faults:
             self.faults.add(fault)
         self._lock = threading.RLock()
@@ -180,7 +187,8 @@ class Emulator:
             if self._closed:
                 raise RpcError(grpc.StatusCode.UNAVAILABLE, "The service is shutting down.")
             job.name = f"projects/{project}/locations/{location}/{kind.collection}/{self._new_id()}"
-            record = Record(kind, job, seq=next(self._seq))
+            # Read at create: a region given capacity back later does not rescue the job.
+            record = Record(kind, job, seq=next(self._seq), shortage=self.stockouts.of(job.name))
             self._records[job.name] = record
             self._set_state(record, QUEUED, created=True)
             answer = copy(job)
@@ -293,6 +301,9 @@ class Emulator:
         """QUEUED → PENDING → RUNNING → (run or simulate) → terminal state."""
         simulate = self.runner.simulate_seconds
         step = (simulate or 0) / 4 if simulate else STEP_SECONDS
+        if record.shortage is not None:
+            self._short(record, record.shortage, step)
+            return
         for state in (PENDING, RUNNING):
             if record.stop.wait(step) or not self._advance(record, state):
                 self._finish(record, cancelled(record.kind))
@@ -303,3 +314,15 @@ class Emulator:
             outcome = Outcome(FAILED, 13, f"The emulator could not run the job: {exc}")
         self._finish(record, outcome)
 
+
+    def _short(self, record: Record, shortage: Shortage, step: float) -> None:
+        """A job in a region without capacity: PENDING, then FAILED for capacity after
+        ``stockouts.after`` seconds (a stockout), or until cancelled (pending)."""
+        if record.stop.wait(step) or not self._advance(record, PENDING):
+            self._finish(record, cancelled(record.kind))
+            return
+        wait = self.stockouts.after if shortage is Shortage.stockout else None
+        cancel = record.stop.wait(wait)
+        with self._lock:  # a cancel that came as the wait ended wins: the caller asked first
+            failed = Outcome(FAILED, RESOURCE_EXHAUSTED, stockout_message(record.job.name))
+            self._finish(record, cancelled(record.kind) if cancel or record.stop.is_set() else failed)

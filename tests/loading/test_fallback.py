@@ -1,0 +1,185 @@
+"""``fallback:`` (vxtrain/loading/fallback.py and api._check_rungs): every rung is the
+spec with one entry merged over it, checked as a whole job, its diagnostics at the
+entry's own lines; plan shows each rung."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.incli import run
+from tests.loading.helpers import SETTINGS
+from vxtrain import api
+from vxtrain.api import Options, Result
+from vxtrain.loading import load_text
+from vxtrain.loading.document import NativeSpec
+from vxtrain.loading.fallback import rungs
+
+BASE = """\
+display_name: ladder
+project: p
+region: us-central1
+workers:
+  replicas: 2
+  machine_type: n1-standard-8
+  image: us-docker.pkg.dev/p/r/train:1
+chief:
+  machine_type: n1-standard-8
+  image: us-docker.pkg.dev/p/r/train:1
+"""
+
+
+def check(text: str) -> Result:
+    doc, diags = load_text(text, "spec.yaml", environ={})
+    assert doc is not None, diags
+    return api.check_document(doc, Options(environ={}, cost=True))
+
+
+def native(text: str) -> NativeSpec:
+    result = check(text)
+    assert result.native is not None
+    return result.native
+
+
+def lines(result: Result) -> list[tuple[str, str, int | None, int | None]]:
+    return [(d.code, d.path, d.line, d.column) for d in result.diagnostics if d.severity == "error"]
+
+
+def test_each_rung_is_the_spec_with_its_own_entry_merged_over_it() -> None:
+    spec = native(BASE + "fallback:\n  - region: us-east1\n  - workers: {replicas: 4}\n")
+    first, second = rungs(spec)
+    assert (first.number, first.spec.data["region"], first.spec.data["workers"]["replicas"]) == (1, "us-east1", 2)
+    # Rung 2 is an overlay on the spec, not on rung 1: the spec's region.
+    assert (second.spec.data["region"], second.spec.data["workers"]["replicas"]) == ("us-central1", 4)
+    assert second.spec.data["workers"]["machine_type"] == "n1-standard-8"  # merged, not replaced
+    assert "fallback" not in first.spec.data and "fallback" in spec.data
+
+
+def test_a_null_in_an_entry_deletes_the_key_for_that_rung_only() -> None:
+    spec = native(BASE + "fallback:\n  - workers: null\n")
+    (rung,) = rungs(spec)
+    assert "workers" not in rung.spec.data and "workers" in spec.data
+
+
+def test_a_valid_ladder_validates_and_plans_each_rung() -> None:
+    result = check(BASE + "fallback:\n  - region: us-east1\n  - {region: europe-west4, workers: {replicas: 1}}\n")
+    assert result.valid, result.diagnostics
+    assert [r.job.region for r in result.fallback] == ["us-east1", "europe-west4"]
+    assert [int(r.custom_job["jobSpec"]["workerPoolSpecs"][1]["replicaCount"]) for r in result.fallback] == [2, 1]
+    assert all(r.cost is not None and r.cost.region == r.job.region for r in result.fallback)
+
+
+def test_a_rung_error_points_at_the_entry_own_line() -> None:
+    result = check(BASE + "fallback:\n  - region: us-east1\n  - workers:\n      machine_type: n1-standard-9\n")
+    (error,) = [d for d in result.diagnostics if d.severity == "error"]
+    assert (error.path, error.line, error.column) == ("fallback[1].workers.machine_type", 14, 7)
+    assert "n1-standard-9" in error.message
+    assert not error.message.startswith("in fallback rung")  # its path already says where
+
+
+def test_a_mistake_of_the_spec_is_reported_once_not_once_per_rung() -> None:
+    bad = BASE.replace("replicas: 2", "replicas: 0")
+    result = check(bad + "fallback:\n  - region: us-east1\n  - region: europe-west4\n")
+    errors = lines(result)
+    assert [e for e in errors if e[1] == "workers.replicas"] == [("schema-minimum", "workers.replicas", 5, 3)]
+    assert len(errors) == 1
+
+
+def test_an_inherited_key_a_rung_makes_wrong_is_reported_naming_the_rung() -> None:
+    gpu = BASE.replace("  machine_type: n1-standard-8\n  image", "  machine_type: n1-standard-8\n"
+                       "  accelerator: {type: NVIDIA_TESLA_T4, count: 1}\n  image", 1)
+    result = check(gpu + "fallback:\n  - workers: {machine_type: n2-standard-8}\n")
+    (error,) = [d for d in result.diagnostics if d.severity == "error"]
+    assert error.path.startswith("workers.accelerator") and error.line == 7
+    assert error.message.startswith("in fallback rung 1 (fallback[0] merged over the spec): ")
+
+
+def test_an_unknown_key_in_an_entry_is_reported_once_at_it() -> None:
+    result = check(BASE + "fallback:\n  - regoin: us-east1\n")
+    assert lines(result) == [("unknown-key", "fallback[0].regoin", 12, 5)]
+    assert "did you mean 'region'" in result.diagnostics[0].message
+
+
+def test_an_entry_that_is_not_a_mapping_is_a_schema_error() -> None:
+    result = check(BASE + "fallback:\n  - us-east1\n")
+    assert lines(result) == [("wrong-type", "fallback[0]", 12, 5)]
+    assert result.fallback == []
+
+
+def test_fallback_may_not_nest() -> None:
+    result = check(BASE + "fallback:\n  - fallback: [{region: us-east1}]\n")
+    assert [e[:2] for e in lines(result)] == [("unknown-key", "fallback[0].fallback")]
+
+
+# --- plan and schema ----------------------------------------------------------------------------
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ladder.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_plan_json_has_a_rung_per_entry(tmp_path: Path, capsys: Any) -> None:
+    path = write(tmp_path, BASE + "fallback:\n  - region: us-east1\n  - scheduling: {strategy: SPOT}\n")
+    code, doc, _ = run(capsys, "plan", str(path), "-o", "json")
+    assert code == 0
+    assert [(r["rung"], r["region"]) for r in doc["fallback"]] == [(1, "us-east1"), (2, "us-central1")]
+    assert doc["fallback"][1]["custom_job"]["jobSpec"]["scheduling"]["strategy"] == "SPOT"
+    assert doc["fallback"][0]["cost"]["region"] == "us-east1"
+    assert "fallback" not in json.dumps(doc["custom_job"])  # rung 0's job carries no ladder
+
+
+def test_plan_text_shows_every_rung(tmp_path: Path, capsys: Any) -> None:
+    path = write(tmp_path, BASE + "fallback:\n  - region: us-east1\n")
+    code, out, _ = run(capsys, "plan", str(path))
+    assert code == 0
+    assert "rung 0 (the spec): us-central1 · chief 1 x n1-standard-8, workers 2 x n1-standard-8 · $" in out
+    assert "rung 1: us-east1 · " in out
+
+
+def test_plan_of_a_bad_rung_is_invalid(tmp_path: Path, capsys: Any) -> None:
+    path = write(tmp_path, BASE + "fallback:\n  - workers: {machine_type: nope-1}\n")
+    code, doc, _ = run(capsys, "plan", str(path), "-o", "json")
+    assert code == 1 and doc["custom_job"] is None and doc["fallback"][0]["custom_job"] is None
+    assert doc["diagnostics"][0]["path"] == "fallback[0].workers.machine_type"
+
+
+def test_the_schema_knows_fallback(capsys: Any) -> None:
+    code, schema, _ = run(capsys, "schema")
+    assert code == 0
+    entry = schema["properties"]["fallback"]["items"]
+    assert "region" in entry["properties"] and "fallback" not in entry["properties"]
+
+
+# --- a property: every key an entry writes is located in the entry ------------------------------
+
+REGIONS = ["us-central1", "us-east1", "europe-west4", "us-west1"]
+ENTRY = st.fixed_dictionaries({}, optional={
+    "region": st.sampled_from(REGIONS),
+    "workers": st.fixed_dictionaries({}, optional={"replicas": st.integers(1, 8),
+                                                   "machine_type": st.sampled_from(["n1-standard-4", "nope-2"])}),
+    "labels": st.dictionaries(st.sampled_from(["team", "run"]), st.sampled_from(["a", "b"]), max_size=2),
+})
+
+
+@SETTINGS
+@given(st.lists(ENTRY, min_size=1, max_size=3))
+def test_every_key_an_entry_writes_is_located_in_that_entry(entries: list[dict[str, Any]]) -> None:
+    text = BASE + "fallback: " + json.dumps(entries) + "\n"
+    spec = native(text)
+    for rung in rungs(spec):
+        entry = entries[rung.number - 1]
+        for key, value in entry.items():
+            paths = [(key, sub) for sub in value] if isinstance(value, dict) else [(key,)]
+            for path in paths:
+                where = rung.spec.where(path)
+                assert where["path"] == f"fallback[{rung.number - 1}]." + ".".join(path)
+                assert where["line"] == 11  # the flow mapping on the fallback: line
+        # What the entry does not write keeps the spec's own place.
+        assert rung.spec.where(("chief", "machine_type"))["path"] == "chief.machine_type"
+    errors = [d for d in check(text).diagnostics if d.severity == "error" and "nope-2" in d.message]
+    bad = [i for i, e in enumerate(entries) if e.get("workers", {}).get("machine_type") == "nope-2"]
+    assert [d.path for d in errors] == [f"fallback[{i}].workers.machine_type" for i in bad]

@@ -1,0 +1,63 @@
+"""Regions without capacity: ``--stockout REGION`` and ``--pending REGION``.
+
+Vertex AI tells of a stockout late: the job is accepted, sits QUEUED/PENDING,
+and ends FAILED with "Resources are insufficient in region: REGION" (observed
+in user reports; the message and code 8, RESOURCE_EXHAUSTED, are what the
+emulator answers, see README "Emulator"). A job can also stay PENDING with no
+end in sight (https://cloud.google.com/vertex-ai/docs/training/understanding-training-service:
+"might remain in the JOB_STATE_QUEUED state for some time"). This module says
+which of the two a region suffers; the store walks the job accordingly.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from enum import Enum
+
+#: How long a job in a stocked-out region waits PENDING before it fails (``--stockout-after``).
+DEFAULT_STOCKOUT_AFTER = 1.0
+#: google.rpc.Code.RESOURCE_EXHAUSTED: the code of a CustomJob failed for capacity.
+RESOURCE_EXHAUSTED = 8
+
+
+class Shortage(str, Enum):
+    """What a region without capacity does to a job created there."""
+
+    stockout = "stockout"  # PENDING, then FAILED (code 8) after ``after`` seconds
+    pending = "pending"    # PENDING until cancelled
+
+
+class Stockouts:
+    """The regions without capacity, changeable while the emulator serves (thread-safe)."""
+
+    def __init__(self, stockout: Iterable[str] = (), pending: Iterable[str] = (),
+                 after: float = DEFAULT_STOCKOUT_AFTER) -> None:
+        self._lock = threading.Lock()
+        self._regions: dict[str, Shortage] = {}
+        self.after = after
+        for region in stockout:
+            self.set(region, Shortage.stockout)
+        for region in pending:
+            self.set(region, Shortage.pending)
+
+    def set(self, region: str, shortage: Shortage | None) -> None:
+        """Make ``region`` short of capacity (``None``: give it capacity again)."""
+        with self._lock:
+            if shortage is None:
+                self._regions.pop(region, None)
+            else:
+                self._regions[region] = shortage
+
+    def of(self, name: str) -> Shortage | None:
+        """The shortage of the region of the job ``name`` (``projects/P/locations/R/...``), if any."""
+        parts = name.split("/")
+        region = parts[3] if len(parts) > 3 and parts[2] == "locations" else ""
+        with self._lock:
+            return self._regions.get(region)
+
+
+def stockout_message(name: str) -> str:
+    """The error message of a job that stocked out: the wording users reported from Vertex AI."""
+    parts = name.split("/")
+    region = parts[3] if len(parts) > 3 else "unknown"
+    return f"Resources are insufficient in region: {region}. Please try a different region."

@@ -1,0 +1,347 @@
+"""The fallback ladder: rung 0 (the spec), then each ``fallback:`` entry, moving on only
+when the job cannot get its machines (README, "Fallback").
+
+Capacity, and nothing else, moves the ladder on:
+
+* the quota preflight (vxtrain.submission.quota, just before the create) finds a need
+  above a limit: NoCapacity, nothing created;
+* the create is refused RESOURCE_EXHAUSTED for quota ("The following quota metrics
+  exceed quota limits: …", or the newer "The following quotas are exceeded: …");
+* the job ends FAILED for capacity: ``error.code`` 8 (RESOURCE_EXHAUSTED), or a
+  message that says resources are insufficient, STOCKOUT, or quota exceeded;
+* with ``max_pending``, the job is still QUEUED/PENDING after that long: it is
+  cancelled, and seen CANCELLED, before the next rung is created (never two alive).
+
+Any other end stops the ladder. Each rung's job carries the idempotency key and
+its rung number (``RUNG_LABEL``), so a re-run with the same key resumes where
+the last one stopped and creates nothing twice (``_resume``).
+
+Vertex AI's own words: a job "might remain in the JOB_STATE_QUEUED state for some
+time" when quota is short (https://cloud.google.com/vertex-ai/docs/training/understanding-training-service);
+the stockout text is the one users report ("Resources are insufficient in region: …").
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from vxtrain import errors
+from vxtrain.backends.base import JobBackend, JobDict, LocalRun
+from vxtrain.backends.kinds import TERMINAL_STATES, kind_of_job
+from vxtrain.joblogs import LogSink
+from vxtrain.submission.create import find_any_kind
+from vxtrain.submission.events import ProgressFn, Say, log_say
+from vxtrain.submission.jobs import cancel, submit, using, wait_job
+from vxtrain.submission.names import RUNG_LABEL, label_value, parent_of
+from vxtrain.submission.retry import LOCAL_RETRY, VERTEX_RETRY, Backoff, default_backoff, retrying
+from vxtrain.submission.views import job_view, raise_for_state
+
+#: RESOURCE_EXHAUSTED texts that mean a quota, at create or in a FAILED job's error
+#: (observed: "The following quota metrics exceed quota limits: aiplatform.googleapis.com/…",
+#: and the Cloud Quotas wording "The following quotas are exceeded: CustomModelTraining…").
+QUOTA_TEXT = re.compile(r"following quota metrics exceed quota limits|following quotas are exceeded", re.I)
+#: A FAILED job's error message that says it never got its machines.
+CAPACITY_TEXT = re.compile(r"resources are insufficient|stockout|quota exceeded|exceed quota limits|"
+                           r"quotas are exceeded", re.I)
+#: google.rpc.Code.RESOURCE_EXHAUSTED, the code of a job that failed for capacity.
+RESOURCE_EXHAUSTED = 8
+#: States of a job that has not started yet.
+WAITING_STATES = frozenset({"JOB_STATE_QUEUED", "JOB_STATE_PENDING"})
+#: What a capacity-free spec would gain from ``fallback:``, said when it ran out.
+FALLBACK_HINT = ("this was capacity, not the job: a `fallback:` list in the spec (each entry an overlay, "
+                 "e.g. `- region: us-east4` or another machine type) makes submit try those in turn")
+
+
+class Outcome(str, Enum):
+    """What became of one rung (``attempts[].outcome``)."""
+
+    quota = "quota"
+    stockout = "stockout"
+    pending_timeout = "pending-timeout"
+    started = "started"  # the ladder stopped at this rung's job, alive (RUNNING under --until-running)
+    succeeded = "succeeded"
+    failed = "failed"
+
+
+class Follow(str, Enum):
+    """How far submit follows each rung's job."""
+
+    none = "none"                    # only refusals at create move the ladder on
+    until_running = "until-running"  # to RUNNING (or an end before it)
+    end = "end"                      # to its end (--wait)
+
+
+@dataclass
+class Rung:
+    """One job to try: its rung number (0: the spec), region and compiled job."""
+
+    number: int
+    project: str
+    region: str
+    job: JobDict
+    #: How an emulator runs it on its host (vxtrain.backends.base.LocalRun).
+    local: LocalRun | None = None
+    #: Runs once this rung's job is to be created (the API uploads packages there).
+    before_create: Callable[[], object] | None = None
+
+
+@dataclass
+class Attempt:
+    """One rung tried: ``attempts[]`` of submit's JSON."""
+
+    rung: int
+    region: str
+    name: str | None
+    state: str | None
+    outcome: Outcome
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"rung", "region", "name", "state", "outcome"}``."""
+        return {"rung": self.rung, "region": self.region, "name": self.name, "state": self.state,
+                "outcome": self.outcome.value}
+
+
+@dataclass
+class Ladder:
+    """Everything one climb needs besides the rungs (the options of submit)."""
+
+    key: str
+    explicit: bool
+    follow: Follow = Follow.none
+    max_pending: float | None = None
+    backend: JobBackend | None = None
+    endpoint: str | None = None
+    backoff: Backoff | None = None
+    poll: Backoff | None = None
+    progress: ProgressFn | None = None
+    logs: LogSink | None = None
+    say: Say = log_say
+    #: Set each rung's needs against the project's quota limits before its create.
+    quota_check: bool = True
+    attempts: list[Attempt] = field(default_factory=list)
+    #: How many rungs the ladder has (set by ``climb``).
+    size: int = 1
+
+    def record(self, rung: Rung, view: dict[str, Any] | None, outcome: Outcome) -> None:
+        """Note what became of ``rung`` (its job's ``view``, None when none was made)."""
+        name, state = (view["name"], view["state"]) if view else (None, None)
+        self.attempts.append(Attempt(rung.number, rung.region, name, state, outcome))
+
+    def moved(self, rung: Rung, why: str) -> None:
+        """Say why the ladder leaves ``rung`` (a spec without ``fallback:`` says it in its error)."""
+        if self.size > 1:
+            after = "moving on" if rung.number < self.size - 1 else "it was the last rung"
+            self.say(f"rung {rung.number} ({rung.region}): {why}; {after}")
+
+
+def climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
+    """Try ``rungs`` in order until one's job gets its machines; return that job's view
+    with ``attempts``. Raises NoCapacity when every rung ran out of capacity (a spec
+    with ``fallback:``), JobFailedError when a job failed for another reason (under
+    a follow), and the ApiError of a create refused for anything but capacity.
+
+    A single rung (no ``fallback:``) keeps the earlier contract: a quota refusal is
+    the QuotaError (exit 4) and a stockout the JobFailedError (exit 3), each saying
+    it was capacity and what ``fallback:`` would do.
+    """
+    ladder.size = len(rungs)
+    start = _resume(rungs, ladder) if ladder.explicit and len(rungs) > 1 else 0
+    if isinstance(start, dict):
+        return start  # the live (or succeeded) job of a rung already tried
+    last: Exception | None = None
+    for rung in rungs[start:]:
+        if rung.number > 0 and ladder.attempts:
+            ladder.say(f"trying fallback rung {rung.number} of {len(rungs) - 1} in {rung.region}")
+        view, last = _try(rung, ladder, labelled=len(rungs) > 1)
+        if view is not None:
+            return view
+    return _out_of_capacity(rungs, ladder, last)
+
+
+def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] | None, Exception | None]:
+    """Create and follow one rung: (its final view, None) when the ladder stops here,
+    (None, why) when capacity moves it on."""
+    with using(ladder.backend, rung.region, ladder.endpoint) as api:
+        try:
+            view = submit(rung.job, project=rung.project, region=rung.region, backend=api,
+                          idempotency_key=ladder.key, explicit=ladder.explicit, backoff=ladder.backoff,
+                          local=rung.local,
+                          say=ladder.say, before_create=rung.before_create,
+                          labels={RUNG_LABEL: str(rung.number)} if labelled else None,
+                          quota_check=ladder.quota_check)
+        except errors.NoCapacity as short:  # the quota preflight: a need above a limit
+            ladder.record(rung, None, Outcome.quota)
+            ladder.moved(rung, f"{short}; nothing created")
+            return None, short
+        except errors.QuotaError as refused:
+            if not QUOTA_TEXT.search(str(refused)):
+                raise  # RESOURCE_EXHAUSTED that is not a quota (a rate limit): not capacity
+            ladder.record(rung, None, Outcome.quota)
+            ladder.moved(rung, f"the create was refused for quota ({refused}); nothing created")
+            return None, refused
+        return _after_create(rung, ladder, api, view)
+
+
+def _after_create(rung: Rung, ladder: Ladder, api: JobBackend, view: dict[str, Any]) -> tuple[
+        dict[str, Any] | None, Exception | None]:
+    """Follow a rung's job as far as ``ladder.follow`` says and judge how it ended."""
+    if ladder.follow is Follow.none:  # no following: the job as the create (or adopt) left it
+        return _stop(rung, ladder, view, _as_is(view)), None
+    final = _follow(api, view, ladder)
+    if final["state"] in WAITING_STATES:  # pending too long: cancel, and see it end
+        final = _cancel_pending(api, final, ladder)
+        if final["state"] == "JOB_STATE_CANCELLED":
+            ladder.record(rung, final, Outcome.pending_timeout)
+            ladder.moved(rung, f"{final['name']} was still waiting for machines after "
+                               f"{ladder.max_pending:g} s; cancelled it")
+            return None, errors.JobFailedError(f"{final['name']} waited too long for machines", final)
+    return _judge(rung, ladder, final)
+
+
+def _judge(rung: Rung, ladder: Ladder, final: dict[str, Any]) -> tuple[
+        dict[str, Any] | None, Exception | None]:
+    """The outcome of a followed job: stop here, or (capacity) move on."""
+    state = final["state"]
+    capacity = capacity_outcome(final)
+    if capacity is not None:
+        ladder.record(rung, final, capacity)
+        why = (final.get("error") or {}).get("message", "")
+        ladder.moved(rung, f"{final['name']} ended {state} for capacity ({why})")
+        return None, errors.JobFailedError(f"{final['name']} ended {state}: {why}", final)
+    if state == "JOB_STATE_SUCCEEDED":
+        return _stop(rung, ladder, final, Outcome.succeeded), None
+    if state in TERMINAL_STATES:
+        _stop(rung, ladder, final, Outcome.failed)
+        raise_for_state({**final, "attempts": _attempts(ladder)})
+    return _stop(rung, ladder, final, Outcome.started), None
+
+
+def _as_is(view: dict[str, Any]) -> Outcome:
+    """The outcome of a job not followed: alive (``started``), or the end it already had."""
+    if view["state"] not in TERMINAL_STATES:
+        return Outcome.started
+    if view["state"] == "JOB_STATE_SUCCEEDED":
+        return Outcome.succeeded
+    return capacity_outcome(view) or Outcome.failed
+
+
+def _stop(rung: Rung, ladder: Ladder, view: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
+    """The view the ladder ends with, its attempts included."""
+    ladder.record(rung, view, outcome)
+    return {**view, "attempts": _attempts(ladder)}
+
+
+def _attempts(ladder: Ladder) -> list[dict[str, Any]]:
+    return [a.to_json() for a in ladder.attempts]
+
+
+def capacity_outcome(view: dict[str, Any]) -> Outcome | None:
+    """``quota`` or ``stockout`` for a job that ended FAILED because it could not get its
+    machines (``error.code`` 8, or a message saying so), else None."""
+    if view.get("state") != "JOB_STATE_FAILED":
+        return None
+    error = view.get("error") or {}
+    message = str(error.get("message", ""))
+    if QUOTA_TEXT.search(message):
+        return Outcome.quota
+    if error.get("code") == RESOURCE_EXHAUSTED or CAPACITY_TEXT.search(message):
+        return Outcome.stockout
+    return None
+
+
+def _follow(api: JobBackend, view: dict[str, Any], ladder: Ladder) -> dict[str, Any]:
+    """Poll the job until it ends, or RUNNING (under until-running), or it has waited
+    QUEUED/PENDING ``max_pending`` seconds (counted from when this submit followed it)."""
+    def enough(now: dict[str, Any], elapsed: float) -> bool:
+        if ladder.follow is Follow.until_running and now["state"] == "JOB_STATE_RUNNING":
+            return True
+        return ladder.max_pending is not None and now["state"] in WAITING_STATES and elapsed >= ladder.max_pending
+
+    final = wait_job(view["name"], backend=api, backoff=ladder.backoff, poll=ladder.poll,
+                     progress=ladder.progress, check=False, say=ladder.say, until=enough,
+                     logs=ladder.logs if ladder.follow is Follow.end else None)
+    return {**final, "adopted": view.get("adopted", False)}
+
+
+def _cancel_pending(api: JobBackend, view: dict[str, Any], ladder: Ladder) -> dict[str, Any]:
+    """Cancel a job still waiting for machines and follow it until it has ended: the next
+    rung is created only once this one is seen CANCELLED (never two rungs alive)."""
+    ladder.say(f"{view['name']} is still {view['state']} after {ladder.max_pending:g} s "
+               "(--max-pending): cancelling it")
+    cancel(view["name"], backend=api, backoff=ladder.backoff, say=ladder.say)
+    final = wait_job(view["name"], backend=api, backoff=ladder.backoff, poll=ladder.poll,
+                     check=False, say=ladder.say)
+    return {**final, "adopted": view.get("adopted", False)}
+
+
+def _out_of_capacity(rungs: Sequence[Rung], ladder: Ladder, last: Exception | None) -> dict[str, Any]:
+    """Every rung ran out: NoCapacity with the attempts (a ladder), else the last rung's own
+    error, saying it was capacity and what ``fallback:`` would do."""
+    if len(rungs) > 1:
+        raise errors.NoCapacity(
+            f"no capacity on any of the {len(rungs)} rungs (the spec and its {len(rungs) - 1} "
+            f"fallback entries): " + "; ".join(f"rung {a.rung} {a.region}: {a.outcome.value}"
+                                              for a in ladder.attempts)
+            + "; try other regions or machines in `fallback:`, request quota, or submit later",
+            attempts=_attempts(ladder))
+    if isinstance(last, errors.JobFailedError):
+        raise errors.JobFailedError(f"{last}; {FALLBACK_HINT}",
+                                    job={**last.job, "attempts": _attempts(ladder)}) from None
+    if isinstance(last, errors.ApiError):
+        raise type(last)(f"{last}; {FALLBACK_HINT}") from last
+    assert last is not None  # a rung that moved on says why
+    raise last
+
+
+# --- resuming a ladder an earlier submit with the same key began ---------------------------
+
+def _resume(rungs: Sequence[Rung], ladder: Ladder) -> int | dict[str, Any]:
+    """Where a re-run with the same key goes on: the view of the highest rung's job when
+    it is alive or succeeded (adopted, then followed as asked), or the number of the rung
+    after one whose job ran out of capacity (0 when none was tried). A highest job that
+    failed for another reason is the answer too (as a plain re-submit adopts its job)."""
+    found = list(_jobs_of(rungs, ladder))
+    if not found:
+        return 0
+    for rung, job in found[:-1]:  # the lower rungs: what became of them, for the attempts
+        view = job_view(job, emulated=False)
+        ladder.record(rung, view, capacity_outcome(view) or Outcome.pending_timeout)
+    rung, job = found[-1]
+    with using(ladder.backend, rung.region, ladder.endpoint) as api:
+        view = job_view(job, emulated=api.emulated, adopted=True)
+        if _moved_on(job, view):
+            ladder.record(rung, view, capacity_outcome(view) or Outcome.pending_timeout)
+            ladder.say(f"{view['name']} (rung {rung.number}, same key) ran out of capacity: "
+                       f"going on from rung {rung.number + 1}")
+            return rungs.index(rung) + 1
+        ladder.say(f"adopting {view['name']} (rung {rung.number}, same key): nothing new is created")
+        terminal = view["state"] in TERMINAL_STATES and ladder.follow is not Follow.none
+        final, _ = _judge(rung, ladder, view) if terminal else _after_create(rung, ladder, api, view)
+        if final is None:  # it ran out of capacity while followed: the ladder goes on
+            return rungs.index(rung) + 1
+        return final
+
+
+def _moved_on(job: JobDict, view: dict[str, Any]) -> bool:
+    """A job the ladder left behind for capacity: FAILED for capacity, or CANCELLED before it
+    ever ran (a pending too long; a job cancelled while running is not capacity)."""
+    if capacity_outcome(view) is not None:
+        return True
+    return view["state"] == "JOB_STATE_CANCELLED" and not job.get("startTime")
+
+
+def _jobs_of(rungs: Sequence[Rung], ladder: Ladder) -> Iterator[tuple[Rung, JobDict]]:
+    """Each rung's job that carries the key, in rung order (rungs without one left out)."""
+    label = label_value(ladder.key)
+    for rung in rungs:
+        with using(ladder.backend, rung.region, ladder.endpoint) as api:
+            retry = default_backoff(api, ladder.backoff, LOCAL_RETRY, VERTEX_RETRY)
+            parent = parent_of(rung.project, rung.region)
+            extra = {RUNG_LABEL: str(rung.number)}
+            job = retrying(lambda: find_any_kind(api, kind_of_job(rung.job), parent, label, extra), retry,
+                           f"list the jobs of rung {rung.number}", ladder.say)
+        if job is not None:
+            yield rung, job
