@@ -44,6 +44,7 @@ class Options:
     strict: bool = False
     gradient_size: float | None = None
     staging_bucket: str | None = None
+    image_repository: str | None = None  # where images built from ``build:`` go (--image-repository)
     #: gcloud's --package-path/--module-name for legacy configs (convert): python_package.source
     package_path: str | None = None
     module_name: str | None = None
@@ -67,6 +68,8 @@ class Result:
     strict: bool = False
     #: python_package.source folders and their URIs (vxtrain.packaging.jobs.Package)
     packages: list[Any] = field(default_factory=list)
+    #: build: images and their URIs (vxtrain.images.recipe.ImageBuild)
+    images: list[Any] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -86,7 +89,8 @@ def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str,
     for key, flag, env in (("display_name", "--display-name", None),
                            ("project", "--project", "GOOGLE_CLOUD_PROJECT"),
                            ("region", "--region", "CLOUD_ML_REGION"),
-                           ("staging_bucket", "--staging-bucket", None)):
+                           ("staging_bucket", "--staging-bucket", None),
+                           ("image_repository", "--image-repository", None)):
         value, origin = getattr(options, key), flag
         if not value and env and not native.data.get(key) and environ.get(env):
             value, origin = environ[env], f"${env}"
@@ -163,6 +167,12 @@ def _compile(result: Result) -> None:
         # Hashing reads files, so it happens here and the compiler stays pure: it
         # only sees the content-addressed URI in package_uris.
         result.packages = jobs.resolve(job, result.native.source.folder, job.staging_bucket)
+    if any(p.build is not None for p in job.pools.values()):
+        from vxtrain.images import recipe  # lazy: only specs with build: need it
+
+        assert result.native is not None
+        # As for packages: hashing reads files, so the compiler only sees the URI in image.
+        result.images = recipe.resolve(job, result.native.source.folder, job.image_repository)
     result.custom_job = compiler.compile_custom_job(job)
     if job.study is not None:
         result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
@@ -373,19 +383,25 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
             return _submit_local(result, _local_packages(job, result.packages), project, region,
                                  idempotency_key, progress, logs, say)
         local = _local_run(result) if endpoint is not None else None  # an emulator runs it here
-        # Packages are uploaded only once a job is to be created, after the checks that
-        # can still refuse it (a persistent resource it does not fit): nothing is pushed
+        # Packages and images are pushed only once a job is to be created, after the checks
+        # that can still refuse it (a persistent resource it does not fit): nothing is pushed
         # for a job that is not created, nor for a re-submit that adopts its job.
-        return submission.submit(job, project=project, region=region, endpoint=endpoint,
+        pushed: list[Any] = []
+        view = submission.submit(job, project=project, region=region, endpoint=endpoint,
                                  idempotency_key=idempotency_key, wait=wait, progress=progress, logs=logs,
                                  local=local, say=say,
-                                 before_create=lambda: _publish(result, project, say, upload_progress))
+                                 before_create=lambda: _publish(result, project, say, upload_progress, pushed))
+        return {**view, "images": [entry for p in pushed for entry in p.to_json()]} if result.images else view
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
 
 
-def _publish(result: Result, project: str, say: Any, progress: UploadProgress | None) -> None:
-    """Build and upload the job's source packages that are not in the staging bucket yet."""
+def _publish(result: Result, project: str, say: Any, progress: UploadProgress | None,
+             pushed: list[Any]) -> None:
+    """Build and push the job's images, then its source packages, where they are missing
+    (``pushed`` gets each image's vxtrain.images.publish.Pushed)."""
+    if result.images:
+        _push_images(result, say, progress, pushed)
     if not result.packages:
         return
     from vxtrain.packaging import jobs  # lazy: as in submit()
@@ -398,6 +414,28 @@ def _publish(result: Result, project: str, say: Any, progress: UploadProgress | 
             "staging bucket is set: pass --staging-bucket gs://BUCKET[/PREFIX] or set staging_bucket: in the spec",
             **result.native.where(_source_key(result.native, roles[0])))])
     jobs.publish(result.packages, project, say=say, progress=progress)
+
+
+def _push_images(result: Result, say: Any, progress: UploadProgress | None, pushed: list[Any]) -> None:
+    """Build and push every build: image whose tag is not in its repository (a missing
+    image_repository is refused first, at the key that needs it)."""
+    from vxtrain.images import recipe  # lazy: only specs with build: need it
+    from vxtrain.images.publish import publish  # lazy: requests and dxf, for a submit that pushes only
+
+    if any(i.repository.startswith(recipe.UNSET_REPOSITORY) for i in result.images):
+        assert result.native is not None
+        raise SpecError([dx.error(
+            "no-image-repository", "build: images must be pushed before the job is created, and no image "
+            "repository is set: pass --image-repository HOST/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO) "
+            "or set image_repository: in the spec",
+            **result.native.where(_build_key(result.native, result.images[0].roles[0])))])
+    pushed += publish(result.images, say=say, progress=progress)
+
+
+def _build_key(native: NativeSpec, role: str) -> tuple[str | int, ...]:
+    from vxtrain.model import written_at  # lazy: the pipeline's modules load only for commands that read a spec
+
+    return written_at(native.data, role, "build") or ("defaults", "build")
 
 
 def _source_key(native: NativeSpec, role: str) -> tuple[str | int, ...]:
@@ -491,5 +529,9 @@ def _local_run(result: Result) -> LocalRun:
     """How an emulator runs the spec's job on its host: the ``local:`` block and the spec's
     folder (the CustomJob carries neither; see vxtrain.backends.base.LocalRun)."""
     from vxtrain.backends.base import LocalRun  # lazy: validate and plan never load the backends
+    from vxtrain.model import LocalSpec  # lazy: the pipeline's modules load only for commands that read a spec
 
-    return LocalRun(result.job.local, str(spec_folder(result.file)))
+    local = result.job.local
+    if result.images:  # build: images run locally as their source folder, in place (nothing is built)
+        local = replace(local or LocalSpec(), image_sources={i.uri: str(i.source.path) for i in result.images})
+    return LocalRun(local, str(spec_folder(result.file)))

@@ -42,6 +42,8 @@ def plan_json(result: Result) -> dict[str, Any]:
         doc["hyperparameter_tuning_job"] = result.hyperparameter_tuning_job if valid else None
     if valid and result.packages:  # python_package.source: what submit would build and upload
         doc["packages"] = [p.to_json() for p in result.packages]
+    if valid and result.images:  # build: what submit would build and push
+        doc["images"] = [i.to_json() for i in result.images]
     return doc
 
 
