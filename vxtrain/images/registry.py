@@ -97,7 +97,7 @@ class Repository:
 
     def blob_json(self, digest: str) -> dict[str, Any]:
         """A small JSON blob (an image config), read whole."""
-        data = self._call(f"reading {digest}", lambda: b"".join(self.dxf.pull_blob(digest)))
+        data = self._call(f"reading {digest}", lambda: b"".join(self.pull(digest)))
         return json.loads(data)  # type: ignore[no-any-return]
 
     def has_blob(self, digest: str) -> bool:
