@@ -18,6 +18,7 @@ import pytest
 
 from tests.images.conftest import (DOCKER_MANIFEST, OCI_MANIFEST, BaseImage, digest, get_blob, get_manifest,
                                    layer_entries, layer_file, push_base)
+from tests.incli import run
 from vxtrain import api
 from vxtrain.backends.emulator import start_emulator
 from vxtrain.images.publish import publish
@@ -158,8 +159,12 @@ def test_same_inputs_give_the_same_digests(tmp_path: Path, registry: str, wheels
     assert two.pushed and one.digest == two.digest and one.uri.rsplit(":", 1)[1] == two.uri.rsplit(":", 1)[1]
 
 
-def test_local_runs_run_the_source_in_place_and_build_nothing(tmp_path: Path, registry: str) -> None:
-    spec = write_project(tmp_path, f"{registry}/base/never-pushed:py310", registry)
+def test_local_runs_run_the_source_in_place_and_build_nothing(tmp_path: Path, registry: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write_project(tmp_path, f"{registry}/base/never-pushed:py310", registry, "local")
     view = api.submit(spec, target="local")
-    assert view["state"] == "JOB_STATE_SUCCEEDED"
-    assert get_manifest(registry, "train/src", api.plan(spec).images[0].tag)[2].status_code == 404
+    assert view["state"] == "JOB_STATE_SUCCEEDED" and "images" not in view
+    capsys.readouterr()
+    code, out, _ = run(capsys, "local-run", str(spec))
+    assert code == 0 and f"TRAINED {tmp_path / 'src'} ['--epochs=1']" in out  # the image's WorkingDir, here
+    assert get_manifest(registry, "local/src", api.plan(spec).images[0].tag)[2].status_code == 404
