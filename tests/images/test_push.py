@@ -124,3 +124,17 @@ def test_no_google_credentials_is_a_clear_permission_error() -> None:
 
     with pytest.raises(PermissionError_, match="gcloud auth application-default login"):
         registry_module.google_token()
+
+
+def test_the_suite_s_guard_refuses_google_s_registries(tmp_path: Path) -> None:
+    """A push to Artifact Registry from a test never leaves the machine (tests/conftest.py)."""
+    from tests.conftest import NetworkGuardError
+    from vxtrain.images.publish import publish_one
+
+    (tmp_path / "src").mkdir()
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: t\nimage_repository: us-central1-docker.pkg.dev/p/r\nchief:\n"
+                    "  machine_type: n1-standard-4\n  build: {base: 'python:3.10', source: src}\n")
+    [image] = api.plan(spec).images
+    with pytest.raises(NetworkGuardError):
+        publish_one(image, print, None)
