@@ -134,17 +134,17 @@ def push_blobs(target: Repository, base: Base, layers: list[Layer], built: Built
                progress: UploadProgress | None) -> list[str]:
     """Every blob the target lacks: base layers (mounted or copied), ours, the config."""
     uploaded: list[str] = []
-    source = Repository(base.ref, push=False) if base.ref.host != target.ref.host else None
+    source = Repository(base.ref, push=False)
+    same_host = base.ref.host == target.ref.host  # the spec's mount works within one registry only
     for blob in base.manifest.get("layers", []):
         digest, size = str(blob["digest"]), int(blob["size"])
         if target.has_blob(digest):
             continue
-        if source is None and target.mount(digest, base.ref):
+        if same_host and target.mount(digest, base.ref):
             say(f"mounted base layer {digest[:19]} from {base.ref.repository}")
             continue
         say(f"copying base layer {digest[:19]} ({size / 1e6:.1f} MB) from {base.ref.host}")
-        target.push_stream(Repository(base.ref, push=False).pull(digest) if source is None else source.pull(digest),
-                           digest, size, progress)
+        target.push_stream(source.pull(digest), digest, size, progress)
         uploaded.append(digest)
     for layer in layers:
         if not target.has_blob(layer.digest):

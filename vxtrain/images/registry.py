@@ -17,6 +17,7 @@ tree here (exit 4), naming the registry and what to do.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -36,6 +37,7 @@ TIMEOUT = 60.0
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 #: The username that goes with an access token on Google's registries.
 GOOGLE_USER = "oauth2accesstoken"
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 #: Blobs at least this big report their upload to the progress display.
 PROGRESS_THRESHOLD = 1024 * 1024
 
@@ -85,9 +87,9 @@ class Repository:
         except requests.HTTPError as exc:
             if exc.response is not None and exc.response.status_code == 404:
                 return None
-            raise mapped_error(exc, self.ref, f"looking up {alias}") from exc
+            raise mapped_error(exc, self.ref, f"looking up the manifest {alias}") from exc
         except (requests.RequestException, dxf_errors.DXFError) as exc:
-            raise mapped_error(exc, self.ref, f"looking up {alias}") from exc
+            raise mapped_error(exc, self.ref, f"looking up the manifest {alias}") from exc
         return str(digest) if digest else alias
 
     def manifest(self, alias: str) -> tuple[dict[str, Any], str]:
@@ -180,11 +182,19 @@ class _Sized:
             yield chunk
 
 
+def _reason(exc: Exception) -> str:
+    """The OS's words for a failed connection ("Connection refused"), not urllib3's retry story."""
+    if isinstance(exc, requests.Timeout):
+        return f"no answer within {TIMEOUT:.0f} s"
+    found = _ERRNO.search(str(exc))
+    return found.group(1).strip() if found else str(exc)
+
+
 def mapped_error(exc: Exception, ref: Reference, doing: str) -> ApiError:
     """A registry error while ``doing`` something in ``ref``'s repository, as vxtrain's (exit 4)."""
     where = f"{ref.host}/{ref.repository}"
     if isinstance(exc, requests.ConnectionError | requests.Timeout):
-        err = UnavailableError(f"cannot reach the registry {ref.host} ({doing} in {where}): {exc}; "
+        err = UnavailableError(f"cannot reach the registry {ref.host} ({doing} in {where}): {_reason(exc)}; "
                                "check the host name and the network (or start the local registry)")
         err.transient = True
         return err
