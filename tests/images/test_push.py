@@ -138,3 +138,38 @@ def test_the_suite_s_guard_refuses_google_s_registries(tmp_path: Path) -> None:
     [image] = api.plan(spec).images
     with pytest.raises(NetworkGuardError):
         publish_one(image, print, None)
+
+
+class _TokenServer:
+    """Stands in for the registry's token endpoint (dxf's session): records each GET."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, str]]] = []
+
+    def get(self, url: str, headers: dict[str, str] | None = None, **kwargs: Any) -> requests.Response:
+        self.calls.append((url, dict(headers or {})))
+        response = requests.Response()
+        response.status_code, response._content = 200, b'{"token": "REGISTRY-TOKEN"}'
+        return response
+
+
+@pytest.mark.parametrize(("challenge", "query"), [
+    ('Bearer realm="https://europe-docker.pkg.dev/v2/token"', "scope=repository%3Ap%2Fr%2Fimg%3Apush%2Cpull"),
+    ('Bearer realm="https://europe-docker.pkg.dev/v2/token",service="europe-docker.pkg.dev"',
+     "service=europe-docker.pkg.dev&scope=repository%3Ap%2Fr%2Fimg%3Apush%2Cpull"),
+])
+def test_the_bearer_challenge_with_or_without_service(challenge: str, query: str) -> None:
+    """Artifact Registry's multi-region hosts may send a realm without ``service``."""
+    import base64
+
+    repo = Repository(parse("europe-docker.pkg.dev/p/r/img:1"), push=True, token=lambda: "ADC-TOKEN")
+    server = _TokenServer()
+    repo.dxf._sessions[0] = server  # type: ignore[assignment]
+    unauthorized = requests.Response()
+    unauthorized.status_code = 401
+    unauthorized.headers["WWW-Authenticate"] = challenge
+    repo._auth(repo.dxf, unauthorized)
+    [(url, headers)] = server.calls
+    assert url == f"https://europe-docker.pkg.dev/v2/token?{query}"
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"oauth2accesstoken:ADC-TOKEN").decode()
+    assert repo.dxf.token == "REGISTRY-TOKEN"
