@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import socket
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from tests.images.test_end_to_end import write_project
 from tests.incli import run
 from vxtrain import api
 from vxtrain.backends.emulator import start_emulator
-from vxtrain.errors import ApiError, NotFoundError, SpecError, UnavailableError
+from vxtrain.errors import ApiError, NotFoundError, PermissionError_, SpecError, UnavailableError
 from vxtrain.images.layers import DependencyError
 
 pytestmark = pytest.mark.slow
@@ -42,6 +44,35 @@ def test_an_unreachable_registry(tmp_path: Path, registry: str, wheels: Path) ->
     error, jobs = _submit_and_count(spec)
     assert isinstance(error, UnavailableError) and error.exit_code == 4 and jobs == 0
     assert "cannot reach the registry 127.0.0.1:" in str(error)
+
+
+class _Refusing(BaseHTTPRequestHandler):
+    """A registry that refuses everyone: 401 with a Basic challenge."""
+
+    def _refuse(self) -> None:
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="registry"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_HEAD = do_POST = do_PUT = _refuse
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
+def test_an_unauthorised_registry(tmp_path: Path, registry: str, wheels: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = push_base(registry, "base/unauth", "py310")
+        spec = write_project(tmp_path, base.ref, f"127.0.0.1:{server.server_address[1]}")
+        error, jobs = _submit_and_count(spec)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert isinstance(error, PermissionError_) and error.exit_code == 4 and jobs == 0
+    assert "refused" in str(error) and "HTTP 401" in str(error)
 
 
 def test_a_base_that_does_not_exist(tmp_path: Path, registry: str, wheels: Path) -> None:
