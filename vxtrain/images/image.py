@@ -84,6 +84,7 @@ def append(manifest: Mapping[str, Any], media_type: str, config: Mapping[str, An
 
 
 def _config(config: Mapping[str, Any], layers: Sequence[tuple[Layer, str]]) -> dict[str, Any]:
+    """The base's config with our layers' diff_ids and history, WorkingDir and PYTHONPATH."""
     new = json.loads(json.dumps(config))  # a deep copy of plain JSON
     rootfs = new.setdefault("rootfs", {"type": "layers", "diff_ids": []})
     rootfs.setdefault("diff_ids", []).extend(layer.diff_id for layer, _ in layers)

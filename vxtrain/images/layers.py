@@ -104,6 +104,7 @@ def _with_parents(files: dict[PurePosixPath, Path]) -> dict[str, Path | None]:
 
 
 def _add(tar: tarfile.TarFile, name: str, path: Path | None) -> None:
+    """One normalised entry: a directory, or a regular file streamed from ``path``."""
     info = tarfile.TarInfo(name.rstrip("/"))
     info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
     if path is None:

@@ -69,12 +69,14 @@ class Repository:
                        insecure=ref.loopback, timeout=TIMEOUT)
 
     def _auth(self, client: DXFBase, response: requests.Response) -> None:
+        """dxf's callback on a 401: answer the registry's challenge with this host's credentials."""
         if self.ref.google:
             client.authenticate(GOOGLE_USER, self._token(), actions=self._actions, response=response)
         else:
             client.authenticate(actions=self._actions, response=response)
 
     def _call(self, doing: str, call: Callable[[], Any]) -> Any:
+        """``call()``, its registry errors mapped to vxtrain's (``doing`` says what failed)."""
         try:
             return call()
         except (requests.RequestException, dxf_errors.DXFError) as exc:
