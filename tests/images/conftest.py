@@ -189,10 +189,12 @@ def layer_file(blob: bytes, name: str) -> bytes:
 
 
 def write_wheel(folder: Path, name: str = "tinydep", version: str = "1.0") -> Path:
-    """A pure-Python wheel (``py3-none-any``) made by hand: what the dependency layer installs."""
+    """A pure-Python wheel (``py3-none-any``) made by hand, with a console script: what the
+    dependency layer installs."""
     folder.mkdir(parents=True, exist_ok=True)
     dist = f"{name}-{version}.dist-info"
-    files = {f"{name}/__init__.py": f"VALUE = '{name} {version}'\n".encode(),
+    files = {f"{name}/__init__.py": f"VALUE = '{name} {version}'\n\n\ndef main() -> None:\n    print(VALUE)\n".encode(),
+             f"{dist}/entry_points.txt": f"[console_scripts]\n{name}-cli = {name}:main\n".encode(),
              f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
              f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: vxtrain-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
     record = "".join(f"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n"

@@ -114,7 +114,10 @@ def _check_image(registry: str, repo: str, manifest: dict[str, Any], base: BaseI
     assert len(config["history"]) == 3 and all(h.get("created") for h in config["history"])
 
     deps = layer_entries(blobs[1])
-    assert layer_file(blobs[1], "opt/vxtrain/deps/tinydep/__init__.py") == b"VALUE = 'tinydep 1.0'\n"
+    assert layer_file(blobs[1], "opt/vxtrain/deps/tinydep/__init__.py").startswith(b"VALUE = 'tinydep 1.0'\n")
+    assert not any(name.startswith("opt/vxtrain/deps/bin") for name in deps)  # host-bound console scripts
+    record = layer_file(blobs[1], "opt/vxtrain/deps/tinydep-1.0.dist-info/RECORD").decode()
+    assert "tinydep/__init__.py," in record and "bin/" not in record  # nor their host-bound hashes
     assert "opt/vxtrain/deps/tinydep-1.0.dist-info/METADATA" in deps
     assert not any(name.endswith(".pyc") for name in deps)  # pip ran with --no-compile
     code = layer_entries(blobs[2])

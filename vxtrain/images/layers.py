@@ -123,14 +123,33 @@ def code_files(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:
         yield CODE_DIR / rel, root / rel
 
 
-def tree_files(root: Path, prefix: PurePosixPath) -> Iterator[tuple[PurePosixPath, Path]]:
-    """Every regular file under ``root`` (nothing excluded: pip's output as installed), under ``prefix``."""
+#: What ``pip install --target`` writes that the image leaves out: console scripts, whose
+#: shebang names this machine's interpreter (broken in the image, and different on every
+#: machine); jobs run ``python -m`` (docs/decisions.md, "Container images").
+PIP_TARGET_EXCLUDED = frozenset({"bin"})
+
+
+def dependency_files(root: Path, prefix: PurePosixPath) -> Iterator[tuple[PurePosixPath, Path]]:
+    """What pip installed under ``root`` (but its console scripts), under ``prefix``."""
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
         here = Path(dirpath)
+        if here == root:
+            dirnames[:] = [d for d in dirnames if d not in PIP_TARGET_EXCLUDED]
+        dirnames.sort()
         for name in sorted(filenames):
             if (here / name).is_file():
                 yield prefix / (here / name).relative_to(root).as_posix(), here / name
+
+
+def drop_outside_records(target: Path) -> None:
+    """Remove RECORD lines of files pip wrote outside ``target`` (``../../bin/…``: console
+    scripts the layer leaves out). Their hashes cover this machine's interpreter path, so
+    they would make the layer differ from machine to machine, and the files are not there."""
+    for record in target.glob("*.dist-info/RECORD"):
+        lines = record.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for line in lines if not line.startswith("../")]
+        if kept != lines:
+            record.write_text("".join(kept), encoding="utf-8")
 
 
 def pip_command(requirements: Path, python: str, target: Path) -> list[str]:
@@ -146,6 +165,7 @@ def install_requirements(requirements: Path, python: str, target: Path) -> None:
     """Install ``requirements`` into ``target``; DependencyError naming what has no wheel."""
     proc = subprocess.run(pip_command(requirements, python, target), capture_output=True, text=True, check=False)
     if proc.returncode == 0:
+        drop_outside_records(target)
         return
     missing = _MISSING.search(proc.stderr)
     if missing:

@@ -25,7 +25,7 @@ from typing import Any
 
 from vxtrain.errors import ApiError, NotFoundError
 from vxtrain.images.image import INDEXES, MANIFESTS, Built, append, manifest_type, pick_platform, platforms
-from vxtrain.images.layers import Layer, code_files, install_requirements, tree_files, write_layer
+from vxtrain.images.layers import Layer, code_files, dependency_files, install_requirements, write_layer
 from vxtrain.images.recipe import DEPS_DIR, ImageBuild
 from vxtrain.images.reference import Reference, parse
 from vxtrain.images.registry import Repository
@@ -123,7 +123,7 @@ def build_layers(image: ImageBuild, tmp: Path, say: Say) -> list[tuple[Layer, st
         say(f"installing {image.spec_requirements} (wheels for linux/amd64, Python {image.python})")
         target = tmp / "deps"
         install_requirements(image.requirements, image.python, target)
-        layer = write_layer(tree_files(target, DEPS_DIR), tmp / "deps.tar.gz")
+        layer = write_layer(dependency_files(target, DEPS_DIR), tmp / "deps.tar.gz")
         layers.append((layer, f"pip install --target {DEPS_DIR} -r {image.spec_requirements}"))
     code = write_layer(code_files(image.source.path), tmp / "code.tar.gz")
     layers.append((code, f"copy {image.spec_source} ({code.files} files)"))
