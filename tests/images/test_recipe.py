@@ -74,3 +74,19 @@ def test_a_layer_is_the_same_bytes_whatever_the_file_times_and_modes(tmp_path: P
     assert (tmp_path / "a.tar.gz").read_bytes() == (tmp_path / "b.tar.gz").read_bytes()
     (tmp_path / "b" / "pkg" / "m.py").write_text("x = 2\n")
     assert write_layer(code_files(tmp_path / "b"), tmp_path / "c.tar.gz").digest != one.digest
+
+
+def test_validate_and_plan_of_a_build_never_import_the_registry_client() -> None:
+    """The cold-start budget: dxf, requests and google-auth are for a submit that pushes."""
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[2] / "configs" / "examples" / "from-laptop-image.yaml"
+    code = ("import sys; from vxtrain.cli import main; "
+            f"main(['validate', {str(example)!r}]); main(['plan', {str(example)!r}, '--output', 'json']); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('dxf', 'requests', 'urllib3') "
+            "or m.startswith(('google.auth', 'google.cloud.aiplatform'))]; "
+            "print(bad, file=sys.stderr); sys.exit(1 if bad else 0)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert '"imageUri": "us-central1-docker.pkg.dev/my-project/train/laptop:' in res.stdout
