@@ -143,15 +143,20 @@ def push_blobs(target: Repository, base: Base, layers: list[Layer], built: Built
         if same_host and target.mount(digest, base.ref):
             say(f"mounted base layer {digest[:19]} from {base.ref.repository}")
             continue
-        say(f"copying base layer {digest[:19]} ({size / 1e6:.1f} MB) from {base.ref.host}")
+        say(f"copying base layer {digest[:19]} ({_size(size)}) from {base.ref.host}")
         target.push_stream(source.pull(digest), digest, size, progress)
         uploaded.append(digest)
     for layer in layers:
         if not target.has_blob(layer.digest):
-            say(f"pushing layer {layer.digest[:19]} ({layer.size / 1e6:.1f} MB)")
+            say(f"pushing layer {layer.digest[:19]} ({_size(layer.size)})")
             target.push_file(layer.path, layer.digest, layer.size, progress)
             uploaded.append(layer.digest)
     if not target.has_blob(built.config_digest):
         target.push_bytes(built.config, built.config_digest)
         uploaded.append(built.config_digest)
     return uploaded
+
+
+def _size(size: int) -> str:
+    """Bytes in words: ``12.3 MB``, ``4.5 kB``."""
+    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
