@@ -171,3 +171,20 @@ def test_local_runs_run_the_source_in_place_and_build_nothing(tmp_path: Path, re
     code, out, _ = run(capsys, "local-run", str(spec))
     assert code == 0 and f"TRAINED {tmp_path / 'src'} ['--epochs=1']" in out  # the image's WorkingDir, here
     assert get_manifest(registry, "local/src", api.plan(spec).images[0].tag)[2].status_code == 404
+
+
+def test_the_cli_reports_images_in_json_and_steps_as_plain_lines(tmp_path: Path, registry: str, wheels: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    base = push_base(registry, "base/cli", "py310")
+    spec = write_project(tmp_path, base.ref, registry, "cli-ok")
+    with start_emulator(workdir=spec.parent, out=io.StringIO(), environ={}) as handle:
+        code, doc, err = run(capsys, "submit", str(spec), "--endpoint", handle.address, "--output", "json")
+        again = run(capsys, "submit", str(spec), "--endpoint", handle.address, "--output", "json")
+    [entry] = doc["images"]
+    assert code == 0 and entry["pool"] == "chief" and entry["pushed"] is True
+    assert entry["digest"].startswith("sha256:") and entry["uri"].startswith(f"{registry}/cli-ok/src:")
+    steps = [line for line in err.splitlines() if line.startswith("vxtrain: ")]
+    assert any("installing requirements.txt" in s for s in steps) and any("pushed " in s for s in steps)
+    assert "\r" not in err and "\x1b[" not in err  # piped: plain lines, no bar
+    assert again[0] == 0 and again[1]["images"] == [{**entry, "pushed": False}]
+    assert "is already pushed" in again[2]
