@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vxtrain.images.image import with_pythonpath
 from vxtrain.images.layers import code_files, write_layer
@@ -90,3 +92,36 @@ def test_validate_and_plan_of_a_build_never_import_the_registry_client() -> None
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert '"imageUri": "us-central1-docker.pkg.dev/my-project/train/laptop:' in res.stdout
+
+
+_NAMES = st.text(alphabet="abcdefghij_-.", min_size=1, max_size=8).filter(lambda n: n not in (".", ".."))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.dictionaries(st.lists(_NAMES, min_size=1, max_size=3).map(tuple), st.binary(max_size=300),
+                       min_size=1, max_size=6))
+def test_a_layer_holds_exactly_the_files_given(files: dict[tuple[str, ...], bytes]) -> None:
+    """Whatever the tree: the tar has each file's bytes at its path, parents first, sorted."""
+    import gzip
+    import io
+    import tarfile
+    import tempfile
+    from pathlib import PurePosixPath
+
+    paths = {p for p in files if not any(p[:i] in files for i in range(1, len(p)))}  # a file is no folder
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for parts in paths:
+            (root / "src").joinpath(*parts).parent.mkdir(parents=True, exist_ok=True)
+            (root / "src").joinpath(*parts).write_bytes(files[parts])
+        entries = [(PurePosixPath("/app", *parts), root / "src" / Path(*parts)) for parts in paths]
+        layer = write_layer(entries, root / "l.tar.gz")
+        again = write_layer(list(reversed(entries)), root / "m.tar.gz")
+        assert (layer.digest, layer.diff_id) == (again.digest, again.diff_id)
+        with tarfile.open(fileobj=io.BytesIO(gzip.decompress((root / "l.tar.gz").read_bytes()))) as tar:
+            members = tar.getmembers()
+            names = [m.name for m in members]
+            got = {tuple(m.name.split("/")[1:]): tar.extractfile(m).read() for m in members if m.isfile()}  # type: ignore[union-attr]
+    assert got == {p: files[p] for p in paths}
+    assert all("/".join(n.split("/")[:-1]) in names for n in names if "/" in n)  # parents are entries
+    assert names.index("app") == 0
