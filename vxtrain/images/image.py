@@ -13,13 +13,12 @@ on entries without one) so the same layers give the same config digest.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vxtrain.images.layers import Layer
+from vxtrain.images.layers import Layer, digest_of
 from vxtrain.images.recipe import CODE_DIR, DEPS_DIR
 
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
@@ -51,11 +50,6 @@ class Built:
     def digest(self) -> str:
         """The manifest's digest: the image's identity in the registry."""
         return digest_of(self.manifest)
-
-
-def digest_of(data: bytes) -> str:
-    """``sha256:<hex>`` of ``data``."""
-    return f"sha256:{hashlib.sha256(data).hexdigest()}"
 
 
 def manifest_type(manifest: Mapping[str, Any], content_type: str = "") -> str:

@@ -59,6 +59,11 @@ class Layer:
     files: int
 
 
+def digest_of(data: bytes) -> str:
+    """``sha256:<hex>`` of ``data``: how the registry names a blob or manifest."""
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
+
+
 class _Hashing:
     """A write-only stream that hashes and counts what passes through to ``target``."""
 

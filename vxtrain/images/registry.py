@@ -28,6 +28,7 @@ from dxf import DXF, DXFBase
 from dxf import exceptions as dxf_errors
 
 from vxtrain.errors import ApiError, NotFoundError, PermissionError_, UnavailableError
+from vxtrain.images.layers import digest_of
 from vxtrain.images.reference import Reference
 from vxtrain.packaging.upload import Position, UploadProgress
 
@@ -92,7 +93,11 @@ class Repository:
             raise mapped_error(exc, self.ref, f"looking up the manifest {alias}") from exc
         except (requests.RequestException, dxf_errors.DXFError) as exc:
             raise mapped_error(exc, self.ref, f"looking up the manifest {alias}") from exc
-        return str(digest) if digest else alias
+        if digest:
+            return str(digest)
+        # No Docker-Content-Digest (optional in the spec): the digest of the bytes it serves.
+        _, response = self._call(f"reading the manifest {alias}", lambda: self.dxf.get_manifest_and_response(alias))
+        return digest_of(response.content)
 
     def manifest(self, alias: str) -> tuple[dict[str, Any], str]:
         """The manifest ``alias`` names, and its Content-Type."""
