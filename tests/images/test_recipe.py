@@ -91,7 +91,13 @@ def test_validate_and_plan_of_a_build_never_import_the_registry_client() -> None
             "print(bad, file=sys.stderr); sys.exit(1 if bad else 0)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    assert '"imageUri": "us-central1-docker.pkg.dev/my-project/train/laptop:' in res.stdout
+    import json
+
+    plan = json.loads(res.stdout[res.stdout.index("{"):])
+    [image] = plan["images"]
+    assert image["uri"].startswith("us-central1-docker.pkg.dev/my-project/train/laptop:")
+    assert (image["pools"], image["base_pinned"], image["python"], image["files"]) == (["chief"], False, "3.10", 2)
+    assert plan["custom_job"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"] == image["uri"]
 
 
 _NAMES = st.text(alphabet="abcdefghij_-.", min_size=1, max_size=8).filter(lambda n: n not in (".", ".."))
