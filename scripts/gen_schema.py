@@ -35,6 +35,13 @@ pkg = {"type": "object", "description": "Run a Python package in a prebuilt exec
                       "package_uris": {"type": "array", "minItems": 1, "items": {"type": "string"}, "description": "gs:// URIs (or local paths for local runs) of the package archives."},
                       "module": {"type": "string", "description": "Python module to run, e.g. trainer.task."},
                       "source": {"type": "string", "minLength": 1, "description": "Local folder holding the package (relative to the spec; e.g. DIR with DIR/trainer/task.py): built and uploaded to staging_bucket at submit, instead of package_uris."}}}
+build = {"type": "object", "additionalProperties": False, "required": ["base", "source"],
+         "description": "Build a custom image from a local folder at submit, without a Docker daemon (instead of image): the base plus a dependency layer and a code layer, pushed to image_repository.",
+         "properties": {"base": {"type": "string", "minLength": 1, "description": "Base image, e.g. us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest; pin it by digest (@sha256:...) so a moved tag cannot change the job."},
+                        "source": {"type": "string", "minLength": 1, "description": "Local folder with the code (relative to the spec): the image's working directory, on PYTHONPATH."},
+                        "requirements": {"type": "string", "minLength": 1, "description": "requirements.txt (relative to the spec): installed from wheels for linux/amd64 into the dependency layer."},
+                        "python": {"type": "string", "pattern": "^3\\.[0-9]{1,2}$", "x-accepts": "a Python version such as '3.10' (quoted)",
+                                   "description": "The image's Python version (quoted, e.g. '3.10'); default: the base tag's pyNNN."}}}
 container_props = {
     "image": {"type": "string", "description": "Container image URI."},
     "command": strlist("Container entrypoint (overrides the image's)."),
@@ -42,6 +49,7 @@ container_props = {
     "env": env,
     "disk": {"$ref": "#/$defs/disk"},
     "python_package": {"$ref": "#/$defs/python_package"},
+    "build": {"$ref": "#/$defs/build"},
 }
 machine_props = {
     "machine_type": {"type": "string", "description": "Compute Engine machine type, e.g. n1-highmem-96, a2-highgpu-8g, g2-standard-8."},
@@ -124,9 +132,10 @@ schema = {
                                 "x-accepts": "a persistent resource ID: lowercase letters, digits and hyphens, starting with a letter, at most 63 characters",
                                 "description": "ID of a PersistentResource in the job's project and region to run on (its machines, billed while it runs)."},
         "staging_bucket": {"type": "string", "description": "gs://BUCKET[/PREFIX] where python_package.source packages are uploaded (--staging-bucket overrides)."},
+        "image_repository": {"type": "string", "minLength": 1, "description": "HOST/PATH where images built from build: are pushed, e.g. us-central1-docker.pkg.dev/PROJECT/REPO (--image-repository overrides)."},
         "extra": {"type": "object", "description": "Raw CustomJob fields (camelCase REST form), deep-merged last; checked against the installed aiplatform protos."},
     },
-    "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg, "reservation": reservation},
+    "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg, "reservation": reservation, "build": build},
 }
 
 # fallback: each entry is an overlay on the spec (as -f), any top-level key but fallback

@@ -28,6 +28,11 @@ def configs_dir() -> Path:
 #      hosts raise (google-auth's metadata-server probe, token refresh, …);
 #   3. no credentials to find: GOOGLE_APPLICATION_CREDENTIALS points nowhere,
 #      gcloud's config dir is empty, the metadata server is a closed local port.
+# Container registries (vxtrain.images: python-dxf over requests) are Python
+# sockets, so layer 2 refuses Artifact Registry and gcr.io hosts (a test proves
+# it, tests/images/test_push.py); the tests' registry is on loopback, and pip
+# building a dependency layer gets PIP_NO_INDEX + PIP_FIND_LINKS from the tests
+# (tests/images/conftest.py: the `wheels` fixture), so it reaches no index.
 # A test that really must talk to Google opts in with @pytest.mark.allow_google.
 
 import ipaddress

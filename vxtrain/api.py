@@ -46,6 +46,7 @@ class Options:
     strict: bool = False
     gradient_size: float | None = None
     staging_bucket: str | None = None
+    image_repository: str | None = None  # where images built from ``build:`` go (--image-repository)
     #: gcloud's --package-path/--module-name for legacy configs (convert): python_package.source
     package_path: str | None = None
     module_name: str | None = None
@@ -72,6 +73,8 @@ class Result:
     #: The rungs of ``fallback:`` (1, 2, ...), each a Result of its own whole spec;
     #: their diagnostics are also in this one's (see ``_check_rungs``).
     fallback: list[Result] = field(default_factory=list)
+    #: build: images and their URIs (vxtrain.images.recipe.ImageBuild)
+    images: list[Any] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -91,7 +94,8 @@ def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str,
     for key, flag, env in (("display_name", "--display-name", None),
                            ("project", "--project", "GOOGLE_CLOUD_PROJECT"),
                            ("region", "--region", "CLOUD_ML_REGION"),
-                           ("staging_bucket", "--staging-bucket", None)):
+                           ("staging_bucket", "--staging-bucket", None),
+                           ("image_repository", "--image-repository", None)):
         value, origin = getattr(options, key), flag
         if not value and env and not native.data.get(key) and environ.get(env):
             value, origin = environ[env], f"${env}"
@@ -215,6 +219,12 @@ def _compile(result: Result) -> None:
         # Hashing reads files, so it happens here and the compiler stays pure: it
         # only sees the content-addressed URI in package_uris.
         result.packages = jobs.resolve(job, result.native.source.folder, job.staging_bucket)
+    if any(p.build is not None for p in job.pools.values()):
+        from vxtrain.images import recipe  # lazy: only specs with build: need it
+
+        assert result.native is not None
+        # As for packages: hashing reads files, so the compiler only sees the URI in image.
+        result.images = recipe.resolve(job, result.native.source.folder, job.image_repository)
     result.custom_job = compiler.compile_custom_job(job)
     if job.study is not None:
         result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
@@ -443,7 +453,12 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         if local_target:
             return _submit_local(result, ladder, gpus)
         local = endpoint is not None  # an emulator runs it here
-        return ladders.climb(_rungs(result, local=local, say=say, upload_progress=upload_progress), ladder)
+        pushed: list[Any] = []
+        view = ladders.climb(_rungs(result, local=local, say=say, upload_progress=upload_progress,
+                                    pushed=pushed), ladder)
+        if any(each.images for each in (result, *result.fallback)):  # build: what was pushed
+            view["images"] = [entry for p in pushed for entry in p.to_json()]
+        return view
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{exc}{_spec_location(result, str(exc))}") from exc
     except NoCapacity as exc:
@@ -470,9 +485,10 @@ def quota(path: str | Path, options: Options | None = None, *, endpoint: str | N
 
 
 def _rungs(result: Result, *, local: bool, say: Any, upload_progress: UploadProgress | None,
-           local_packages: bool = False) -> list[Any]:
+           local_packages: bool = False, pushed: list[Any] | None = None) -> list[Any]:
     """The ladder's rungs (vxtrain.submission.ladder.Rung): the spec, then each ``fallback:``
-    entry, each with its own project, region, compiled job and packages."""
+    entry, each with its own project, region, compiled job, images and packages (``pushed``
+    gets each image a rung pushes: vxtrain.images.publish.Pushed)."""
     from vxtrain.submission.ladder import Rung  # lazy: as in submit()
 
     rungs = []
@@ -482,17 +498,23 @@ def _rungs(result: Result, *, local: bool, say: Any, upload_progress: UploadProg
         project, region = _project_region(each, local=local)
         if local_packages:
             job = _local_packages(job, each.packages)
-        # Packages are uploaded only once a job is to be created, after the checks that
-        # can still refuse it (a persistent resource it does not fit): nothing is pushed
-        # for a job that is not created, nor for a re-submit that adopts its job.
-        publish = None if local_packages else functools.partial(_publish, each, project, say, upload_progress)
+        # Packages and images are pushed only once a job is to be created, after the checks
+        # that can still refuse it (a persistent resource it does not fit, the quota):
+        # nothing is pushed for a job that is not created, nor for a re-submit that adopts
+        # its job. Local runs run the sources in place: nothing is built.
+        publish = None if local_packages else functools.partial(
+            _publish, each, project, say, upload_progress, [] if pushed is None else pushed)
         rungs.append(Rung(number, project, region, job, local=_local_run(each) if local else None,
                           before_create=publish))
     return rungs
 
 
-def _publish(result: Result, project: str, say: Any, progress: UploadProgress | None) -> None:
-    """Build and upload the job's source packages that are not in the staging bucket yet."""
+def _publish(result: Result, project: str, say: Any, progress: UploadProgress | None,
+             pushed: list[Any]) -> None:
+    """Build and push the job's images, then its source packages, where they are missing
+    (``pushed`` gets each image's vxtrain.images.publish.Pushed)."""
+    if result.images:
+        _push_images(result, say, progress, pushed)
     if not result.packages:
         return
     from vxtrain.packaging import jobs  # lazy: as in submit()
@@ -505,6 +527,28 @@ def _publish(result: Result, project: str, say: Any, progress: UploadProgress | 
             "staging bucket is set: pass --staging-bucket gs://BUCKET[/PREFIX] or set staging_bucket: in the spec",
             **result.native.where(_source_key(result.native, roles[0])))])
     jobs.publish(result.packages, project, say=say, progress=progress)
+
+
+def _push_images(result: Result, say: Any, progress: UploadProgress | None, pushed: list[Any]) -> None:
+    """Build and push every build: image whose tag is not in its repository (a missing
+    image_repository is refused first, at the key that needs it)."""
+    from vxtrain.images import recipe  # lazy: only specs with build: need it
+    from vxtrain.images.publish import publish  # lazy: requests and dxf, for a submit that pushes only
+
+    if any(i.repository.startswith(recipe.UNSET_REPOSITORY) for i in result.images):
+        assert result.native is not None
+        raise SpecError([dx.error(
+            "no-image-repository", "build: images must be pushed before the job is created, and no image "
+            "repository is set: pass --image-repository HOST/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO) "
+            "or set image_repository: in the spec",
+            **result.native.where(_build_key(result.native, result.images[0].roles[0])))])
+    pushed += publish(result.images, say=say, progress=progress)
+
+
+def _build_key(native: NativeSpec, role: str) -> tuple[str | int, ...]:
+    from vxtrain.model import written_at  # lazy: the pipeline's modules load only for commands that read a spec
+
+    return written_at(native.data, role, "build") or ("defaults", "build")
 
 
 def _source_key(native: NativeSpec, role: str) -> tuple[str | int, ...]:
@@ -599,5 +643,9 @@ def _local_run(result: Result) -> LocalRun:
     """How an emulator runs the spec's job on its host: the ``local:`` block and the spec's
     folder (the CustomJob carries neither; see vxtrain.backends.base.LocalRun)."""
     from vxtrain.backends.base import LocalRun  # lazy: validate and plan never load the backends
+    from vxtrain.model import LocalSpec  # lazy: the pipeline's modules load only for commands that read a spec
 
-    return LocalRun(result.job.local, str(spec_folder(result.file)))
+    local = result.job.local
+    if result.images:  # build: images run locally as their source folder, in place (nothing is built)
+        local = replace(local or LocalSpec(), image_sources={i.uri: str(i.source.path) for i in result.images})
+    return LocalRun(local, str(spec_folder(result.file)))

@@ -124,6 +124,17 @@ class PythonPackage:
 
 
 @dataclass
+class Build:
+    """A custom image built from a local folder at submit (vxtrain.images), instead of ``image``."""
+
+    base: str | None
+    source: str | None
+    requirements: str | None = None
+    #: The image's Python as ``3.10``; None: read from the base tag's ``pyNNN``.
+    python: str | None = None
+
+
+@dataclass
 class Pool:
     """One worker pool; ``defaults`` are already merged in (except Reduction Server)."""
 
@@ -141,6 +152,7 @@ class Pool:
     #: machineSpec.tpuTopology of a TPU VM slice, e.g. ``2x4`` or ``2x2x1``.
     tpu_topology: str | None = None
     reservation: Reservation | None = None
+    build: Build | None = None
 
     @property
     def index(self) -> int:
@@ -171,6 +183,9 @@ class LocalSpec:
     command: list[str] = field(default_factory=list)
     workdir: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    #: Image URI → the source folder it is built from (``build:``): local runs run that
+    #: folder in place (working directory, PYTHONPATH) instead of building the image.
+    image_sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -224,6 +239,8 @@ class Job:
     study: Study | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     staging_bucket: str | None = None
+    #: Where images built from ``build:`` are pushed: ``HOST/PATH`` (--image-repository overrides).
+    image_repository: str | None = None
     #: jobSpec.persistentResourceId: the ID of a PersistentResource in the job's project and region.
     persistent_resource: str | None = None
 
@@ -287,6 +304,8 @@ def _dict(v: Any) -> dict[str, Any]:
 
 #: The pool keys whose mappings merge with ``defaults`` name by name (the others replace it whole).
 MERGED_BY_NAME: frozenset[str] = frozenset({"env"})
+#: The pool keys that say what a container runs; a pool giving one takes none of the others from ``defaults``.
+CODE_KEYS: tuple[str, ...] = ("image", "python_package", "build")
 #: The one pool that never takes ``defaults`` (a known bug class in peer tools).
 NO_DEFAULTS_ROLE = "reduction_server"
 
@@ -299,10 +318,10 @@ def merge_defaults(defaults: Mapping[str, Any], pool: Mapping[str, Any]) -> dict
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
-    if "python_package" in pool and "image" not in pool:
-        merged.pop("image", None)
-    if "image" in pool and "python_package" not in pool:
-        merged.pop("python_package", None)
+    if any(key in pool for key in CODE_KEYS):  # the pool's own code replaces that of defaults
+        for key in CODE_KEYS:
+            if key not in pool:
+                merged.pop(key, None)
     return merged
 
 
@@ -396,6 +415,11 @@ def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
     reservation = None
     if isinstance(res_raw, dict):
         reservation = Reservation(_str(res_raw.get("affinity")), _str(res_raw.get("name")))
+    build_raw = raw.get("build")
+    build = None
+    if isinstance(build_raw, dict):
+        build = Build(_str(build_raw.get("base")), _str(build_raw.get("source")),
+                      _str(build_raw.get("requirements")), _str(build_raw.get("python")))
     machine = _str(raw.get("machine_type"))
     if role == "reduction_server" and "machine_type" not in raw:
         machine = DEFAULT_RS_MACHINE
@@ -404,7 +428,7 @@ def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
         image=_str(raw.get("image")), command=_strlist(raw.get("command")),
         args=_strlist(raw.get("args")), env=_strmap(raw.get("env")), disk=disk,
         python_package=pkg, auto_replicas=auto, tpu_topology=_str(raw.get("tpu_topology")),
-        reservation=reservation,
+        reservation=reservation, build=build,
     )
 
 
@@ -458,6 +482,7 @@ def build(data: Mapping[str, Any]) -> Job:
         enable_web_access=_bool(data.get("enable_web_access")), scheduling=scheduling,
         local=local, study=_build_study(study_raw) if isinstance(study_raw, dict) else None,
         extra=_dict(data.get("extra")), staging_bucket=_str(data.get("staging_bucket")),
+        image_repository=_str(data.get("image_repository")),
         persistent_resource=_str(_lifted_job_value(data, "persistent_resource")),
     )
 

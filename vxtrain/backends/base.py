@@ -57,7 +57,8 @@ class LocalRun:
         """The JSON sent as :data:`LOCAL_METADATA`."""
         local = self.local
         return json.dumps({"base_dir": self.base_dir, "command": local.command if local else [],
-                           "workdir": local.workdir if local else None, "env": local.env if local else {}})
+                           "workdir": local.workdir if local else None, "env": local.env if local else {},
+                           "image_sources": local.image_sources if local else {}})
 
     @classmethod
     def from_metadata(cls, text: str) -> LocalRun | None:
@@ -67,7 +68,8 @@ class LocalRun:
             raw = json.loads(text)
             local = LocalSpec([str(a) for a in raw.get("command") or []],
                               str(raw["workdir"]) if raw.get("workdir") else None,
-                              {str(k): str(v) for k, v in (raw.get("env") or {}).items()})
+                              {str(k): str(v) for k, v in (raw.get("env") or {}).items()},
+                              {str(k): str(v) for k, v in (raw.get("image_sources") or {}).items()})
             return cls(local, str(raw["base_dir"]))
         except (ValueError, TypeError, KeyError, AttributeError):
             return None

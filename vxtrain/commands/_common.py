@@ -50,6 +50,7 @@ VarOpt = Annotated[Optional[list[str]], typer.Option("--var", help="NAME=VALUE f
 ProjectOpt = Annotated[Optional[str], typer.Option("--project", help="Google Cloud project (else spec, else GOOGLE_CLOUD_PROJECT).")]
 RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI region (else spec, else CLOUD_ML_REGION).")]
 StagingBucketOpt = Annotated[Optional[str], typer.Option("--staging-bucket", help="gs://BUCKET or gs://BUCKET/PREFIX for python_package.source packages (else the spec's staging_bucket).")]
+ImageRepositoryOpt = Annotated[Optional[str], typer.Option("--image-repository", help="HOST/PATH where images built from build: are pushed (else the spec's image_repository).")]
 DisplayNameOpt = Annotated[Optional[str], typer.Option("--display-name", help="Overrides display_name (gcloud configs: default is the file stem).")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1).")]
 SpecArg = Annotated[str, typer.Argument(metavar="FILE", help="Spec file (native, gcloud config or legacy).")]
@@ -86,11 +87,12 @@ def make_options(*, overlay: Sequence[str] | None = None, set_: Sequence[str] | 
                  var: Sequence[str] | None = None, project: str | None = None,
                  region: str | None = None, display_name: str | None = None,
                  strict: bool = False, gradient_size: float | None = None,
-                 staging_bucket: str | None = None) -> Options:
+                 staging_bucket: str | None = None, image_repository: str | None = None) -> Options:
     """Options for the pipeline from the shared flags."""
     return Options(overlays=list(overlay or ()), sets=list(set_ or ()), variables=parse_pairs(var),
                    project=project, region=region, display_name=display_name, strict=strict,
-                   gradient_size=gradient_size, staging_bucket=staging_bucket)
+                   gradient_size=gradient_size, staging_bucket=staging_bucket,
+                   image_repository=image_repository)
 
 
 def gpu_options(gpus: str | None, share: bool, no_gpus: bool) -> GpuOptions:
@@ -218,6 +220,7 @@ def print_view(view: dict[str, Any], output: OutputFormat) -> None:
 _SPEC_PARAMS: tuple[tuple[str, Any], ...] = (
     ("overlay", OverlayOpt), ("set_", SetOpt), ("var", VarOpt), ("project", ProjectOpt),
     ("region", RegionOpt), ("display_name", DisplayNameOpt), ("staging_bucket", StagingBucketOpt),
+    ("image_repository", ImageRepositoryOpt),
 )
 
 
@@ -241,7 +244,7 @@ def spec_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         options = make_options(overlay=picked["overlay"], set_=picked["set_"], var=picked["var"],
                                project=picked["project"], region=picked["region"],
                                display_name=picked["display_name"], staging_bucket=picked["staging_bucket"],
-                               strict=bool(kwargs.get("strict", False)))
+                               image_repository=picked["image_repository"], strict=bool(kwargs.get("strict", False)))
         return fn(*args, options=options, **kwargs)
 
     params = own + shared

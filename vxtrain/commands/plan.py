@@ -44,6 +44,8 @@ def plan_json(result: Result) -> dict[str, Any]:
         doc["packages"] = [p.to_json() for p in result.packages]
     if result.fallback:
         doc["fallback"] = [_rung_json(number, rung, valid) for number, rung in enumerate(result.fallback, 1)]
+    if valid and result.images:  # build: what submit would build and push
+        doc["images"] = [i.to_json() for i in result.images]
     return doc
 
 

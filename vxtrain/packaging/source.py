@@ -37,6 +37,8 @@ PROJECT_FILES = ("pyproject.toml", "setup.py")
 PACKAGES_PREFIX = "vxtrain-packages"
 #: Hex digits of SHA-256 kept in the URI: 64 bits, ample for one bucket's packages.
 HASH_LENGTH = 16
+#: Bytes read at a time while hashing.
+READ_CHUNK = 1024 * 1024
 #: Mixed into the hash: bump it when the recipe that turns a folder into an sdist
 #: changes (e.g. the generated setup.py), so old URIs are not reused for new output.
 RECIPE_VERSION = "vxtrain-sdist-1"
@@ -108,10 +110,12 @@ def _digest(root: Path, files: list[PurePosixPath], kind: str) -> str:
     """
     h = hashlib.sha256(f"{RECIPE_VERSION}\0{kind}\0".encode())
     for rel in files:
-        data = (root / rel).read_bytes()
+        path = root / rel
         h.update(rel.as_posix().encode("utf-8", "surrogateescape") + b"\0")
-        h.update(str(len(data)).encode() + b"\0")
-        h.update(data)
+        h.update(str(path.stat().st_size).encode() + b"\0")
+        with path.open("rb") as f:  # in chunks: a folder may hold files larger than memory (a checkpoint)
+            for chunk in iter(lambda: f.read(READ_CHUNK), b""):
+                h.update(chunk)
     return h.hexdigest()[:HASH_LENGTH]
 
 

@@ -1,5 +1,5 @@
-"""Source packages for people: what ``plan`` says a submit would build and upload,
-and the bar a large upload draws on a terminal.
+"""Source packages and images for people: what ``plan`` says a submit would build and
+upload or push, and the bar a large upload draws on a terminal.
 
 :mod:`vxtrain.packaging` builds and uploads without printing; an upload reports
 its progress to the ``UploadProgress`` it is given, and ``upload_bar`` is the
@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
+from vxtrain.images.recipe import UNSET_REPOSITORY, ImageBuild
 from vxtrain.packaging.jobs import UNSET_BUCKET, Package
 from vxtrain.packaging.upload import Position
 
@@ -25,6 +26,22 @@ def package_lines(packages: list[Package]) -> list[str]:
             lines.append("  (no staging_bucket: submit needs --staging-bucket gs://BUCKET[/PREFIX])")
     if packages:
         lines.append("submit builds each package and uploads it only if that URI is not there yet")
+    return lines
+
+
+def image_lines(images: list[ImageBuild]) -> list[str]:
+    """What ``plan`` prints about the images a submit would build and push."""
+    lines = []
+    for i in images:
+        lines.append(f"{i.spec_source} ({i.source.files} files) for {', '.join(i.roles)}")
+        lines.append(f"  base {i.base}" + ("" if i.base_pinned else " (by tag: pin it by digest)"))
+        if i.spec_requirements:
+            lines.append(f"  requirements {i.spec_requirements} (wheels for linux/amd64, Python {i.python})")
+        lines.append(f"  → {i.uri}")
+        if i.repository.startswith(UNSET_REPOSITORY):
+            lines.append("  (no image_repository: submit needs --image-repository HOST/PATH)")
+    if images:
+        lines.append("submit builds each image and pushes only what its repository lacks (nothing when the tag is there)")
     return lines
 
 

@@ -13,7 +13,7 @@ from rich.markup import escape
 from vxtrain.api import Result
 from vxtrain.model import Pool
 from vxtrain.render import bandwidth, console, cost, diagnostics_text
-from vxtrain.render.packaging import package_lines
+from vxtrain.render.packaging import image_lines, package_lines
 from vxtrain.render.study import search_space_lines
 from vxtrain.runtime.study import node_trials
 
@@ -39,6 +39,10 @@ def plan_text(result: Result) -> None:
     if result.packages:
         out.rule("Packages (built and uploaded by submit; plan uploads nothing)")
         for line in package_lines(result.packages):
+            out.print(line, markup=False, highlight=False)
+    if result.images:
+        out.rule("Images (built and pushed by submit; plan pushes nothing)")
+        for line in image_lines(result.images):
             out.print(line, markup=False, highlight=False)
     out.rule("Bandwidth plan")
     for item in bandwidth.items(result.plan):

@@ -263,6 +263,16 @@ def package_paths(pool: Pool, base_dir: Path, work_dir: Path | None = None, *, i
     return package_path_entries(pkg.package_uris, base_dir, work_dir)
 
 
+def image_source(job: Job, pool: Pool, base_dir: Path) -> Path | None:
+    """The folder a ``build:`` pool's image is built from: local runs run it in place
+    (its working directory, on PYTHONPATH), as Vertex AI runs the image (docs/container-path.md)."""
+    if pool.build is not None and pool.build.source:
+        return source_folder(base_dir, pool.build.source)
+    if job.local is not None and pool.image in job.local.image_sources:
+        return Path(job.local.image_sources[pool.image])  # an emulator: the submit said where it is
+    return None
+
+
 @dataclass
 class _Plan:
     replica: ReplicaRun
@@ -326,13 +336,20 @@ def plan_replicas(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = 
         runs_package = not (job.local is not None and job.local.command) and not pool.command
         packages = package_paths(pool, base_dir, work_dir / slots.SLOTS[pool.index].cluster_key if work_dir else None,
                                  install=runs_package)
+        source = image_source(job, pool, base_dir)
+        pool_cwd = cwd
+        if source is not None:
+            packages = [str(source), *packages]
+            if workdir is None and not (job.local is not None and job.local.workdir):
+                pool_cwd = source  # the image's WorkingDir
         for i in range(pool.replicas or 0):
             vertex_env = cluster_env.replica_env(job, job_spec, pool.index, i, hosts=hosts,
                                                  trial=trial, job_id=job_id)
             torch = _torch_vars(pool, i, training, master_port)
             replica = ReplicaRun(slots.replica_name(pool.index, i), pool.role, pool.index, i, command)
             replica.gpus = list(gpu_plan.devices.get(replica.name, ())) if gpu_plan is not None else []
-            plans.append(_Plan(replica, _child_env(job, vertex_env, torch, packages, ",".join(replica.gpus)), cwd))
+            plans.append(_Plan(replica, _child_env(job, vertex_env, torch, packages, ",".join(replica.gpus)),
+                               pool_cwd))
     return plans
 
 

@@ -1,4 +1,5 @@
-"""What runs in the containers: exactly one of ``image`` or ``python_package`` per pool,
+"""What runs in the containers: exactly one of ``image``, ``python_package`` or ``build`` per pool
+(build's own clashes: image_rules),
 and environment variables (C identifiers, at most 100, secret-looking names warned about).
 """
 from __future__ import annotations
@@ -29,12 +30,12 @@ _REFERENCE_WORDS = frozenset({"FILE", "PATH", "DIR", "NAME", "ID", "URI", "REF"}
 
 
 def code_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
-    """Every pool but Reduction Server runs exactly one of ``image`` or ``python_package``."""
+    """Every pool but Reduction Server runs one of ``image``, ``python_package`` or ``build``."""
     for pool in job.ordered_pools():
         if pool.role == RS:
             continue  # the Reduction Server image is chosen by vxtrain
-        if pool.image is None and pool.python_package is None:
-            if not _present(native, pool.role, "image", "python_package"):
+        if pool.image is None and pool.python_package is None and pool.build is None:
+            if not _present(native, pool.role, "image", "python_package", "build"):
                 hint = wording(native.format).code_hint_for(pool.index)
                 yield error("missing-image", f"{pool.role} runs nothing: {hint}", **native.where((pool.role,)))
         elif pool.image is not None and pool.python_package is not None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import NativeSpec
 from vxtrain.model import Job
-from vxtrain.validation import (accelerator_rules, container_rules, extra, label_rules, machine_rules,
+from vxtrain.validation import (accelerator_rules, container_rules, extra, image_rules, label_rules, machine_rules,
                                 package_rules, reduction_server_rules, region_rules, reservation_rules, role_rules,
                                 scheduling_rules, study_rules, tensorboard_rules, tpu_rules)
 
@@ -41,6 +41,7 @@ RULES: tuple[Rule, ...] = (
     role_rules.evaluator_rules,
     study_rules.check,  # the study: block
     package_rules.check,  # python_package source/package_uris, staging_bucket
+    image_rules.check,  # build: base, source, requirements; image_repository
     region_rules.check,  # region and accelerators per region
     extra.check,  # extra: field by field, value by value
 )

@@ -1,0 +1,183 @@
+"""Layer tarballs that are the same bytes for the same files, on every machine.
+
+A layer is a gzipped tar. The manifest names it by the digest of the gzipped
+bytes, the config's ``rootfs.diff_ids`` by that of the tar itself (ggcr's
+"Anatomy of an image upload"). Both are computed while the file is written, one
+pass, streamed: no file is held whole in memory.
+
+Reproducible entries, as ko and jib write them: sorted by name, directories
+made explicit, mtime 0, uid/gid 0 with no user names, modes normalised to 0755
+(directories and executables) or 0644, and gzip with no name and no timestamp.
+
+The dependency layer is ``pip install --target`` of wheels only, for the
+image's platform (linux/amd64) and Python, with pip's documented
+cross-platform options (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-platform):
+no ``RUN`` step exists without a container runtime, so nothing may be compiled.
+pip's own settings apply (``PIP_INDEX_URL``, ``PIP_FIND_LINKS``, ``PIP_NO_INDEX``:
+how the tests install a local wheel with no network).
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from vxtrain.errors import VxtrainError
+from vxtrain.images.recipe import CODE_DIR
+from vxtrain.packaging.source import iter_files
+
+#: The platforms pip may take wheels for: linux/amd64, manylinux2014 (glibc 2.17) up to
+#: glibc 2.28 (Vertex AI's prebuilt images are Debian/Ubuntu with a newer glibc).
+PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
+#: gzip level: fixed, so the same tar gives the same gzip bytes (zlib's output depends on it).
+GZIP_LEVEL = 6
+#: Read files in this many bytes at a time.
+CHUNK = 1024 * 1024
+_MISSING = re.compile(r"No matching distribution found for ([^\s]+)")
+
+
+class DependencyError(VxtrainError):
+    """pip could not install the requirements from wheels for the image's platform and Python."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A layer tarball on disk and its two digests."""
+
+    path: Path
+    digest: str  # sha256:… of the gzipped bytes (the manifest's)
+    diff_id: str  # sha256:… of the tar (the config's rootfs.diff_ids)
+    size: int  # bytes of the gzipped file
+    files: int
+
+
+def digest_of(data: bytes) -> str:
+    """``sha256:<hex>`` of ``data``: how the registry names a blob or manifest."""
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
+
+
+class _Hashing:
+    """A write-only stream that hashes and counts what passes through to ``target``."""
+
+    def __init__(self, target: BinaryIO) -> None:
+        self.target, self.sha, self.size = target, hashlib.sha256(), 0
+
+    def write(self, data: bytes) -> int:
+        """Hash, count, pass on."""
+        self.sha.update(data)
+        self.size += len(data)
+        return self.target.write(data)
+
+    def flush(self) -> None:
+        """Flush the target."""
+        self.target.flush()
+
+
+def write_layer(files: Iterable[tuple[PurePosixPath, Path]], dest: Path) -> Layer:
+    """A gzipped tar at ``dest`` of ``files`` (path in the image → file here), with every
+    parent directory as its own entry, in sorted order."""
+    entries = _with_parents(dict(files))
+    with dest.open("wb") as raw:
+        outer = _Hashing(raw)
+        with gzip.GzipFile(filename="", mode="wb", fileobj=outer, mtime=0, compresslevel=GZIP_LEVEL) as gz:  # type: ignore[arg-type]
+            inner = _Hashing(gz)  # type: ignore[arg-type]
+            with tarfile.open(fileobj=inner, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+                for name in sorted(entries, key=lambda n: n.encode("utf-8", "surrogateescape")):
+                    _add(tar, name, entries[name])
+    return Layer(dest, f"sha256:{outer.sha.hexdigest()}", f"sha256:{inner.sha.hexdigest()}", outer.size,
+                 sum(1 for p in entries.values() if p is not None))
+
+
+def _with_parents(files: dict[PurePosixPath, Path]) -> dict[str, Path | None]:
+    """Entry name → file (None: a directory), names relative to ``/`` as layers write them."""
+    out: dict[str, Path | None] = {}
+    for target, path in files.items():
+        rel = target.relative_to("/") if target.is_absolute() else target
+        out[rel.as_posix()] = path
+        for parent in rel.parents:
+            if parent != PurePosixPath("."):
+                out.setdefault(parent.as_posix() + "/", None)
+    return out
+
+
+def _add(tar: tarfile.TarFile, name: str, path: Path | None) -> None:
+    """One normalised entry: a directory, or a regular file streamed from ``path``."""
+    info = tarfile.TarInfo(name.rstrip("/"))
+    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+    if path is None:
+        info.type, info.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(info)
+        return
+    st = path.stat()
+    info.size, info.mode = st.st_size, 0o755 if st.st_mode & 0o100 else 0o644
+    with path.open("rb") as f:
+        tar.addfile(info, f)
+
+
+def code_files(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:
+    """The source folder's files (the packages' exclusions: vxtrain.packaging.source) under CODE_DIR."""
+    for rel in iter_files(root):
+        yield CODE_DIR / rel, root / rel
+
+
+#: What ``pip install --target`` writes that the image leaves out: console scripts, whose
+#: shebang names this machine's interpreter (broken in the image, and different on every
+#: machine); jobs run ``python -m`` (docs/decisions.md, "Container images").
+PIP_TARGET_EXCLUDED = frozenset({"bin"})
+
+
+def dependency_files(root: Path, prefix: PurePosixPath) -> Iterator[tuple[PurePosixPath, Path]]:
+    """What pip installed under ``root`` (but its console scripts), under ``prefix``."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here == root:
+            dirnames[:] = [d for d in dirnames if d not in PIP_TARGET_EXCLUDED]
+        dirnames.sort()
+        for name in sorted(filenames):
+            if (here / name).is_file():
+                yield prefix / (here / name).relative_to(root).as_posix(), here / name
+
+
+def drop_outside_records(target: Path) -> None:
+    """Remove RECORD lines of files pip wrote outside ``target`` (``../../bin/…``: console
+    scripts the layer leaves out). Their hashes cover this machine's interpreter path, so
+    they would make the layer differ from machine to machine, and the files are not there."""
+    for record in target.glob("*.dist-info/RECORD"):
+        lines = record.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for line in lines if not line.startswith("../")]
+        if kept != lines:
+            record.write_text("".join(kept), encoding="utf-8")
+
+
+def pip_command(requirements: Path, python: str, target: Path) -> list[str]:
+    """``pip install --target`` of wheels only, for linux/amd64 and Python ``python`` (``3.10``)."""
+    platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
+    return [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+            "--no-warn-script-location", "--no-compile", "--target", str(target), *platforms,
+            "--implementation", "cp", "--python-version", python, "--only-binary=:all:",
+            "--requirement", str(requirements)]
+
+
+def install_requirements(requirements: Path, python: str, target: Path) -> None:
+    """Install ``requirements`` into ``target``; DependencyError naming what has no wheel."""
+    proc = subprocess.run(pip_command(requirements, python, target), capture_output=True, text=True, check=False)
+    if proc.returncode == 0:
+        drop_outside_records(target)
+        return
+    missing = _MISSING.search(proc.stderr)
+    if missing:
+        raise DependencyError(
+            f"{requirements}: no wheel of {missing.group(1)} for linux/amd64 and Python {python} "
+            "(an image built without a Docker daemon installs wheels only, nothing is compiled): pin a "
+            "version that publishes a manylinux wheel, set build.python to the base image's Python, or "
+            "use an image that has it")
+    tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+    raise DependencyError(f"pip could not install {requirements} for linux/amd64 and Python {python}: {tail}")

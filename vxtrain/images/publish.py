@@ -1,0 +1,162 @@
+"""Build and push each image a job needs, pushing only what the registry lacks (submit only).
+
+For each image: nothing at all when its tag is already there (a manifest HEAD:
+the tag names the content). Else the base is resolved (a manifest list or
+index → its linux/amd64 image), the dependency and code layers are written, and
+every blob the target repository lacks is pushed: base layers mounted from the
+base's repository when both are on one host, else copied once, streamed; then
+the config, then the manifest (layers before config before manifest: a
+registry may refuse a manifest naming a blob it lacks, MANIFEST_BLOB_UNKNOWN).
+
+Two submits of the same content push the same bytes: blobs are
+content-addressed and the manifest is the same bytes under the same tag, so
+the second writer changes nothing.
+
+Nothing here prints: steps go to ``say`` and each large blob's upload to the
+``progress`` display the caller gives (vxtrain.render draws a bar).
+"""
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vxtrain.errors import ApiError, NotFoundError
+from vxtrain.images.image import INDEXES, MANIFESTS, Built, append, manifest_type, pick_platform, platforms
+from vxtrain.images.layers import Layer, code_files, dependency_files, install_requirements, write_layer
+from vxtrain.images.recipe import DEPS_DIR, ImageBuild
+from vxtrain.images.reference import Reference, parse
+from vxtrain.images.registry import Repository
+from vxtrain.packaging.upload import UploadProgress
+
+Say = Callable[[str], object]
+
+
+@dataclass
+class Pushed:
+    """An image after ``publish``: where it is, its manifest digest, what this submit uploaded."""
+
+    roles: list[str]
+    uri: str
+    digest: str
+    pushed: bool  # False: the tag was there already (nothing was built or uploaded)
+    blobs: list[str] = field(default_factory=list)  # digests uploaded (not mounted, not skipped)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """submit's ``images`` entries: one per pool."""
+        return [{"pool": role, "uri": self.uri, "digest": self.digest, "pushed": self.pushed} for role in self.roles]
+
+
+@dataclass(frozen=True)
+class Base:
+    """The base image, resolved to one linux/amd64 image."""
+
+    ref: Reference
+    manifest: Mapping[str, Any]
+    media_type: str
+    config: Mapping[str, Any]
+
+
+def publish(images: list[ImageBuild], say: Say | None = None,
+            progress: UploadProgress | None = None) -> list[Pushed]:
+    """Build and push each image whose tag is not in its repository yet."""
+    say = say or (lambda message: None)
+    return [publish_one(image, say, progress) for image in images]
+
+
+def publish_one(image: ImageBuild, say: Say, progress: UploadProgress | None) -> Pushed:
+    """One image: skipped when its tag exists, else built and pushed blob by blob."""
+    target_ref = parse(image.uri)
+    target = Repository(target_ref, push=True)
+    existing = target.manifest_digest(image.tag)
+    if existing is not None:
+        say(f"image {image.uri} is already pushed")
+        return Pushed(list(image.roles), image.uri, existing, pushed=False)
+    base = resolve_base(image.base)
+    with tempfile.TemporaryDirectory(prefix="vxtrain-image-") as tmp:
+        layers = build_layers(image, Path(tmp), say)
+        built = append(base.manifest, base.media_type, base.config, layers)
+        uploaded = push_blobs(target, base, [layer for layer, _ in layers], built, say, progress)
+    target.put_manifest(image.tag, built.manifest)
+    say(f"pushed {image.uri} ({built.digest})")
+    return Pushed(list(image.roles), image.uri, built.digest, pushed=True, blobs=uploaded)
+
+
+def resolve_base(text: str) -> Base:
+    """The base's linux/amd64 manifest and config (NotFoundError, ApiError: said plainly)."""
+    ref = parse(text)
+    repo = Repository(ref, push=False)
+    if repo.manifest_digest(ref.alias) is None:
+        raise NotFoundError(f"base image {text} does not exist (no manifest {ref.alias} in "
+                            f"{ref.host}/{ref.repository}): check the name and tag, or push it first")
+    manifest, content_type = repo.manifest(ref.alias)
+    media_type = manifest_type(manifest, content_type)
+    if media_type in INDEXES:
+        child = pick_platform(manifest)
+        if child is None:
+            raise ApiError(f"base image {text} has no linux/amd64 image (it has {', '.join(platforms(manifest))}); "
+                           "Vertex AI runs linux/amd64: choose a base built for it")
+        manifest, content_type = repo.manifest(child)
+        media_type = manifest_type(manifest, content_type)
+    if media_type not in MANIFESTS:
+        raise ApiError(f"base image {text} is a {media_type or 'manifest of unknown type'}; an image can be "
+                       "appended to only over a Docker v2 schema 2 or OCI image manifest")
+    config = repo.blob_json(manifest["config"]["digest"])
+    _check_platform(text, config)
+    return Base(ref, manifest, media_type, config)
+
+
+def _check_platform(text: str, config: Mapping[str, Any]) -> None:
+    os_, arch = config.get("os"), config.get("architecture")
+    if (os_ or "linux") != "linux" or (arch or "amd64") != "amd64":
+        raise ApiError(f"base image {text} is built for {os_}/{arch} only; Vertex AI runs linux/amd64: "
+                       "choose a base built for it")
+
+
+def build_layers(image: ImageBuild, tmp: Path, say: Say) -> list[tuple[Layer, str]]:
+    """The dependency layer (with requirements) and the code layer, written under ``tmp``."""
+    layers = []
+    if image.requirements is not None:
+        assert image.python is not None  # validation refuses requirements with an unknown Python
+        say(f"installing {image.spec_requirements} (wheels for linux/amd64, Python {image.python})")
+        target = tmp / "deps"
+        install_requirements(image.requirements, image.python, target)
+        layer = write_layer(dependency_files(target, DEPS_DIR), tmp / "deps.tar.gz")
+        layers.append((layer, f"pip install --target {DEPS_DIR} -r {image.spec_requirements}"))
+    code = write_layer(code_files(image.source.path), tmp / "code.tar.gz")
+    layers.append((code, f"copy {image.spec_source} ({code.files} files)"))
+    return layers
+
+
+def push_blobs(target: Repository, base: Base, layers: list[Layer], built: Built, say: Say,
+               progress: UploadProgress | None) -> list[str]:
+    """Every blob the target lacks: base layers (mounted or copied), ours, the config."""
+    uploaded: list[str] = []
+    source = Repository(base.ref, push=False)
+    same_host = base.ref.host == target.ref.host  # the spec's mount works within one registry only
+    for blob in base.manifest.get("layers", []):
+        digest, size = str(blob["digest"]), int(blob["size"])
+        if target.has_blob(digest):
+            continue
+        if same_host and target.mount(digest, base.ref):
+            say(f"mounted base layer {digest[:19]} from {base.ref.repository}")
+            continue
+        say(f"copying base layer {digest[:19]} ({_size(size)}) from {base.ref.host}")
+        target.push_stream(source.pull(digest), digest, size, progress)
+        uploaded.append(digest)
+    for layer in layers:
+        if not target.has_blob(layer.digest):
+            say(f"pushing layer {layer.digest[:19]} ({_size(layer.size)})")
+            target.push_file(layer.path, layer.digest, layer.size, progress)
+            uploaded.append(layer.digest)
+    if not target.has_blob(built.config_digest):
+        target.push_bytes(built.config, built.config_digest)
+        uploaded.append(built.config_digest)
+    return uploaded
+
+
+def _size(size: int) -> str:
+    """Bytes in words: ``12.3 MB``, ``4.5 kB``."""
+    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"

@@ -1,0 +1,118 @@
+"""What a ``build:`` pool's image is made of, and its content-addressed URI.
+
+Everything here is pure file reading (no pip, no network), so ``plan`` shows the
+exact URI a ``submit`` would push. The tag is a hash over the base reference,
+the image's Python, the requirements file's bytes, the source tree (the same
+files and hash as ``python_package.source``: vxtrain.packaging.source) and this
+recipe (where the layers go, how the config is set): the same inputs always give
+the same tag, any change a new one.
+
+A requirements file that does not pin its versions can resolve to other wheels
+later under the same tag: the tag says what was asked for, not what pip found
+(pin versions, as a lock file does, for an image that never moves).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from vxtrain.images.reference import parse, python_version
+from vxtrain.model import Build, Job
+from vxtrain.packaging.source import HASH_LENGTH, Source, describe, source_folder
+
+#: Where the code layer puts the source folder's files: the image's working directory.
+CODE_DIR = PurePosixPath("/opt/vxtrain/code")
+#: Where the dependency layer puts what ``pip install --target`` installed.
+DEPS_DIR = PurePosixPath("/opt/vxtrain/deps")
+#: Mixed into the tag: bump it when what is built from the same inputs changes
+#: (the folders above, the tar normalisation, the config edits, pip's options).
+RECIPE_VERSION = "vxtrain-image-1"
+#: Stands for the repository in URIs planned without one (never a valid reference).
+UNSET_REPOSITORY = "<image_repository>"
+
+
+@dataclass
+class ImageBuild:
+    """One image to build: its inputs, its URI, and the pools that run it."""
+
+    base: str
+    source: Source
+    requirements: Path | None
+    python: str | None
+    repository: str
+    tag: str
+    roles: list[str] = field(default_factory=list)
+    spec_source: str = ""  # the folder as the spec wrote it
+    spec_requirements: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The image's name under the repository: the source folder's (normalized) name."""
+        return self.source.name
+
+    @property
+    def uri(self) -> str:
+        """``<image_repository>/<name>:<tag>``."""
+        return f"{self.repository.rstrip('/')}/{self.name}:{self.tag}"
+
+    @property
+    def base_pinned(self) -> bool:
+        """True when the base is given by digest (a moved tag cannot change the image)."""
+        return "@sha256:" in self.base
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``images`` entry of ``plan --output json``."""
+        return {"pools": self.roles, "uri": self.uri, "base": self.base, "base_pinned": self.base_pinned,
+                "source": self.spec_source, "path": str(self.source.path), "files": self.source.files,
+                "requirements": self.spec_requirements, "python": self.python, "tag": self.tag,
+                "repository_set": not self.repository.startswith(UNSET_REPOSITORY)}
+
+
+def image_python(build: Build) -> str | None:
+    """The image's Python: ``build.python``, else the base reference's ``pyNNN`` (None: unknown)."""
+    if build.python:
+        return build.python
+    try:
+        return python_version(parse(build.base or ""))
+    except ValueError:
+        return None
+
+
+def resolve(job: Job, base: Path, repository: str | None) -> list[ImageBuild]:
+    """Hash every ``build:`` pool's inputs (paths relative to ``base``, the spec's folder)
+    and set its ``image`` to the content-addressed URI. Pools with the same inputs share
+    one image."""
+    by_inputs: dict[tuple[Any, ...], ImageBuild] = {}
+    for pool in job.ordered_pools():
+        build = pool.build
+        if build is None or not build.source or not build.base:
+            continue
+        folder = source_folder(base, build.source)
+        requirements = source_folder(base, build.requirements) if build.requirements else None
+        key = (build.base, folder, requirements, image_python(build))
+        image = by_inputs.get(key)
+        if image is None:
+            image = _image(build, folder, requirements, repository or UNSET_REPOSITORY)
+            by_inputs[key] = image
+        image.roles.append(pool.role)
+        pool.image = image.uri
+    return list(by_inputs.values())
+
+
+def _image(build: Build, folder: Path, requirements: Path | None, repository: str) -> ImageBuild:
+    source = describe(folder)
+    python = image_python(build)
+    assert build.base is not None and build.source is not None  # resolve skips pools without them
+    tag = image_tag(build.base, python, requirements.read_bytes() if requirements else None, source.digest)
+    return ImageBuild(build.base, source, requirements, python, repository, tag, spec_source=build.source,
+                      spec_requirements=build.requirements)
+
+
+def image_tag(base: str, python: str | None, requirements: bytes | None, source_digest: str) -> str:
+    """HASH_LENGTH hex digits over the recipe, the base, the Python, the requirements and the source."""
+    h = hashlib.sha256(f"{RECIPE_VERSION}\0{CODE_DIR}\0{DEPS_DIR}\0{base}\0{python or ''}\0".encode())
+    h.update(b"no-requirements\0" if requirements is None else b"requirements\0" + requirements + b"\0")
+    h.update(source_digest.encode())
+    return h.hexdigest()[:HASH_LENGTH]

@@ -1,0 +1,101 @@
+"""Rules for ``build:`` pools and ``image_repository`` (docs/container-path.md).
+
+A pool builds its image from a folder (``build: {base, source, requirements?,
+python?}``) instead of naming one: never both, nor with ``python_package``.
+The base must be a valid reference; one given by tag, not digest, gets a
+warning (a moved tag changes the image without changing its URI). A
+requirements file needs the image's Python (``build.python`` or ``pyNNN`` in
+the base's name or tag) to pick wheels for. That the repository is set is
+checked where a push is needed (``submit``), as for ``staging_bucket``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from vxtrain.diagnostics import Diagnostic, error, warning
+from vxtrain.images.recipe import image_python
+from vxtrain.images.reference import parse, parse_repository
+from vxtrain.loading.document import KeyPath, NativeSpec
+from vxtrain.model import Job, Pool, written_at
+from vxtrain.packaging.source import source_folder
+
+
+def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
+    """Every build and image_repository diagnostic of ``job``."""
+    yield from _repository(job, native)
+    for pool in job.ordered_pools():
+        if pool.build is not None and pool.role != "reduction_server":
+            yield from _build(pool, native)
+
+
+def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
+    """Where the pool's build (or a key in it) was written: the pool, else ``defaults``."""
+    return written_at(native.data, role, "build", *keys) or ("defaults", "build", *keys)
+
+
+def _repository(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
+    if job.image_repository is None:
+        return
+    try:
+        parse_repository(job.image_repository)
+    except ValueError as exc:
+        yield error("image-repository", f"image_repository {job.image_repository!r} is not a repository: {exc}",
+                    **native.where(("image_repository",)))
+
+
+def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
+    build = pool.build
+    assert build is not None
+    if pool.image is not None or pool.python_package is not None:
+        other = "image" if pool.image is not None else "python_package"
+        yield error("build-and-image", f"{pool.role} gives both build and {other}: build makes the pool's image "
+                    f"from a folder; remove {other} (or build)", **native.where(_path(native, pool.role)))
+    if build.base:
+        yield from _base(build.base, pool.role, native)
+    base = native.source.folder
+    if build.source:
+        yield from _folder(build.source, base, native, _path(native, pool.role, "source"))
+    if build.requirements:
+        yield from _requirements(build.requirements, base, native, _path(native, pool.role, "requirements"))
+        if image_python(build) is None:
+            yield error("build-python", f"{pool.role}.build has requirements but the image's Python is not known: "
+                        f"the base {build.base!r} has no pyNNN in its name or tag; set build.python, e.g. '3.10'",
+                        **native.where(_path(native, pool.role)))
+
+
+def _base(text: str, role: str, native: NativeSpec) -> Iterator[Diagnostic]:
+    try:
+        ref = parse(text)
+    except ValueError as exc:
+        yield error("build-base", f"build.base {text!r} is not an image reference: {exc}",
+                    **native.where(_path(native, role, "base")))
+        return
+    if ref.digest is None:
+        yield warning("base-by-tag", f"build.base {text} is given by tag: a moved tag changes the image without "
+                      "changing its URI, and is not noticed; pin it by digest (IMAGE@sha256:...)",
+                      **native.where(_path(native, role, "base")))
+
+
+def _folder(source: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
+    try:
+        folder = source_folder(base, source)
+    except (ValueError, RuntimeError) as exc:  # a NUL byte; ``~user`` with no such user
+        yield error("build-source-missing", f"build.source {source!r} is not a usable path ({exc})", **native.where(path))
+        return
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        yield error("build-source-missing", f"build.source {source!r} {what} (looked for {folder}); give the "
+                    "folder with the code, relative to the spec", **native.where(path))
+
+
+def _requirements(requirements: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
+    try:
+        found = source_folder(base, requirements)
+    except (ValueError, RuntimeError) as exc:
+        yield error("build-requirements-missing", f"build.requirements {requirements!r} is not a usable path ({exc})",
+                    **native.where(path))
+        return
+    if not found.is_file():
+        yield error("build-requirements-missing", f"build.requirements {requirements!r} is not a file (looked for "
+                    f"{found}); give a requirements.txt relative to the spec", **native.where(path))
