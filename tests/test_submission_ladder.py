@@ -316,7 +316,7 @@ def test_quota_short_in_the_first_region_creates_nothing_there(emulator: Emulato
     said: list[str] = []
     view = vx.submit(spec(tmp_path), endpoint=emulator.address, until_running=True, say=said.append)
     assert outcomes(view) == [(0, "quota"), (1, "started")]
-    assert any(line.startswith("rung 0 (us-central1): quota too small") and "nothing created" in line
+    assert any(line.startswith("rung 0 (us-central1): quota too small") and "nothing was created" in line
                for line in said), said
     assert [region_of(j) for j in listed(emulator)] == [REGIONS[1]]
 

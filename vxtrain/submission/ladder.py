@@ -174,7 +174,7 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
                           quota_check=ladder.quota_check)
         except errors.NoCapacity as short:  # the quota preflight: a need above a limit
             ladder.record(rung, None, Outcome.quota)
-            ladder.moved(rung, f"{short}; nothing created")
+            ladder.moved(rung, str(short))  # its message says nothing was created
             return None, short
         except errors.QuotaError as refused:
             if not QUOTA_TEXT.search(str(refused)):
