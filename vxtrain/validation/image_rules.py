@@ -13,20 +13,30 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from types import ModuleType
+
 from vxtrain.diagnostics import Diagnostic, error, warning
-from vxtrain.images.recipe import image_python
-from vxtrain.images.reference import parse, parse_repository
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, written_at
-from vxtrain.packaging.source import source_folder
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     """Every build and image_repository diagnostic of ``job``."""
+    if job.image_repository is None and all(pool.build is None for pool in job.ordered_pools()):
+        return  # most specs: the image helpers (hashlib, reference regexes) stay unloaded
     yield from _repository(job, native)
     for pool in job.ordered_pools():
         if pool.build is not None and pool.role != "reduction_server":
             yield from _build(pool, native)
+
+
+def _images() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """vxtrain.images.recipe, vxtrain.images.reference and vxtrain.packaging.source."""
+    # lazy: only a spec with build: or image_repository loads them (validate's cold start)
+    from vxtrain.images import recipe, reference
+    from vxtrain.packaging import source
+
+    return recipe, reference, source
 
 
 def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
@@ -38,7 +48,7 @@ def _repository(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     if job.image_repository is None:
         return
     try:
-        parse_repository(job.image_repository)
+        _images()[1].parse_repository(job.image_repository)
     except ValueError as exc:
         yield error("image-repository", f"image_repository {job.image_repository!r} is not a repository: {exc}",
                     **native.where(("image_repository",)))
@@ -58,7 +68,7 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
         yield from _folder(build.source, base, native, _path(native, pool.role, "source"))
     if build.requirements:
         yield from _requirements(build.requirements, base, native, _path(native, pool.role, "requirements"))
-        if image_python(build) is None:
+        if _images()[0].image_python(build) is None:
             yield error("build-python", f"{pool.role}.build has requirements but the image's Python is not known: "
                         f"the base {build.base!r} has no pyNNN in its name or tag; set build.python, e.g. '3.10'",
                         **native.where(_path(native, pool.role)))
@@ -66,7 +76,7 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _base(text: str, role: str, native: NativeSpec) -> Iterator[Diagnostic]:
     try:
-        ref = parse(text)
+        ref = _images()[1].parse(text)
     except ValueError as exc:
         yield error("build-base", f"build.base {text!r} is not an image reference: {exc}",
                     **native.where(_path(native, role, "base")))
@@ -79,7 +89,7 @@ def _base(text: str, role: str, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _folder(source: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
     try:
-        folder = source_folder(base, source)
+        folder = _images()[2].source_folder(base, source)
     except (ValueError, RuntimeError) as exc:  # a NUL byte; ``~user`` with no such user
         yield error("build-source-missing", f"build.source {source!r} is not a usable path ({exc})", **native.where(path))
         return
@@ -91,7 +101,7 @@ def _folder(source: str, base: Path, native: NativeSpec, path: KeyPath) -> Itera
 
 def _requirements(requirements: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
     try:
-        found = source_folder(base, requirements)
+        found = _images()[2].source_folder(base, requirements)
     except (ValueError, RuntimeError) as exc:
         yield error("build-requirements-missing", f"build.requirements {requirements!r} is not a usable path ({exc})",
                     **native.where(path))
