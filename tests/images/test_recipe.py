@@ -1,6 +1,7 @@
 """References and the content-addressed tag: pure, no registry."""
 from __future__ import annotations
 
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,16 @@ def test_a_layer_holds_exactly_the_files_given(files: dict[tuple[str, ...], byte
     assert got == {p: files[p] for p in paths}
     assert all("/".join(n.split("/")[:-1]) in names for n in names if "/" in n)  # parents are entries
     assert names.index("app") == 0
+
+
+def test_the_code_layer_holds_no_file_from_outside_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("key")
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "m.py").write_text("x = 1\n")
+    (tmp_path / "src" / "pkg" / "alias.py").symlink_to("m.py")
+    (tmp_path / "src" / "key").symlink_to(tmp_path / "secret")
+    (tmp_path / "src" / "up").symlink_to(tmp_path)
+    layer = write_layer(code_files(tmp_path / "src"), tmp_path / "code.tar.gz")
+    with tarfile.open(layer.path) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+    assert files == {"opt/vxtrain/code/pkg/alias.py": b"x = 1\n", "opt/vxtrain/code/pkg/m.py": b"x = 1\n"}

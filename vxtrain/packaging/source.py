@@ -10,6 +10,14 @@ exactly without a new dependency, and a half-right matcher would give two
 machines different hashes for the same tree, or drop a file the job needs.
 Keep only the package in the folder (gcloud's ``--local-package-path`` has the
 same rule).
+
+Links: a link to a file inside the folder counts as that file (its bytes, under
+the link's name). Any other link is left out: one pointing outside the folder
+(a package or image must not quietly carry ``~/.ssh/id_rsa`` or a data disk
+because a link named it), one to a directory (not followed: a link to an
+ancestor would loop), and a broken one. ``left_out_links`` lists them, so
+validation can say so: a local run, which runs the folder in place, still
+sees them.
 """
 from __future__ import annotations
 
@@ -81,17 +89,43 @@ def is_project(root: Path) -> bool:
 
 def iter_files(root: Path) -> Iterator[PurePosixPath]:
     """Every packaged file under ``root``, as a relative POSIX path, in sorted order."""
-    found: list[PurePosixPath] = []
+    real = root.resolve()
+    found = [rel for rel, path in _names(root) if _packaged(path, real)]
+    yield from sorted(found, key=_byte_order)
+
+
+def left_out_links(root: Path) -> list[tuple[PurePosixPath, str]]:
+    """The links under ``root`` that are not packaged (outside it, to a directory, broken):
+    (relative path, what the link says), in sorted order."""
+    real = root.resolve()
+    found = [(rel, os.readlink(path)) for rel, path in _names(root)
+             if path.is_symlink() and not _packaged(path, real)]
+    return sorted(found, key=lambda item: _byte_order(item[0]))
+
+
+def _names(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:
+    """Every name under ``root`` that the exclusions keep: files, and links to directories
+    (os.walk lists those but does not enter them)."""
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         top = here == root
         dirnames[:] = [d for d in dirnames if not _excluded_dir(here / d, top)]
         rel = PurePosixPath(here.relative_to(root).as_posix())
-        for name in filenames:
-            if name.endswith(EXCLUDED_SUFFIXES) or not (here / name).is_file():
-                continue  # bytecode; broken links, sockets and other non-files
-            found.append(rel / name)
-    yield from sorted(found, key=lambda p: p.as_posix().encode("utf-8", "surrogateescape"))
+        for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
+            if not name.endswith(EXCLUDED_SUFFIXES):
+                yield rel / name, here / name
+
+
+def _packaged(path: Path, real_root: Path) -> bool:
+    """A regular file, or a link to one inside ``real_root`` (not sockets, broken links, ...)."""
+    if not path.is_file():
+        return False
+    return not path.is_symlink() or path.resolve().is_relative_to(real_root)
+
+
+def _byte_order(rel: PurePosixPath) -> bytes:
+    """The sort key of a relative path: its bytes, the same order on every machine."""
+    return rel.as_posix().encode("utf-8", "surrogateescape")
 
 
 def _excluded_dir(path: Path, top: bool) -> bool:

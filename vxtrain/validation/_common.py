@@ -5,12 +5,15 @@ The bottom of ``vxtrain.validation``: it imports no rule group.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from vxtrain import catalog
+from vxtrain.diagnostics import Diagnostic, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import NO_DEFAULTS_ROLE, Job, Pool, parse_duration, written_at
+from vxtrain.packaging.source import left_out_links
 
 RS = NO_DEFAULTS_ROLE
 DISTRIBUTED_DOC = "https://cloud.google.com/vertex-ai/docs/training/distributed-training"
@@ -38,6 +41,23 @@ def quote_list(values: Iterable[object]) -> str:
 def or_list(values: Iterable[object]) -> str:
     """``"a" or "b"``."""
     return " or ".join(f'"{v}"' for v in values)
+
+
+#: Links named in a source-links warning; the rest are counted.
+LINKS_SHOWN = 5
+
+
+def source_links(folder: Path, key: str, into: str, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
+    """A warning naming the links under the source ``folder`` (written at ``key``) that are
+    left out of ``into`` (the image, the package): outside the folder, to a directory, broken."""
+    links = left_out_links(folder)
+    if not links:
+        return
+    shown = ", ".join(f"{rel} -> {target}" for rel, target in links[:LINKS_SHOWN])
+    more = f" and {len(links) - LINKS_SHOWN} more" if len(links) > LINKS_SHOWN else ""
+    yield warning("source-links", f"{key} has {plural(len(links), 'link')} left out of {into} (only links to "
+                  f"files inside the folder are followed; a local run still sees them): {shown}{more}; copy "
+                  "what the job needs into the folder", **native.where(path))
 
 
 def plural(n: int, word: str) -> str:

@@ -19,6 +19,7 @@ from vxtrain.images.reference import parse, parse_repository
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, written_at
 from vxtrain.packaging.source import source_folder
+from vxtrain.validation._common import source_links
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -87,6 +88,8 @@ def _folder(source: str, base: Path, native: NativeSpec, path: KeyPath) -> Itera
         what = "is a file, not a folder" if folder.exists() else "does not exist"
         yield error("build-source-missing", f"build.source {source!r} {what} (looked for {folder}); give the "
                     "folder with the code, relative to the spec", **native.where(path))
+        return
+    yield from source_links(folder, f"build.source {source!r}", "the image", native, path)
 
 
 def _requirements(requirements: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:

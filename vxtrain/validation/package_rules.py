@@ -19,6 +19,7 @@ from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, written_at
 from vxtrain.packaging.source import module_file, source_folder
+from vxtrain.validation._common import source_links
 
 #: ``gs://BUCKET`` or ``gs://BUCKET/PREFIX``; bucket names per
 #: https://cloud.google.com/storage/docs/buckets#naming (3-63 characters here; dotted names up to 222).
@@ -83,6 +84,8 @@ def _source(source: str, module: str | None, role: str, native: NativeSpec, base
                     "give the folder that holds the package (relative to the spec)",
                     **native.where(_path(native, role, "source")))
         return
+    yield from source_links(folder, f"python_package.source {source!r}", "the package", native,
+                            _path(native, role, "source"))
     if module and module_file(folder, module) is None:
         rel = module.replace(".", "/")
         yield error("package-module-missing", f"module {module} is not in source {source!r}: looked for "
