@@ -90,3 +90,8 @@ def test_links_left_out_of_the_image_are_named(tmp_path: Path) -> None:
     assert (warned.severity, warned.path, warned.line) == ("warning", "chief.build.source", 6)
     assert f"key -> {tmp_path / 'secret'}" in warned.message and "same.txt -> key" in warned.message
     assert "left out of the image" in warned.message
+
+
+def test_a_bad_base_is_one_error_not_also_an_unknown_python(tmp_path: Path) -> None:
+    diags = _diags(tmp_path, "    base: Not/A:Ref:x\n    source: src\n    requirements: requirements.txt\n")
+    assert [d for d in diags if d[0] == "error"] == [("error", "build-base", "chief.build.base", 5)]

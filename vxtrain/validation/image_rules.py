@@ -59,10 +59,19 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
         yield from _folder(build.source, base, native, _path(native, pool.role, "source"))
     if build.requirements:
         yield from _requirements(build.requirements, base, native, _path(native, pool.role, "requirements"))
-        if image_python(build) is None:
+        if image_python(build) is None and _parses(build.base):  # a bad base has its own error
             yield error("build-python", f"{pool.role}.build has requirements but the image's Python is not known: "
                         f"the base {build.base!r} has no pyNNN in its name or tag; set build.python, e.g. '3.10'",
                         **native.where(_path(native, pool.role)))
+
+
+def _parses(text: str | None) -> bool:
+    """Whether ``text`` is a valid image reference (a missing base is the schema's to report)."""
+    try:
+        parse(text or "")
+    except ValueError:
+        return False
+    return True
 
 
 def _base(text: str, role: str, native: NativeSpec) -> Iterator[Diagnostic]:
