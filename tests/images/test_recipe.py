@@ -145,3 +145,15 @@ def test_the_code_layer_holds_no_file_from_outside_the_folder(tmp_path: Path) ->
     with tarfile.open(layer.path) as tar:
         files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
     assert files == {"opt/vxtrain/code/pkg/alias.py": b"x = 1\n", "opt/vxtrain/code/pkg/m.py": b"x = 1\n"}
+
+
+def test_plan_counts_the_files_of_an_image_in_words(tmp_path: Path) -> None:
+    from vxtrain import api
+    from vxtrain.render.packaging import image_lines
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "task.py").write_text("")
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  build:\n"
+                    f"    base: ubuntu@sha256:{'0' * 64}\n    source: src\n")
+    assert image_lines(api.plan(spec).images)[0] == "src (1 file) for chief"
