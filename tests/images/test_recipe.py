@@ -157,3 +157,23 @@ def test_plan_counts_the_files_of_an_image_in_words(tmp_path: Path) -> None:
     spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  build:\n"
                     f"    base: ubuntu@sha256:{'0' * 64}\n    source: src\n")
     assert image_lines(api.plan(spec).images)[0] == "src (1 file) for chief"
+
+
+def test_files_the_requirements_include_change_the_tag(tmp_path: Path) -> None:
+    from vxtrain import api
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "deps").mkdir()
+    (tmp_path / "requirements.txt").write_text("-r deps/base.txt\ntinydep\n")
+    (tmp_path / "deps" / "base.txt").write_text("-c pins.txt  # relative to base.txt, as pip reads it\n")
+    (tmp_path / "deps" / "pins.txt").write_text("tinydep==1.0\n-r ../requirements.txt\n")  # a loop ends
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  build:\n"
+                    f"    base: ubuntu@sha256:{'0' * 64}\n    source: src\n    requirements: requirements.txt\n"
+                    "    python: '3.10'\n")
+    tags = [api.plan(spec).images[0].tag]
+    (tmp_path / "deps" / "pins.txt").write_text("tinydep==2.0\n")
+    tags.append(api.plan(spec).images[0].tag)
+    (tmp_path / "deps" / "pins.txt").write_text("tinydep==1.0\n-r ../requirements.txt\n")
+    tags.append(api.plan(spec).images[0].tag)
+    assert tags[0] != tags[1] and tags[0] == tags[2]
