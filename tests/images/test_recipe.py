@@ -37,6 +37,8 @@ def test_a_repository_has_no_tag() -> None:
     assert parse_repository("us-central1-docker.pkg.dev/p/r/").repository == "p/r"
     with pytest.raises(ValueError):
         parse_repository("us-central1-docker.pkg.dev/p/r:1")
+    with pytest.raises(ValueError, match="without a scheme, e.g. us-central1-docker.pkg.dev/p/r$"):
+        parse_repository("https://us-central1-docker.pkg.dev/p/r/")
 
 
 @pytest.mark.parametrize(("text", "python"), [

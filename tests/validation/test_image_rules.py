@@ -95,3 +95,8 @@ def test_links_left_out_of_the_image_are_named(tmp_path: Path) -> None:
 def test_a_bad_base_is_one_error_not_also_an_unknown_python(tmp_path: Path) -> None:
     diags = _diags(tmp_path, "    base: Not/A:Ref:x\n    source: src\n    requirements: requirements.txt\n")
     assert [d for d in diags if d[0] == "error"] == [("error", "build-base", "chief.build.base", 5)]
+
+
+def test_an_empty_image_repository_is_one_error(tmp_path: Path) -> None:
+    diags = _diags(tmp_path, f"    base: {PINNED}\n    source: src\n", top="image_repository: ''\n")
+    assert [d for d in diags if d[0] == "error"] == [("error", "schema-minlength", "image_repository", 2)]

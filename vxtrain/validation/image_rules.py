@@ -36,8 +36,8 @@ def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
 
 
 def _repository(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
-    if job.image_repository is None:
-        return
+    if not job.image_repository:
+        return  # absent, or empty: the schema's minLength says so
     try:
         parse_repository(job.image_repository)
     except ValueError as exc:
