@@ -27,7 +27,7 @@ def test_references(text: str, host: str, repository: str, tag: str | None, loop
     assert (ref.host, ref.repository, ref.tag, ref.loopback, ref.google) == (host, repository, tag, loopback, google)
 
 
-@pytest.mark.parametrize("text", ["Upper/case", "a//b", "x@sha256:short", "host.io/x:bad tag"])
+@pytest.mark.parametrize("text", ["Upper/case", "a//b", "x@sha256:short", "host.io/x:bad tag", "https://host.io/x:1"])
 def test_bad_references_say_why(text: str) -> None:
     with pytest.raises(ValueError):
         parse(text)

@@ -58,6 +58,8 @@ class Reference:
 
 def parse(text: str) -> Reference:
     """``text`` as a Reference; ValueError saying what is wrong."""
+    if "://" in text:  # a URL pasted from a console: references are written without a scheme
+        raise ValueError(f"write it without a scheme, e.g. {text.split('://', 1)[1].rstrip('/')}")
     rest, _, digest = text.partition("@")
     if digest and not _DIGEST.match(digest):
         raise ValueError(f"digest {digest!r} is not sha256:<64 hex digits>")
@@ -87,8 +89,6 @@ def _split_tag(path: str) -> tuple[str, str | None]:
 
 def parse_repository(text: str) -> Reference:
     """An ``image_repository`` (``HOST/PATH``, no tag or digest) as a Reference; ValueError otherwise."""
-    if "://" in text:  # a URL pasted from a console: registries are named without a scheme
-        raise ValueError(f"give HOST/PATH without a scheme, e.g. {text.split('://', 1)[1].rstrip('/')}")
     ref = parse(text.rstrip("/"))
     if ref.tag or ref.digest or ref.host == DOCKER_HUB and not text.startswith(DOCKER_HUB):
         raise ValueError("give HOST/PATH with no tag or digest, e.g. us-central1-docker.pkg.dev/PROJECT/REPO")
