@@ -196,6 +196,17 @@ def _reason(exc: Exception) -> str:
     return found.group(1).strip() if found else str(exc)
 
 
+def _access_hint(ref: Reference) -> str:
+    """What to do when ``ref``'s registry refuses: it depends on which credentials it got."""
+    if ref.google:
+        return ("run `gcloud auth application-default login` and check that you have "
+                "roles/artifactregistry.writer on the repository")
+    if ref.loopback:
+        return "a registry on this machine is spoken to without credentials: run it without auth"
+    return ("vxtrain signs in only to Google's registries (*-docker.pkg.dev, gcr.io); others are reached "
+            "anonymously, so use a public base there and push to Artifact Registry")
+
+
 def mapped_error(exc: Exception, ref: Reference, doing: str) -> ApiError:
     """A registry error while ``doing`` something in ``ref``'s repository, as vxtrain's (exit 4)."""
     where = f"{ref.host}/{ref.repository}"
@@ -206,9 +217,8 @@ def mapped_error(exc: Exception, ref: Reference, doing: str) -> ApiError:
         return err
     status = exc.response.status_code if isinstance(exc, requests.HTTPError) and exc.response is not None else None
     if status in (401, 403) or isinstance(exc, dxf_errors.DXFUnauthorizedError | dxf_errors.DXFAuthInsecureError):
-        hint = ("run `gcloud auth application-default login` and check that you have "
-                "roles/artifactregistry.writer on the repository") if ref.google else "check your access to it"
-        return PermissionError_(f"the registry {ref.host} refused {doing} in {where} (HTTP {status or 401}): {hint}")
+        return PermissionError_(f"the registry {ref.host} refused {doing} in {where} (HTTP {status or 401}): "
+                                f"{_access_hint(ref)}")
     if status == 404:
         return NotFoundError(f"not found: {doing} in {where} (HTTP 404)")
     return ApiError(f"the registry {ref.host} failed {doing} in {where}: {exc}")
