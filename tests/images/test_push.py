@@ -17,6 +17,7 @@ from tests.images.conftest import digest, get_blob, get_manifest, push_base
 from tests.images.test_end_to_end import write_project
 from vxtrain import api
 from vxtrain.images import registry as registry_module
+from vxtrain.errors import VxtrainError
 from vxtrain.images.publish import publish
 from vxtrain.images.reference import parse
 from vxtrain.images.registry import GOOGLE_USER, Repository
@@ -232,3 +233,16 @@ def test_every_upload_is_one_put_with_a_content_length(tmp_path: Path, registry:
     assert all(length is not None and int(length) > 0 and chunked is None for length, chunked in puts), puts
     assert not [s for s in _Recording.seen if s[0] == "PATCH"]
     assert digest(get_blob(registry, "mono/src", base.layer_digest)) == base.layer_digest
+
+
+def test_a_folder_edited_after_its_tag_was_computed_pushes_nothing(tmp_path: Path, registry: str,
+                                                                    wheels: Path) -> None:
+    """The tag names the files as hashed; the layer is written later (after pip): when they
+    differ by then, pushing would put other code under the tag, reused by every later submit."""
+    base = push_base(registry, "base/edited", "py310")
+    images = api.plan(write_project(tmp_path, base.ref, registry, "edited")).images
+    (tmp_path / "src" / "trainer" / "task.py").write_text("print('edited since plan')\n")
+    with pytest.raises(VxtrainError, match="changed while its image was being built"):
+        publish(images)
+    _, _, response = get_manifest(registry, "edited/src", images[0].tag)
+    assert response.status_code == 404
