@@ -19,6 +19,9 @@ from vxtrain.images.reference import DOCKER_HUB, parse, parse_repository, python
      "vertex-ai/training/pytorch-gpu.2-4.py310", "latest", False, True),
     ("gcr.io/p/img", "gcr.io", "p/img", None, False, True),
     ("python:3.11-slim", DOCKER_HUB, "library/python", "3.11-slim", False, False),
+    ("docker.io/library/python:3.11", DOCKER_HUB, "library/python", "3.11", False, False),
+    ("docker.io/python:3.11", DOCKER_HUB, "library/python", "3.11", False, False),
+    ("index.docker.io/pytorch/pytorch:2.4", DOCKER_HUB, "pytorch/pytorch", "2.4", False, False),
     ("127.0.0.1:5000/base/img:v1", "127.0.0.1:5000", "base/img", "v1", True, False),
     ("localhost:5000/x", "localhost:5000", "x", None, True, False),
 ])
