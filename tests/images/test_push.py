@@ -242,7 +242,7 @@ def test_a_folder_edited_after_its_tag_was_computed_pushes_nothing(tmp_path: Pat
     base = push_base(registry, "base/edited", "py310")
     images = api.plan(write_project(tmp_path, base.ref, registry, "edited")).images
     (tmp_path / "src" / "trainer" / "task.py").write_text("print('edited since plan')\n")
-    with pytest.raises(VxtrainError, match="changed while its image was being built"):
+    with pytest.raises(VxtrainError, match="changed while it was being built"):
         publish(images)
     _, _, response = get_manifest(registry, "edited/src", images[0].tag)
     assert response.status_code == 404

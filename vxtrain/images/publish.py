@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vxtrain.errors import ApiError, NotFoundError, VxtrainError
+from vxtrain.errors import ApiError, NotFoundError
 from vxtrain.images.image import INDEXES, MANIFESTS, Built, append, manifest_type, pick_platform, platforms
 from vxtrain.images.layers import Layer, code_files, dependency_files, install_requirements, write_layer
 from vxtrain.images.recipe import DEPS_DIR, ImageBuild
 from vxtrain.images.reference import Reference, parse
 from vxtrain.images.registry import Repository
-from vxtrain.packaging.source import describe
+from vxtrain.packaging.source import check_unchanged
 from vxtrain.packaging.upload import UploadProgress
 
 Say = Callable[[str], object]
@@ -78,21 +78,12 @@ def publish_one(image: ImageBuild, say: Say, progress: UploadProgress | None) ->
     base = resolve_base(image.base)
     with tempfile.TemporaryDirectory(prefix="vxtrain-image-") as tmp:
         layers = build_layers(image, Path(tmp), say)
-        _check_unchanged(image)
+        check_unchanged(image.source, image.spec_source, f"the tag {image.tag}")
         built = append(base.manifest, base.media_type, base.config, layers)
         uploaded = push_blobs(target, base, [layer for layer, _ in layers], built, say, progress)
     target.put_manifest(image.tag, built.manifest)
     say(f"pushed {image.uri} ({built.digest})")
     return Pushed(list(image.roles), image.uri, built.digest, pushed=True, blobs=uploaded)
-
-
-def _check_unchanged(image: ImageBuild) -> None:
-    """Refuse to push when the folder's files are no longer those the tag was computed from
-    (edited since plan, or while pip ran): the tag names content, and an image with other
-    code under it would be reused by every later submit of the original files."""
-    if describe(image.source.path).digest != image.source.digest:
-        raise VxtrainError(f"{image.spec_source} changed while its image was being built (the tag "
-                           f"{image.tag} names the files as they were): nothing was pushed; submit again")
 
 
 def resolve_base(text: str) -> Base:

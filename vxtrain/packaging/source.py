@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from vxtrain.errors import VxtrainError
+
 #: Directory names never packaged, at any depth: VCS data, caches, virtual envs.
 EXCLUDED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox",
                            ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints"})
@@ -75,6 +77,18 @@ def describe(path: str | Path) -> Source:
     files = list(iter_files(root))
     kind = "project" if is_project(root) else "generated"
     return Source(root, package_name(root), _digest(root, files, kind), kind, len(files))
+
+
+def check_unchanged(source: Source, written: str, named: str) -> None:
+    """Refuse (VxtrainError) when the folder's files are no longer those ``source`` hashed.
+
+    Called once a package or image is built, before it is uploaded: the URI or tag
+    (``named``) names the files as hashed at compile, and an upload of other files
+    under it would be reused by every later submit of the original ones.
+    """
+    if describe(source.path).digest != source.digest:
+        raise VxtrainError(f"{written} changed while it was being built ({named} names the files as "
+                           "they were): nothing was uploaded; submit again")
 
 
 def package_uri(staging_bucket: str, name: str, digest: str) -> str:
