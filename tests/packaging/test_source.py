@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.packaging.conftest import write_bare, write_project
+from vxtrain.errors import VxtrainError
 from vxtrain.packaging import source
 from vxtrain.packaging.source import describe, module_file, package_uri
 
@@ -131,3 +132,15 @@ def test_a_link_to_a_file_inside_the_folder_counts_as_that_file(bare_source: Pat
     after = describe(bare_source)
     assert after.files == before.files + 1 and after.digest != before.digest
     assert source.left_out_links(bare_source) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_named_not_an_unexpected_error(bare_source: Path) -> None:
+    locked = bare_source / "trainer" / "locked.bin"
+    locked.write_bytes(b"x")
+    locked.chmod(0)
+    try:
+        with pytest.raises(VxtrainError, match="cannot read .*locked.bin.*make it readable"):
+            describe(bare_source)
+    finally:
+        locked.chmod(0o644)

@@ -160,10 +160,14 @@ def _digest(root: Path, files: list[PurePosixPath], kind: str) -> str:
     for rel in files:
         path = root / rel
         h.update(rel.as_posix().encode("utf-8", "surrogateescape") + b"\0")
-        h.update(str(path.stat().st_size).encode() + b"\0")
-        with path.open("rb") as f:  # in chunks: a folder may hold files larger than memory (a checkpoint)
-            for chunk in iter(lambda: f.read(READ_CHUNK), b""):
-                h.update(chunk)
+        try:
+            h.update(str(path.stat().st_size).encode() + b"\0")
+            with path.open("rb") as f:  # in chunks: a folder may hold files larger than memory (a checkpoint)
+                for chunk in iter(lambda: f.read(READ_CHUNK), b""):
+                    h.update(chunk)
+        except OSError as exc:  # unreadable (another user's file), or gone since the walk
+            raise VxtrainError(f"cannot read {path} in the source folder {root} ({exc.strerror or exc}): "
+                               "make it readable, or move it out of the folder") from exc
     return h.hexdigest()[:HASH_LENGTH]
 
 
