@@ -19,7 +19,7 @@ from vxtrain.images.reference import parse, parse_repository
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, written_at
 from vxtrain.packaging.source import source_folder
-from vxtrain.validation._common import source_links
+from vxtrain.validation._common import source_folder_checked
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -56,7 +56,8 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
         yield from _base(build.base, pool.role, native)
     base = native.source.folder
     if build.source:
-        yield from _folder(build.source, base, native, _path(native, pool.role, "source"))
+        yield from source_folder_checked(build.source, base, "build.source", "build-source-missing", "the image",
+                                         native, _path(native, pool.role, "source"))
     if build.requirements:
         yield from _requirements(build.requirements, base, native, _path(native, pool.role, "requirements"))
         if image_python(build) is None and _parses(build.base):  # a bad base has its own error
@@ -85,20 +86,6 @@ def _base(text: str, role: str, native: NativeSpec) -> Iterator[Diagnostic]:
         yield warning("base-by-tag", f"build.base {text} is given by tag: a moved tag changes the image without "
                       "changing its URI, and is not noticed; pin it by digest (IMAGE@sha256:...)",
                       **native.where(_path(native, role, "base")))
-
-
-def _folder(source: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
-    try:
-        folder = source_folder(base, source)
-    except (ValueError, RuntimeError) as exc:  # a NUL byte; ``~user`` with no such user
-        yield error("build-source-missing", f"build.source {source!r} is not a usable path ({exc})", **native.where(path))
-        return
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "does not exist"
-        yield error("build-source-missing", f"build.source {source!r} {what} (looked for {folder}); give the "
-                    "folder with the code, relative to the spec", **native.where(path))
-        return
-    yield from source_links(folder, f"build.source {source!r}", "the image", native, path)
 
 
 def _requirements(requirements: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
