@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any, TextIO
 
-from vxtrain.diagnostics import Diagnostic
+from vxtrain.diagnostics import Diagnostic, plural
 
 _STYLE = {"error": "bold red", "warning": "bold yellow"}
 
@@ -55,11 +55,6 @@ def styled_lines(lines: Iterable[tuple[str, str]]) -> None:
     out = console()
     for style, line in lines:
         out.print(f"[{style}]{escape(line)}[/]")
-
-
-def plural(n: int, word: str) -> str:
-    """``1 file``, ``2 files``."""
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def summary_line(n_files: int, n_invalid: int, n_errors: int, n_warnings: int) -> str:

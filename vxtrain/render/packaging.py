@@ -11,10 +11,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
+from vxtrain.diagnostics import plural
 from vxtrain.images.recipe import UNSET_REPOSITORY, ImageBuild
 from vxtrain.packaging.jobs import UNSET_BUCKET, Package
 from vxtrain.packaging.upload import Position
-from vxtrain.render import plural
 
 
 def package_lines(packages: list[Package]) -> list[str]:

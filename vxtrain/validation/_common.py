@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from vxtrain import catalog
-from vxtrain.diagnostics import Diagnostic, error, warning
+from vxtrain.diagnostics import Diagnostic, error, plural, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import NO_DEFAULTS_ROLE, Job, Pool, parse_duration, written_at
 from vxtrain.packaging.source import left_out_links, source_folder
@@ -80,9 +80,6 @@ def _source_links(folder: Path, key: str, into: str, native: NativeSpec, path: K
                   "what the job needs into the folder", **native.where(path))
 
 
-def plural(n: int, word: str) -> str:
-    """``1 GPU``, ``2 GPUs``."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 #: ``scheduling``'s native keys → their Scheduling field in ``extra.jobSpec.scheduling``.
