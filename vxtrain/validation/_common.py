@@ -1,4 +1,5 @@
 """What the rule groups share: where a pool's key was written, scheduling as compiled, list wording,
+the source-folder check (build.source and python_package.source),
 shared sources.
 
 The bottom of ``vxtrain.validation``: it imports no rule group.
