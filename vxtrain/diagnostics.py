@@ -2,7 +2,8 @@
 
 A diagnostic is what every stage returns instead of raising: the loader, the
 format converters, the schema check and the semantic rules all produce lists
-of them, so ``validate`` can report every problem of a file at once.
+of them, so ``validate`` can report every problem of a file at once. ``plural``
+is here, at the bottom, so every layer's messages count things the same way.
 """
 from __future__ import annotations
 
@@ -52,6 +53,11 @@ class Diagnostic:
                 where += f":{self.column}"
         at = f" (at {self.path})" if self.path else ""
         return f"{where}: {self.severity}: {self.message} [{self.code}]{at}"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 GPU``, ``2 GPUs``: the one wording of a count in messages (validation, local runs, render)."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def error(code: str, message: str, path: str = "", **where: object) -> Diagnostic:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from tests.images.conftest import push_base
 from tests.images.test_end_to_end import write_project
@@ -19,6 +20,8 @@ from vxtrain import api
 from vxtrain.backends.emulator import start_emulator
 from vxtrain.errors import ApiError, NotFoundError, PermissionError_, SpecError, UnavailableError
 from vxtrain.images.layers import DependencyError
+from vxtrain.images.reference import parse
+from vxtrain.images.registry import mapped_error
 
 pytestmark = pytest.mark.slow
 
@@ -73,6 +76,16 @@ def test_an_unauthorised_registry(tmp_path: Path, registry: str, wheels: Path) -
         server.server_close()
     assert isinstance(error, PermissionError_) and error.exit_code == 4 and jobs == 0
     assert "refused" in str(error) and "HTTP 401" in str(error)
+    assert "without credentials: run it without auth" in str(error)  # what to do, for this kind of host
+
+
+@pytest.mark.parametrize(("host", "hint"), [("us-docker.pkg.dev", "gcloud auth application-default login"),
+                                            ("ghcr.io", "signs in only to Google's registries")])
+def test_a_refusal_says_what_to_do_for_the_host(host: str, hint: str) -> None:
+    refused = requests.Response()
+    refused.status_code = 403
+    error = mapped_error(requests.HTTPError(response=refused), parse(f"{host}/p/r/img"), "pushing x")
+    assert isinstance(error, PermissionError_) and "HTTP 403" in str(error) and hint in str(error)
 
 
 def test_a_base_that_does_not_exist(tmp_path: Path, registry: str, wheels: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +17,7 @@ from tests.images.conftest import digest, get_blob, get_manifest, push_base
 from tests.images.test_end_to_end import write_project
 from vxtrain import api
 from vxtrain.images import registry as registry_module
+from vxtrain.errors import VxtrainError
 from vxtrain.images.publish import publish
 from vxtrain.images.reference import parse
 from vxtrain.images.registry import GOOGLE_USER, Repository
@@ -173,3 +175,74 @@ def test_the_bearer_challenge_with_or_without_service(challenge: str, query: str
     assert url == f"https://europe-docker.pkg.dev/v2/token?{query}"
     assert headers["Authorization"] == "Basic " + base64.b64encode(b"oauth2accesstoken:ADC-TOKEN").decode()
     assert repo.dxf.token == "REGISTRY-TOKEN"
+
+
+class _Recording(BaseHTTPRequestHandler):
+    """A proxy in front of the real registry that records each request's method, path and
+    body framing, and refuses a chunked body (Artifact Registry takes no chunked uploads)."""
+
+    upstream = ""
+    seen: list[tuple[str, str, str | None, str | None]] = []
+
+    def _forward(self) -> None:
+        length, chunked = self.headers.get("Content-Length"), self.headers.get("Transfer-Encoding")
+        self.seen.append((self.command, self.path.split("?")[0], length, chunked))
+        if chunked:
+            self.send_response(400)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = self.rfile.read(int(length)) if length else None
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("content-length",)}
+        r = requests.request(self.command, f"http://{self.upstream}{self.path}", data=body, headers=headers,
+                             allow_redirects=False, timeout=30)
+        self.send_response(r.status_code)
+        for k, v in r.headers.items():
+            if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(k, v)
+        content = b"" if self.command == "HEAD" else r.content
+        self.send_header("Content-Length", r.headers.get("Content-Length", "0") if self.command == "HEAD"
+                         else str(len(content)))
+        self.end_headers()
+        self.wfile.write(content)
+
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = _forward
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
+def test_every_upload_is_one_put_with_a_content_length(tmp_path: Path, registry: str, wheels: Path) -> None:
+    """A copied base layer (streamed from another host), our layers and the config: each a
+    monolithic PUT ?digest= with its length, never a chunked body nor a PATCH."""
+    base = push_base(registry, "base/mono", "py310")
+    _Recording.upstream, _Recording.seen = registry, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recording)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        proxy = f"127.0.0.1:{server.server_address[1]}"
+        [pushed] = publish(api.plan(write_project(tmp_path, base.ref.replace("127.0.0.1", "localhost"),
+                                                  proxy, "mono")).images)
+    finally:
+        server.shutdown()
+        server.server_close()
+    puts = [(length, chunked) for method, path, length, chunked in _Recording.seen
+            if method == "PUT" and "/blobs/uploads/" in path]
+    assert len(puts) == len(pushed.blobs) == 4  # the base layer, the dependency and code layers, the config
+    assert all(length is not None and int(length) > 0 and chunked is None for length, chunked in puts), puts
+    assert not [s for s in _Recording.seen if s[0] == "PATCH"]
+    assert digest(get_blob(registry, "mono/src", base.layer_digest)) == base.layer_digest
+
+
+def test_a_folder_edited_after_its_tag_was_computed_pushes_nothing(tmp_path: Path, registry: str,
+                                                                    wheels: Path) -> None:
+    """The tag names the files as hashed; the layer is written later (after pip): when they
+    differ by then, pushing would put other code under the tag, reused by every later submit."""
+    base = push_base(registry, "base/edited", "py310")
+    images = api.plan(write_project(tmp_path, base.ref, registry, "edited")).images
+    (tmp_path / "src" / "trainer" / "task.py").write_text("print('edited since plan')\n")
+    with pytest.raises(VxtrainError, match="changed while it was being built"):
+        publish(images)
+    _, _, response = get_manifest(registry, "edited/src", images[0].tag)
+    assert response.status_code == 404

@@ -1,6 +1,7 @@
 """References and the content-addressed tag: pure, no registry."""
 from __future__ import annotations
 
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,9 @@ from vxtrain.images.reference import DOCKER_HUB, parse, parse_repository, python
      "vertex-ai/training/pytorch-gpu.2-4.py310", "latest", False, True),
     ("gcr.io/p/img", "gcr.io", "p/img", None, False, True),
     ("python:3.11-slim", DOCKER_HUB, "library/python", "3.11-slim", False, False),
+    ("docker.io/library/python:3.11", DOCKER_HUB, "library/python", "3.11", False, False),
+    ("docker.io/python:3.11", DOCKER_HUB, "library/python", "3.11", False, False),
+    ("index.docker.io/pytorch/pytorch:2.4", DOCKER_HUB, "pytorch/pytorch", "2.4", False, False),
     ("127.0.0.1:5000/base/img:v1", "127.0.0.1:5000", "base/img", "v1", True, False),
     ("localhost:5000/x", "localhost:5000", "x", None, True, False),
 ])
@@ -26,7 +30,7 @@ def test_references(text: str, host: str, repository: str, tag: str | None, loop
     assert (ref.host, ref.repository, ref.tag, ref.loopback, ref.google) == (host, repository, tag, loopback, google)
 
 
-@pytest.mark.parametrize("text", ["Upper/case", "a//b", "x@sha256:short", "host.io/x:bad tag"])
+@pytest.mark.parametrize("text", ["Upper/case", "a//b", "x@sha256:short", "host.io/x:bad tag", "https://host.io/x:1"])
 def test_bad_references_say_why(text: str) -> None:
     with pytest.raises(ValueError):
         parse(text)
@@ -36,6 +40,8 @@ def test_a_repository_has_no_tag() -> None:
     assert parse_repository("us-central1-docker.pkg.dev/p/r/").repository == "p/r"
     with pytest.raises(ValueError):
         parse_repository("us-central1-docker.pkg.dev/p/r:1")
+    with pytest.raises(ValueError, match="without a scheme, e.g. us-central1-docker.pkg.dev/p/r$"):
+        parse_repository("https://us-central1-docker.pkg.dev/p/r/")
 
 
 @pytest.mark.parametrize(("text", "python"), [
@@ -131,3 +137,48 @@ def test_a_layer_holds_exactly_the_files_given(files: dict[tuple[str, ...], byte
     assert got == {p: files[p] for p in paths}
     assert all("/".join(n.split("/")[:-1]) in names for n in names if "/" in n)  # parents are entries
     assert names.index("app") == 0
+
+
+def test_the_code_layer_holds_no_file_from_outside_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("key")
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "m.py").write_text("x = 1\n")
+    (tmp_path / "src" / "pkg" / "alias.py").symlink_to("m.py")
+    (tmp_path / "src" / "key").symlink_to(tmp_path / "secret")
+    (tmp_path / "src" / "up").symlink_to(tmp_path)
+    layer = write_layer(code_files(tmp_path / "src"), tmp_path / "code.tar.gz")
+    with tarfile.open(layer.path) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+    assert files == {"opt/vxtrain/code/pkg/alias.py": b"x = 1\n", "opt/vxtrain/code/pkg/m.py": b"x = 1\n"}
+
+
+def test_plan_counts_the_files_of_an_image_in_words(tmp_path: Path) -> None:
+    from vxtrain import api
+    from vxtrain.render.packaging import image_lines
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "task.py").write_text("")
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  build:\n"
+                    f"    base: ubuntu@sha256:{'0' * 64}\n    source: src\n")
+    assert image_lines(api.plan(spec).images)[0] == "src (1 file) for chief"
+
+
+def test_files_the_requirements_include_change_the_tag(tmp_path: Path) -> None:
+    from vxtrain import api
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "deps").mkdir()
+    (tmp_path / "requirements.txt").write_text("-r deps/base.txt\ntinydep\n")
+    (tmp_path / "deps" / "base.txt").write_text("-c pins.txt  # relative to base.txt, as pip reads it\n")
+    (tmp_path / "deps" / "pins.txt").write_text("tinydep==1.0\n-r ../requirements.txt\n")  # a loop ends
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  build:\n"
+                    f"    base: ubuntu@sha256:{'0' * 64}\n    source: src\n    requirements: requirements.txt\n"
+                    "    python: '3.10'\n")
+    tags = [api.plan(spec).images[0].tag]
+    (tmp_path / "deps" / "pins.txt").write_text("tinydep==2.0\n")
+    tags.append(api.plan(spec).images[0].tag)
+    (tmp_path / "deps" / "pins.txt").write_text("tinydep==1.0\n-r ../requirements.txt\n")
+    tags.append(api.plan(spec).images[0].tag)
+    assert tags[0] != tags[1] and tags[0] == tags[2]

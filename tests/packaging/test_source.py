@@ -4,12 +4,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
 
 from tests.packaging.conftest import write_bare, write_project
+from vxtrain.errors import VxtrainError
 from vxtrain.packaging import source
 from vxtrain.packaging.source import describe, module_file, package_uri
 
@@ -105,3 +106,41 @@ def test_module_file_finds_modules_packages_and_the_src_layout(tmp_path: Path) -
 def test_missing_folder_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         describe(tmp_path / "nope")
+
+
+def test_links_outside_the_folder_to_folders_or_nowhere_are_left_out(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "keys").mkdir(parents=True)
+    (outside / "id_rsa").write_text("secret")
+    (outside / "keys" / "k").write_text("secret")
+    root = write_bare(tmp_path / "code")
+    before = describe(root)
+    (root / "trainer" / "id_rsa").symlink_to(outside / "id_rsa")
+    (root / "keys").symlink_to(outside / "keys")
+    (root / "trainer" / "loop").symlink_to(root)  # a link to an ancestor: never followed
+    (root / "broken").symlink_to(tmp_path / "nowhere")
+    after = describe(root)
+    assert list(source.iter_files(root)) == list(source.iter_files(tmp_path / "code" / ".." / "code"))
+    assert (after.digest, after.files) == (before.digest, before.files)
+    assert [str(rel) for rel, _ in source.left_out_links(root)] == ["broken", "keys", "trainer/id_rsa", "trainer/loop"]
+    assert dict(source.left_out_links(root))[PurePosixPath("trainer/id_rsa")] == str(outside / "id_rsa")
+
+
+def test_a_link_to_a_file_inside_the_folder_counts_as_that_file(bare_source: Path) -> None:
+    before = describe(bare_source)
+    (bare_source / "trainer" / "settings.yaml").symlink_to("config.yaml")  # relative, as git checks links out
+    after = describe(bare_source)
+    assert after.files == before.files + 1 and after.digest != before.digest
+    assert source.left_out_links(bare_source) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_named_not_an_unexpected_error(bare_source: Path) -> None:
+    locked = bare_source / "trainer" / "locked.bin"
+    locked.write_bytes(b"x")
+    locked.chmod(0)
+    try:
+        with pytest.raises(VxtrainError, match="cannot read .*locked.bin.*make it readable"):
+            describe(bare_source)
+    finally:
+        locked.chmod(0o644)

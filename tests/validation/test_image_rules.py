@@ -76,3 +76,27 @@ def test_a_build_in_defaults_is_located_there(tmp_path: Path) -> None:
     assert warned == [("base-by-tag", "defaults.build.base")]
     images = api.plan(spec).images
     assert len(images) == 1 and images[0].roles == ["chief", "workers"]  # one image for both pools
+
+
+def test_links_left_out_of_the_image_are_named(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "secret").write_text("key")
+    (tmp_path / "src" / "key").symlink_to(tmp_path / "secret")
+    (tmp_path / "src" / "same.txt").symlink_to("key")  # inside, but to a link that leaves: resolved, left out
+    spec = tmp_path / "job.yaml"
+    spec.write_text(f"display_name: t\nchief:\n  machine_type: n1-standard-4\n  build:\n    base: {PINNED}\n"
+                    "    source: src\n")
+    [warned] = [d for d in api.check_file(spec).diagnostics if d.code == "source-links"]
+    assert (warned.severity, warned.path, warned.line) == ("warning", "chief.build.source", 6)
+    assert f"key -> {tmp_path / 'secret'}" in warned.message and "same.txt -> key" in warned.message
+    assert "left out of the image" in warned.message
+
+
+def test_a_bad_base_is_one_error_not_also_an_unknown_python(tmp_path: Path) -> None:
+    diags = _diags(tmp_path, "    base: Not/A:Ref:x\n    source: src\n    requirements: requirements.txt\n")
+    assert [d for d in diags if d[0] == "error"] == [("error", "build-base", "chief.build.base", 5)]
+
+
+def test_an_empty_image_repository_is_one_error(tmp_path: Path) -> None:
+    diags = _diags(tmp_path, f"    base: {PINNED}\n    source: src\n", top="image_repository: ''\n")
+    assert [d for d in diags if d[0] == "error"] == [("error", "schema-minlength", "image_repository", 2)]

@@ -48,3 +48,15 @@ def test_an_executor_image_not_prebuilt_is_warned(tmp_path: Path, image: str, wa
             "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers); "
             "Vertex AI runs python packages only in those")
         assert (found[0].severity, found[0].path, found[0].line) == ("warning", "chief.python_package.executor_image", 5)
+
+
+def test_links_left_out_of_the_package_are_named(tmp_path: Path) -> None:
+    (tmp_path / "code" / "trainer").mkdir(parents=True)
+    (tmp_path / "code" / "trainer" / "task.py").write_text("")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "code" / "data").symlink_to(tmp_path / "data")
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  python_package:\n"
+                    f"    executor_image: {EXECUTOR}\n    module: trainer.task\n    source: code\n")
+    warned = [(d.severity, d.path, d.line) for d in api.check_file(spec).diagnostics if d.code == "source-links"]
+    assert warned == [("warning", "chief.python_package.source", 7)]

@@ -29,6 +29,7 @@ from vxtrain.images.layers import Layer, code_files, dependency_files, install_r
 from vxtrain.images.recipe import DEPS_DIR, ImageBuild
 from vxtrain.images.reference import Reference, parse
 from vxtrain.images.registry import Repository
+from vxtrain.packaging.source import check_unchanged
 from vxtrain.packaging.upload import UploadProgress
 
 Say = Callable[[str], object]
@@ -77,6 +78,7 @@ def publish_one(image: ImageBuild, say: Say, progress: UploadProgress | None) ->
     base = resolve_base(image.base)
     with tempfile.TemporaryDirectory(prefix="vxtrain-image-") as tmp:
         layers = build_layers(image, Path(tmp), say)
+        check_unchanged(image.source, image.spec_source, f"the tag {image.tag}")
         built = append(base.manifest, base.media_type, base.config, layers)
         uploaded = push_blobs(target, base, [layer for layer, _ in layers], built, say, progress)
     target.put_manifest(image.tag, built.manifest)

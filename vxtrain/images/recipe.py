@@ -9,11 +9,15 @@ the same tag, any change a new one.
 
 A requirements file that does not pin its versions can resolve to other wheels
 later under the same tag: the tag says what was asked for, not what pip found
-(pin versions, as a lock file does, for an image that never moves).
+(pin versions, as a lock file does, for an image that never moves). The files it
+includes (``-r other.txt``, ``-c constraints.txt``, as pip reads them: relative
+to the including file) count as its bytes do: a pin moved to a constraints
+file still changes the tag.
 """
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -31,6 +35,9 @@ DEPS_DIR = PurePosixPath("/opt/vxtrain/deps")
 RECIPE_VERSION = "vxtrain-image-1"
 #: Stands for the repository in URIs planned without one (never a valid reference).
 UNSET_REPOSITORY = "<image_repository>"
+#: A line of a requirements file that includes another file: ``-r F``, ``--requirement=F``,
+#: ``-c F``, ``--constraint F`` (https://pip.pypa.io/en/stable/reference/requirements-file-format/).
+_INCLUDE = re.compile(r"^\s*(?:-[rc]\s*|--(?:requirement|constraint)(?:\s*=\s*|\s+))(\S+)")
 
 
 @dataclass
@@ -105,9 +112,34 @@ def _image(build: Build, folder: Path, requirements: Path | None, repository: st
     source = describe(folder)
     python = image_python(build)
     assert build.base is not None and build.source is not None  # resolve skips pools without them
-    tag = image_tag(build.base, python, requirements.read_bytes() if requirements else None, source.digest)
+    tag = image_tag(build.base, python, requirements_bytes(requirements) if requirements else None, source.digest)
     return ImageBuild(build.base, source, requirements, python, repository, tag, spec_source=build.source,
                       spec_requirements=build.requirements)
+
+
+def requirements_bytes(path: Path) -> bytes:
+    """The bytes the tag covers for the requirements file ``path``: its own, then each file it
+    includes (``-r``/``-c``, recursively, each once) framed by the name it was written as.
+    An include that is not a local file (a URL, a missing one) counts by its name only."""
+    out, seen, todo = [path.read_bytes()], {path.resolve()}, [path]
+    while todo:
+        current = todo.pop(0)
+        for written in _includes(current.read_bytes()):
+            found = (current.parent / written).resolve()
+            if found in seen:
+                continue
+            seen.add(found)
+            body = found.read_bytes() if found.is_file() else b""
+            out.append(b"\0include\0" + written.encode() + b"\0" + str(len(body)).encode() + b"\0" + body)
+            if found.is_file():
+                todo.append(found)
+    return b"".join(out)
+
+
+def _includes(data: bytes) -> list[str]:
+    """The files a requirements file's ``-r``/``-c`` lines name, in order."""
+    text = data.decode("utf-8", "replace")
+    return [m.group(1) for line in text.splitlines() if (m := _INCLUDE.match(line.split(" #")[0]))]
 
 
 def image_tag(base: str, python: str | None, requirements: bytes | None, source_digest: str) -> str:

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 #: Docker Hub's registry host, for references without one.
 DOCKER_HUB = "registry-1.docker.io"
+#: Docker Hub's names in references; its registry API answers only at DOCKER_HUB (as
+#: docker and ggcr map them: ``docker.io/library/python`` is ``python``).
+DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io"})
 #: Hosts spoken to over plain HTTP without auth: a registry on this machine (how tests
 #: run a real registry). Nothing else ever goes without TLS.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
@@ -58,14 +61,16 @@ class Reference:
 
 def parse(text: str) -> Reference:
     """``text`` as a Reference; ValueError saying what is wrong."""
+    if "://" in text:  # a URL pasted from a console: references are written without a scheme
+        raise ValueError(f"write it without a scheme, e.g. {text.split('://', 1)[1].rstrip('/')}")
     rest, _, digest = text.partition("@")
     if digest and not _DIGEST.match(digest):
         raise ValueError(f"digest {digest!r} is not sha256:<64 hex digits>")
     head, _, path = rest.partition("/")
-    if path and ("." in head or ":" in head or head == "localhost"):
+    if path and ("." in head or ":" in head or head == "localhost") and head not in DOCKER_HUB_ALIASES:
         host = head
     else:
-        host, path = DOCKER_HUB, rest
+        host, path = DOCKER_HUB, path if head in DOCKER_HUB_ALIASES and path else rest
         path = path if "/" in path else f"library/{path}"
     path, tag = _split_tag(path)
     for part in path.split("/"):

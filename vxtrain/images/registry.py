@@ -83,16 +83,23 @@ class Repository:
         except (requests.RequestException, dxf_errors.DXFError) as exc:
             raise mapped_error(exc, self.ref, doing) from exc
 
+    def _found(self, doing: str, call: Callable[[], Any]) -> Any | None:
+        """``call()``, or None when the registry answers 404 (a HEAD of what is not there);
+        its other errors mapped as ``_call`` maps them."""
+        try:
+            return call()
+        except (requests.RequestException, dxf_errors.DXFError) as exc:
+            response = getattr(exc, "response", None)
+            if isinstance(exc, requests.HTTPError) and response is not None and response.status_code == 404:
+                return None
+            raise mapped_error(exc, self.ref, doing) from exc
+
     def manifest_digest(self, alias: str) -> str | None:
         """The digest of the manifest ``alias`` names (HEAD), or None when there is none."""
-        try:
-            digest, _ = self.dxf.head_manifest_and_response(alias)
-        except requests.HTTPError as exc:
-            if exc.response is not None and exc.response.status_code == 404:
-                return None
-            raise mapped_error(exc, self.ref, f"looking up the manifest {alias}") from exc
-        except (requests.RequestException, dxf_errors.DXFError) as exc:
-            raise mapped_error(exc, self.ref, f"looking up the manifest {alias}") from exc
+        found = self._found(f"looking up the manifest {alias}", lambda: self.dxf.head_manifest_and_response(alias))
+        if found is None:
+            return None
+        digest, _ = found
         if digest:
             return str(digest)
         # No Docker-Content-Digest (optional in the spec): the digest of the bytes it serves.
@@ -111,15 +118,7 @@ class Repository:
 
     def has_blob(self, digest: str) -> bool:
         """True when the repository has the blob (HEAD → 200)."""
-        try:
-            self.dxf.blob_size(digest)
-        except requests.HTTPError as exc:
-            if exc.response is not None and exc.response.status_code == 404:
-                return False
-            raise mapped_error(exc, self.ref, f"looking up {digest}") from exc
-        except (requests.RequestException, dxf_errors.DXFError) as exc:
-            raise mapped_error(exc, self.ref, f"looking up {digest}") from exc
-        return True
+        return self._found(f"looking up {digest}", lambda: self.dxf.blob_size(digest)) is not None
 
     def mount(self, digest: str, source: Reference) -> bool:
         """Mount ``digest`` from ``source``'s repository (same host only); False when the
@@ -197,6 +196,17 @@ def _reason(exc: Exception) -> str:
     return found.group(1).strip() if found else str(exc)
 
 
+def _access_hint(ref: Reference) -> str:
+    """What to do when ``ref``'s registry refuses: it depends on which credentials it got."""
+    if ref.google:
+        return ("run `gcloud auth application-default login` and check that you have "
+                "roles/artifactregistry.writer on the repository")
+    if ref.loopback:
+        return "a registry on this machine is spoken to without credentials: run it without auth"
+    return ("vxtrain signs in only to Google's registries (*-docker.pkg.dev, gcr.io); others are reached "
+            "anonymously, so use a public base there and push to Artifact Registry")
+
+
 def mapped_error(exc: Exception, ref: Reference, doing: str) -> ApiError:
     """A registry error while ``doing`` something in ``ref``'s repository, as vxtrain's (exit 4)."""
     where = f"{ref.host}/{ref.repository}"
@@ -207,9 +217,8 @@ def mapped_error(exc: Exception, ref: Reference, doing: str) -> ApiError:
         return err
     status = exc.response.status_code if isinstance(exc, requests.HTTPError) and exc.response is not None else None
     if status in (401, 403) or isinstance(exc, dxf_errors.DXFUnauthorizedError | dxf_errors.DXFAuthInsecureError):
-        hint = ("run `gcloud auth application-default login` and check that you have "
-                "roles/artifactregistry.writer on the repository") if ref.google else "check your access to it"
-        return PermissionError_(f"the registry {ref.host} refused {doing} in {where} (HTTP {status or 401}): {hint}")
+        return PermissionError_(f"the registry {ref.host} refused {doing} in {where} (HTTP {status or 401}): "
+                                f"{_access_hint(ref)}")
     if status == 404:
         return NotFoundError(f"not found: {doing} in {where} (HTTP 404)")
     return ApiError(f"the registry {ref.host} failed {doing} in {where}: {exc}")

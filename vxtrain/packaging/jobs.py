@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vxtrain.model import Job
-from vxtrain.packaging.source import Source, describe, source_folder
+from vxtrain.packaging.source import Source, check_unchanged, describe, source_folder
 from vxtrain.packaging.upload import UploadProgress, existing_generation, storage_client, upload_if_missing
 
 #: Stands for the bucket in URIs planned without one (never a valid gs:// URI).
@@ -106,6 +106,7 @@ def publish(packages: list[Package], project: str | None = None,
             say(f"building {p.spec_source} ({p.build})")
             with tempfile.TemporaryDirectory(prefix="vxtrain-sdist-") as tmp:
                 sdist = build_sdist(p.source, tmp)
+                check_unchanged(p.source, p.spec_source, p.uri)
                 result = upload_if_missing(sdist, p.uri, client, progress)
             say(f"{'uploaded' if result.uploaded else 'already uploaded'}: {p.uri}")
             out.append(Published(result.uri, result.generation, result.uploaded))

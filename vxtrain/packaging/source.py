@@ -10,6 +10,14 @@ exactly without a new dependency, and a half-right matcher would give two
 machines different hashes for the same tree, or drop a file the job needs.
 Keep only the package in the folder (gcloud's ``--local-package-path`` has the
 same rule).
+
+Links: a link to a file inside the folder counts as that file (its bytes, under
+the link's name). Any other link is left out: one pointing outside the folder
+(a package or image must not quietly carry ``~/.ssh/id_rsa`` or a data disk
+because a link named it), one to a directory (not followed: a link to an
+ancestor would loop), and a broken one. ``left_out_links`` lists them, so
+validation can say so: a local run, which runs the folder in place, still
+sees them.
 """
 from __future__ import annotations
 
@@ -20,6 +28,8 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from vxtrain.errors import VxtrainError
 
 #: Directory names never packaged, at any depth: VCS data, caches, virtual envs.
 EXCLUDED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox",
@@ -69,6 +79,18 @@ def describe(path: str | Path) -> Source:
     return Source(root, package_name(root), _digest(root, files, kind), kind, len(files))
 
 
+def check_unchanged(source: Source, written: str, named: str) -> None:
+    """Refuse (VxtrainError) when the folder's files are no longer those ``source`` hashed.
+
+    Called once a package or image is built, before it is uploaded: the URI or tag
+    (``named``) names the files as hashed at compile, and an upload of other files
+    under it would be reused by every later submit of the original ones.
+    """
+    if describe(source.path).digest != source.digest:
+        raise VxtrainError(f"{written} changed while it was being built ({named} names the files as "
+                           "they were): nothing was uploaded; submit again")
+
+
 def package_uri(staging_bucket: str, name: str, digest: str) -> str:
     """``<staging_bucket>/vxtrain-packages/<name>-<digest>.tar.gz``."""
     return f"{staging_bucket.rstrip('/')}/{PACKAGES_PREFIX}/{name}-{digest}.tar.gz"
@@ -81,17 +103,43 @@ def is_project(root: Path) -> bool:
 
 def iter_files(root: Path) -> Iterator[PurePosixPath]:
     """Every packaged file under ``root``, as a relative POSIX path, in sorted order."""
-    found: list[PurePosixPath] = []
+    real = root.resolve()
+    found = [rel for rel, path in _names(root) if _packaged(path, real)]
+    yield from sorted(found, key=_byte_order)
+
+
+def left_out_links(root: Path) -> list[tuple[PurePosixPath, str]]:
+    """The links under ``root`` that are not packaged (outside it, to a directory, broken):
+    (relative path, what the link says), in sorted order."""
+    real = root.resolve()
+    found = [(rel, os.readlink(path)) for rel, path in _names(root)
+             if path.is_symlink() and not _packaged(path, real)]
+    return sorted(found, key=lambda item: _byte_order(item[0]))
+
+
+def _names(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:
+    """Every name under ``root`` that the exclusions keep: files, and links to directories
+    (os.walk lists those but does not enter them)."""
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         top = here == root
         dirnames[:] = [d for d in dirnames if not _excluded_dir(here / d, top)]
         rel = PurePosixPath(here.relative_to(root).as_posix())
-        for name in filenames:
-            if name.endswith(EXCLUDED_SUFFIXES) or not (here / name).is_file():
-                continue  # bytecode; broken links, sockets and other non-files
-            found.append(rel / name)
-    yield from sorted(found, key=lambda p: p.as_posix().encode("utf-8", "surrogateescape"))
+        for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
+            if not name.endswith(EXCLUDED_SUFFIXES):
+                yield rel / name, here / name
+
+
+def _packaged(path: Path, real_root: Path) -> bool:
+    """A regular file, or a link to one inside ``real_root`` (not sockets, broken links, ...)."""
+    if not path.is_file():
+        return False
+    return not path.is_symlink() or path.resolve().is_relative_to(real_root)
+
+
+def _byte_order(rel: PurePosixPath) -> bytes:
+    """The sort key of a relative path: its bytes, the same order on every machine."""
+    return rel.as_posix().encode("utf-8", "surrogateescape")
 
 
 def _excluded_dir(path: Path, top: bool) -> bool:
@@ -112,10 +160,14 @@ def _digest(root: Path, files: list[PurePosixPath], kind: str) -> str:
     for rel in files:
         path = root / rel
         h.update(rel.as_posix().encode("utf-8", "surrogateescape") + b"\0")
-        h.update(str(path.stat().st_size).encode() + b"\0")
-        with path.open("rb") as f:  # in chunks: a folder may hold files larger than memory (a checkpoint)
-            for chunk in iter(lambda: f.read(READ_CHUNK), b""):
-                h.update(chunk)
+        try:
+            h.update(str(path.stat().st_size).encode() + b"\0")
+            with path.open("rb") as f:  # in chunks: a folder may hold files larger than memory (a checkpoint)
+                for chunk in iter(lambda: f.read(READ_CHUNK), b""):
+                    h.update(chunk)
+        except OSError as exc:  # unreadable (another user's file), or gone since the walk
+            raise VxtrainError(f"cannot read {path} in the source folder {root} ({exc.strerror or exc}): "
+                               "make it readable, or move it out of the folder") from exc
     return h.hexdigest()[:HASH_LENGTH]
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any, TextIO
 
-from vxtrain.diagnostics import Diagnostic
+from vxtrain.diagnostics import Diagnostic, plural
 
 _STYLE = {"error": "bold red", "warning": "bold yellow"}
 
@@ -59,9 +59,6 @@ def styled_lines(lines: Iterable[tuple[str, str]]) -> None:
 
 def summary_line(n_files: int, n_invalid: int, n_errors: int, n_warnings: int) -> str:
     """``3 files checked: 2 valid, 1 invalid (2 errors, 1 warning)``."""
-    def plural(n: int, word: str) -> str:
-        return f"{n} {word}{'' if n == 1 else 's'}"
-
     return (f"{plural(n_files, 'file')} checked: {n_files - n_invalid} valid, {n_invalid} invalid "
             f"({plural(n_errors, 'error')}, {plural(n_warnings, 'warning')})")
 

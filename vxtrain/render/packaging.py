@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
+from vxtrain.diagnostics import plural
 from vxtrain.images.recipe import UNSET_REPOSITORY, ImageBuild
 from vxtrain.packaging.jobs import UNSET_BUCKET, Package
 from vxtrain.packaging.upload import Position
@@ -20,7 +21,7 @@ def package_lines(packages: list[Package]) -> list[str]:
     """What ``plan`` prints about the packages a submit would build and upload."""
     lines = []
     for p in packages:
-        lines.append(f"{p.spec_source} ({p.source.files} files, {p.build}) for {', '.join(p.roles)}")
+        lines.append(f"{p.spec_source} ({plural(p.source.files, 'file')}, {p.build}) for {', '.join(p.roles)}")
         lines.append(f"  → {p.uri}")
         if p.uri.startswith(UNSET_BUCKET):
             lines.append("  (no staging_bucket: submit needs --staging-bucket gs://BUCKET[/PREFIX])")
@@ -33,7 +34,7 @@ def image_lines(images: list[ImageBuild]) -> list[str]:
     """What ``plan`` prints about the images a submit would build and push."""
     lines = []
     for i in images:
-        lines.append(f"{i.spec_source} ({i.source.files} files) for {', '.join(i.roles)}")
+        lines.append(f"{i.spec_source} ({plural(i.source.files, 'file')}) for {', '.join(i.roles)}")
         lines.append(f"  base {i.base}" + ("" if i.base_pinned else " (by tag: pin it by digest)"))
         if i.spec_requirements:
             lines.append(f"  requirements {i.spec_requirements} (wheels for linux/amd64, Python {i.python})")

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from vxtrain import catalog, slots
+from vxtrain.diagnostics import plural
 from vxtrain.errors import GpuShortageError, UsageError
 
 if TYPE_CHECKING:
@@ -245,11 +246,6 @@ def resolve(job: Job, options: GpuOptions = GpuOptions(), environ: Mapping[str, 
     devices = {name: d for (name, _, _), d in zip(asks, got)}
     warnings = (_share_warning(needed, inventory),) if needed > len(inventory.devices) else ()
     return GpuPlan(devices, inventory, needed, options.share, warnings=warnings)
-
-
-def plural(count: int, word: str) -> str:
-    """``1 GPU``, ``2 GPUs``."""
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def described(inventory: Inventory) -> str:

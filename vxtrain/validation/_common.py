@@ -1,16 +1,20 @@
 """What the rule groups share: where a pool's key was written, scheduling as compiled, list wording,
+the source-folder check (build.source and python_package.source),
 shared sources.
 
 The bottom of ``vxtrain.validation``: it imports no rule group.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from vxtrain import catalog
+from vxtrain.diagnostics import Diagnostic, error, plural, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import NO_DEFAULTS_ROLE, Job, Pool, parse_duration, written_at
+from vxtrain.packaging.source import left_out_links, source_folder
 
 RS = NO_DEFAULTS_ROLE
 DISTRIBUTED_DOC = "https://cloud.google.com/vertex-ai/docs/training/distributed-training"
@@ -40,9 +44,43 @@ def or_list(values: Iterable[object]) -> str:
     return " or ".join(f'"{v}"' for v in values)
 
 
-def plural(n: int, word: str) -> str:
-    """``1 GPU``, ``2 GPUs``."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+#: Links named in a source-links warning; the rest are counted.
+LINKS_SHOWN = 5
+
+
+def source_folder_checked(source: str, base: Path, key: str, code: str, into: str, native: NativeSpec,
+                          path: KeyPath) -> Generator[Diagnostic, None, Path | None]:
+    """Check a source folder (``key: source`` written at ``path``, relative to ``base``, packaged into ``into``):
+    an error ``code`` when it is not a usable path or not a folder, else a warning naming
+    the links it leaves out. Returns the folder, None when it is not one."""
+    try:
+        folder = source_folder(base, source)
+    except (ValueError, RuntimeError) as exc:  # a NUL byte; ``~user`` with no such user
+        yield error(code, f"{key} {source!r} is not a usable path ({exc}); give the folder with the code, "
+                    "relative to the spec", **native.where(path))
+        return None
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        yield error(code, f"{key} {source!r} {what} (looked for {folder}); give the folder with the code, "
+                    "relative to the spec", **native.where(path))
+        return None
+    yield from _source_links(folder, f"{key} {source!r}", into, native, path)
+    return folder
+
+
+def _source_links(folder: Path, key: str, into: str, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
+    """A warning naming the links under the source ``folder`` (written at ``key``) that are
+    left out of ``into`` (the image, the package): outside the folder, to a directory, broken."""
+    links = left_out_links(folder)
+    if not links:
+        return
+    shown = ", ".join(f"{rel} -> {target}" for rel, target in links[:LINKS_SHOWN])
+    more = f" and {len(links) - LINKS_SHOWN} more" if len(links) > LINKS_SHOWN else ""
+    yield warning("source-links", f"{key} has {plural(len(links), 'link')} left out of {into} (only links to "
+                  f"files inside the folder are followed; a local run still sees them): {shown}{more}; copy "
+                  "what the job needs into the folder", **native.where(path))
+
+
 
 
 #: ``scheduling``'s native keys → their Scheduling field in ``extra.jobSpec.scheduling``.

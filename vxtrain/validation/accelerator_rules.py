@@ -10,10 +10,10 @@ import difflib
 from collections.abc import Iterator, Mapping
 
 from vxtrain import catalog
-from vxtrain.diagnostics import Diagnostic, error
+from vxtrain.diagnostics import Diagnostic, error, plural
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Accelerator, Job, Pool
-from vxtrain.validation._common import RS, TRAINING_MACHINES_DOC, key_path, plural, quote_list, raw_pool
+from vxtrain.validation._common import RS, TRAINING_MACHINES_DOC, key_path, quote_list, raw_pool
 
 K80_DOC = "https://cloud.google.com/compute/docs/eol/k80-eol"
 

@@ -12,31 +12,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-
 from types import ModuleType
 
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, written_at
+from vxtrain.packaging.source import source_folder
+from vxtrain.validation._common import source_folder_checked
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     """Every build and image_repository diagnostic of ``job``."""
     if job.image_repository is None and all(pool.build is None for pool in job.ordered_pools()):
-        return  # most specs: the image helpers (hashlib, reference regexes) stay unloaded
+        return  # most specs: the image helpers (reference regexes, recipe) stay unloaded
     yield from _repository(job, native)
     for pool in job.ordered_pools():
         if pool.build is not None and pool.role != "reduction_server":
             yield from _build(pool, native)
 
 
-def _images() -> tuple[ModuleType, ModuleType, ModuleType]:
-    """vxtrain.images.recipe, vxtrain.images.reference and vxtrain.packaging.source."""
+def _images() -> tuple[ModuleType, ModuleType]:
+    """vxtrain.images.recipe and vxtrain.images.reference."""
     # lazy: only a spec with build: or image_repository loads them (validate's cold start)
     from vxtrain.images import recipe, reference
-    from vxtrain.packaging import source
 
-    return recipe, reference, source
+    return recipe, reference
 
 
 def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
@@ -45,8 +45,8 @@ def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
 
 
 def _repository(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
-    if job.image_repository is None:
-        return
+    if not job.image_repository:
+        return  # absent, or empty: the schema's minLength says so
     try:
         _images()[1].parse_repository(job.image_repository)
     except ValueError as exc:
@@ -65,13 +65,23 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
         yield from _base(build.base, pool.role, native)
     base = native.source.folder
     if build.source:
-        yield from _folder(build.source, base, native, _path(native, pool.role, "source"))
+        yield from source_folder_checked(build.source, base, "build.source", "build-source-missing", "the image",
+                                         native, _path(native, pool.role, "source"))
     if build.requirements:
         yield from _requirements(build.requirements, base, native, _path(native, pool.role, "requirements"))
-        if _images()[0].image_python(build) is None:
+        if _images()[0].image_python(build) is None and _parses(build.base):  # a bad base has its own error
             yield error("build-python", f"{pool.role}.build has requirements but the image's Python is not known: "
                         f"the base {build.base!r} has no pyNNN in its name or tag; set build.python, e.g. '3.10'",
                         **native.where(_path(native, pool.role)))
+
+
+def _parses(text: str | None) -> bool:
+    """Whether ``text`` is a valid image reference (a missing base is the schema's to report)."""
+    try:
+        _images()[1].parse(text or "")
+    except ValueError:
+        return False
+    return True
 
 
 def _base(text: str, role: str, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -87,21 +97,9 @@ def _base(text: str, role: str, native: NativeSpec) -> Iterator[Diagnostic]:
                       **native.where(_path(native, role, "base")))
 
 
-def _folder(source: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
-    try:
-        folder = _images()[2].source_folder(base, source)
-    except (ValueError, RuntimeError) as exc:  # a NUL byte; ``~user`` with no such user
-        yield error("build-source-missing", f"build.source {source!r} is not a usable path ({exc})", **native.where(path))
-        return
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "does not exist"
-        yield error("build-source-missing", f"build.source {source!r} {what} (looked for {folder}); give the "
-                    "folder with the code, relative to the spec", **native.where(path))
-
-
 def _requirements(requirements: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
     try:
-        found = _images()[2].source_folder(base, requirements)
+        found = source_folder(base, requirements)
     except (ValueError, RuntimeError) as exc:
         yield error("build-requirements-missing", f"build.requirements {requirements!r} is not a usable path ({exc})",
                     **native.where(path))

@@ -18,7 +18,8 @@ from vxtrain.catalog import PREBUILT_DOC, PREBUILT_SHAPE, is_prebuilt_image
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, written_at
-from vxtrain.packaging.source import module_file, source_folder
+from vxtrain.packaging.source import module_file
+from vxtrain.validation._common import source_folder_checked
 
 #: ``gs://BUCKET`` or ``gs://BUCKET/PREFIX``; bucket names per
 #: https://cloud.google.com/storage/docs/buckets#naming (3-63 characters here; dotted names up to 222).
@@ -70,18 +71,9 @@ def _package(pool: Pool, native: NativeSpec, base: Path) -> Iterator[Diagnostic]
 
 
 def _source(source: str, module: str | None, role: str, native: NativeSpec, base: Path) -> Iterator[Diagnostic]:
-    try:
-        folder = source_folder(base, source)
-    except (ValueError, RuntimeError) as exc:  # a NUL byte; ``~user`` with no such user
-        yield error("package-source-missing", f"python_package.source {source!r} is not a usable path ({exc}); "
-                    "give the folder that holds the package (relative to the spec)",
-                    **native.where(_path(native, role, "source")))
-        return
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "does not exist"
-        yield error("package-source-missing", f"python_package.source {source!r} {what} (looked for {folder}); "
-                    "give the folder that holds the package (relative to the spec)",
-                    **native.where(_path(native, role, "source")))
+    folder = yield from source_folder_checked(source, base, "python_package.source", "package-source-missing",
+                                              "the package", native, _path(native, role, "source"))
+    if folder is None:
         return
     if module and module_file(folder, module) is None:
         rel = module.replace(".", "/")

@@ -14,7 +14,7 @@ from functools import cache
 from collections.abc import Callable
 from typing import Any
 
-from vxtrain.diagnostics import Diagnostic, error
+from vxtrain.diagnostics import Diagnostic, error, plural
 from vxtrain.formats.wording import wording
 from vxtrain.loading.document import KeyPath, NativeSpec
 
@@ -127,19 +127,15 @@ def _convert(err: Any, native: NativeSpec) -> list[Diagnostic]:
     return [error(f"schema-{kind}".lower(), msg, **native.where(path))]
 
 
-def _plural(n: Any, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 #: Messages for bounds: the value and what is accepted (jsonschema's own, e.g.
 #: "'aaa…' is too long", would repeat the whole value and not name the limit).
 _LIMITS: dict[str, Callable[[Any, Any], str]] = {
     "minimum": lambda v, lim: f"{_describe(v)} is below the minimum of {lim}; give {lim} or more",
     "maximum": lambda v, lim: f"{_describe(v)} is above the maximum of {lim}; give at most {lim}",
-    "minLength": lambda v, lim: f"{_describe(v)} is too short; give at least {_plural(lim, 'character')}",
+    "minLength": lambda v, lim: f"{_describe(v)} is too short; give at least {plural(lim, 'character')}",
     "maxLength": lambda v, lim: (f"{_describe(v)} has {len(v)} characters; at most {lim} are accepted"),
-    "minItems": lambda v, lim: f"{_describe(v)} has too few items; give at least {_plural(lim, 'item')}",
-    "minProperties": lambda v, lim: f"{_describe(v)} has too few keys; give at least {_plural(lim, 'key')}",
+    "minItems": lambda v, lim: f"{_describe(v)} has too few items; give at least {plural(lim, 'item')}",
+    "minProperties": lambda v, lim: f"{_describe(v)} has too few keys; give at least {plural(lim, 'key')}",
 }
 
 
