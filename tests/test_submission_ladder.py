@@ -97,7 +97,7 @@ def test_a_quota_refusal_at_create_moves_to_the_next_rung(emulator: EmulatorHand
     assert "rung 0 (us-central1): the create was refused for quota" in err
 
 
-def test_stockout_then_quota_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
+def test_stockout_then_a_quota_refusal_at_create_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
     """Rung 0 stocks out while followed; rung 1's create is refused for quota (the fault is
     armed as the ladder leaves rung 0); rung 2 runs."""
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
@@ -321,7 +321,7 @@ def test_quota_short_in_the_first_region_creates_nothing_there(emulator: Emulato
     assert [region_of(j) for j in listed(emulator)] == [REGIONS[1]]
 
 
-def test_stockout_then_quota_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
+def test_stockout_then_a_short_quota_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
     emulator.quotas.set(f"custom_model_training_cpus:{REGIONS[1]}=0")
     view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=lambda line: None)
