@@ -183,6 +183,19 @@ def test_a_study_takes_the_same_ladder(emulator: EmulatorHandle, tmp_path: Path,
     never_two_alive(jobs)
 
 
+def test_a_rate_limit_at_create_ends_the_ladder_with_exit_4(emulator: EmulatorHandle, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """RESOURCE_EXHAUSTED that names no quota metric (a requests-per-minute limit) is not
+    capacity: no fallback rung is tried, and nothing is created anywhere."""
+    emulator.add_fault("create:ratelimit:1")
+    code, doc, err = submit(capsys, spec(tmp_path), emulator, "--wait")
+    assert code == 4, err
+    assert doc["error"]["type"] == "QuotaError" and "Resource management (CRUD) requests" in doc["error"]["message"]
+    assert "fallback" not in doc["error"]["message"]  # no hint that fallback: would have helped
+    assert "trying fallback rung" not in err and "moving on" not in err
+    assert listed(emulator) == []
+
+
 # --- without fallback: the earlier contract, with a hint ---------------------------------------
 
 def test_without_fallback_a_quota_refusal_is_still_exit_4(emulator: EmulatorHandle, tmp_path: Path,
