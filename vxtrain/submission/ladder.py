@@ -306,9 +306,7 @@ def _resume(rungs: Sequence[Rung], ladder: Ladder) -> int | dict[str, Any]:
     found = list(_jobs_of(rungs, ladder))
     if not found:
         return 0
-    for rung, job in found[:-1]:  # the lower rungs: what became of them, for the attempts
-        view = job_view(job, emulated=False)
-        ladder.record(rung, view, capacity_outcome(view) or Outcome.pending_timeout)
+    _record_below(rungs, found, ladder)
     rung, job = found[-1]
     with using(ladder.backend, rung.region, ladder.endpoint) as api:
         view = job_view(job, emulated=api.emulated, adopted=True)
@@ -323,6 +321,20 @@ def _resume(rungs: Sequence[Rung], ladder: Ladder) -> int | dict[str, Any]:
         if final is None:  # it ran out of capacity while followed: the ladder goes on
             return rungs.index(rung) + 1
         return final
+
+
+def _record_below(rungs: Sequence[Rung], found: Sequence[tuple[Rung, JobDict]], ladder: Ladder) -> None:
+    """The attempts of the rungs below the highest one with a job: each was left for capacity.
+    One without a job was left before any was created, which only a quota does (the
+    preflight's finding or a refusal at create): ``quota``, with no name."""
+    jobs = {rung.number: job for rung, job in found}
+    for rung in rungs[:rungs.index(found[-1][0])]:
+        job = jobs.get(rung.number)
+        if job is None:
+            ladder.record(rung, None, Outcome.quota)
+            continue
+        view = job_view(job, emulated=False)
+        ladder.record(rung, view, capacity_outcome(view) or Outcome.pending_timeout)
 
 
 def _moved_on(job: JobDict, view: dict[str, Any]) -> bool:
