@@ -30,7 +30,7 @@ from typing import Any
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
-from vxtrain.backends.kinds import TERMINAL_STATES, kind_of_job
+from vxtrain.backends.kinds import RESOURCE_EXHAUSTED, TERMINAL_STATES, kind_of_job
 from vxtrain.joblogs import LogSink
 from vxtrain.submission.create import find_any_kind
 from vxtrain.submission.events import ProgressFn, Say, log_say
@@ -46,8 +46,6 @@ QUOTA_TEXT = re.compile(r"following quota metrics exceed quota limits|following 
 #: A FAILED job's error message that says it never got its machines.
 CAPACITY_TEXT = re.compile(r"resources are insufficient|stockout|quota exceeded|exceed quota limits|"
                            r"quotas are exceeded", re.I)
-#: google.rpc.Code.RESOURCE_EXHAUSTED, the code of a job that failed for capacity.
-RESOURCE_EXHAUSTED = 8
 #: States of a job that has not started yet.
 WAITING_STATES = frozenset({"JOB_STATE_QUEUED", "JOB_STATE_PENDING"})
 #: What a capacity-free spec would gain from ``fallback:``, said when it ran out.

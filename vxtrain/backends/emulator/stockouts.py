@@ -16,8 +16,6 @@ from enum import Enum
 
 #: How long a job in a stocked-out region waits PENDING before it fails (``--stockout-after``).
 DEFAULT_STOCKOUT_AFTER = 1.0
-#: google.rpc.Code.RESOURCE_EXHAUSTED: the code of a CustomJob failed for capacity.
-RESOURCE_EXHAUSTED = 8
 
 
 class Shortage(str, Enum):
@@ -50,14 +48,16 @@ class Stockouts:
 
     def of(self, name: str) -> Shortage | None:
         """The shortage of the region of the job ``name`` (``projects/P/locations/R/...``), if any."""
-        parts = name.split("/")
-        region = parts[3] if len(parts) > 3 and parts[2] == "locations" else ""
         with self._lock:
-            return self._regions.get(region)
+            return self._regions.get(_region_of(name) or "")
 
 
 def stockout_message(name: str) -> str:
     """The error message of a job that stocked out: the wording users reported from Vertex AI."""
+    return f"Resources are insufficient in region: {_region_of(name) or 'unknown'}. Please try a different region."
+
+
+def _region_of(name: str) -> str | None:
+    """The region of a job's name (``projects/P/locations/R/...``), None when it has none."""
     parts = name.split("/")
-    region = parts[3] if len(parts) > 3 else "unknown"
-    return f"Resources are insufficient in region: {region}. Please try a different region."
+    return parts[3] if len(parts) > 3 and parts[2] == "locations" else None
