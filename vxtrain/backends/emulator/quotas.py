@@ -70,6 +70,15 @@ def parse_quota(text: str) -> QuotaLimit:
     return QuotaLimit(metric, found.group("region"), int(found.group("value")))
 
 
+def unmatched(limit: QuotaLimit) -> str | None:
+    """Why ``limit`` can never refuse a job (its metric is not one a job's needs count
+    against: a typo, say), or None when it can."""
+    if limit.metric in catalog.known_metrics():
+        return None
+    return (f"--quota {limit.metric}: no job counts against this metric (it is not in vxtrain's quota table), "
+            f"so it is served but never enforced; known: {', '.join(sorted(catalog.known_metrics()))}")
+
+
 def quota_id_of(metric: str) -> str:
     """The quota ID the emulator serves a metric under: the catalog's, else the metric's short name."""
     return catalog.quota_id(metric) or metric
