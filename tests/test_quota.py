@@ -140,6 +140,10 @@ def test_submit_stops_before_create_with_exit_5(tmp_path: Path, emu: EmulatorHan
     for words in (T4, "needs 6 (workerPoolSpecs[0], workerPoolSpecs[1])", "limit is 4", "us-central1", "more quota",
                   "another region", "SPOT", "--no-quota-check", "job.yaml:", "key chief"):
         assert words in message
+    # The report beside the error, as `vxtrain quota -o json` writes it: which need is above which limit.
+    assert doc["quota"]["fits"] is False and doc["quota"]["region"] == "us-central1"
+    assert [(q["needed"], q["limit"], q["fits"]) for q in doc["quota"]["quotas"] if q["metric"] == T4] == [
+        (6, 4, False)]
     assert emu.jobs() == []  # nothing created
     assert "Traceback" not in err
 
