@@ -281,7 +281,7 @@ def _out_of_capacity(rungs: Sequence[Rung], ladder: Ladder, last: Exception | No
     if len(rungs) > 1:
         raise errors.NoCapacity(
             f"no capacity on any of the {len(rungs)} rungs (the spec and its {len(rungs) - 1} "
-            f"fallback entries): " + "; ".join(f"rung {a.rung} {a.region}: {a.outcome.value}"
+            f"fallback {'entry' if len(rungs) == 2 else 'entries'}): " + "; ".join(f"rung {a.rung} {a.region}: {a.outcome.value}"
                                               for a in ladder.attempts)
             + "; try other regions or machines in `fallback:`, request quota, or submit later",
             attempts=_attempts(ladder))
