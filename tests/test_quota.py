@@ -112,6 +112,31 @@ def test_an_unknown_metric_is_shown_as_unknown_not_guessed(tmp_path: Path, emu: 
                     "resource": "NVIDIA_B200 GPUs"}
 
 
+def test_quota_reports_every_rung_of_the_ladder_and_exits_on_the_spec_s_own(
+        tmp_path: Path, emu: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rung 0 (2 workers: 6 T4) is short, rung 1 (1 worker: 4 T4) fits: the report shows both;
+    the exit code and ``fits`` stay the spec's own (the Contract), the rungs say theirs."""
+    path = spec(tmp_path, fallback=[{"workers": {"replicas": 1}}])
+    code, doc, _ = run(capsys, "quota", path, "--endpoint", emu.address, "-o", "json")
+    assert code == 5 and doc["fits"] is False
+    [rung] = doc["fallback"]
+    assert (rung["rung"], rung["project"], rung["region"], rung["fits"]) == (1, "p", "us-central1", True)
+    assert quotas_of(rung) == {T4: (4, 4, True), CPUS: (16, 64, True)}
+    path = spec(tmp_path, workers={"replicas": 1}, fallback=[{"workers": {"replicas": 2}}])
+    code, text, _ = run(capsys, "quota", path, "--endpoint", emu.address)
+    assert code == 0
+    assert "Rung 1 (fallback[0]): Quota (project p, us-central1)" in text and "needs 6" in text
+
+
+def test_a_refused_read_is_said_once_for_the_whole_ladder(tmp_path: Path, emu: EmulatorHandle,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    emu.add_fault("quotas:permission:2")
+    path = spec(tmp_path, fallback=[{"workers": {"replicas": 1}}])
+    code, doc, err = run(capsys, "quota", path, "--endpoint", emu.address, "-o", "json")
+    assert code == 0 and doc["fallback"][0]["unreadable"] == doc["unreadable"]
+    assert err.count("could not read the quota limits") == 1
+
+
 def test_a_metric_the_project_has_no_entry_for_is_unknown(tmp_path: Path, emu: EmulatorHandle,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, defaults={"image": "gcr.io/p/t:1", "machine_type": "g2-standard-8",

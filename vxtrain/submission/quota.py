@@ -63,12 +63,15 @@ class QuotaReport:
     """A job's needs against the limits of ``project`` in ``region``.
 
     ``unreadable``: why the limits could not be read (then every limit is None).
+    ``fallback``: the report of each rung of the spec's ``fallback:`` (rung 1 first);
+    ``fits`` and ``short`` are the spec's own (rung 0), as the exit code is.
     """
 
     project: str
     region: str
     rows: list[QuotaRow] = field(default_factory=list)
     unreadable: str | None = None
+    fallback: tuple[QuotaReport, ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -81,11 +84,14 @@ class QuotaReport:
         return [row for row in self.rows if row.fits is False]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"project", "region", "fits", "quotas": [...]}`` (``unreadable`` when the read failed)."""
+        """``{"project", "region", "fits", "quotas": [...]}`` (``unreadable`` when the read failed;
+        ``fallback``: ``[{"rung", "project", "region", "fits", "quotas"}]`` for a ladder)."""
         doc: dict[str, Any] = {"project": self.project, "region": self.region, "fits": self.fits,
                                "quotas": [row.to_json() for row in self.rows]}
         if self.unreadable is not None:
             doc["unreadable"] = self.unreadable
+        if self.fallback:
+            doc["fallback"] = [{"rung": number, **rung.to_json()} for number, rung in enumerate(self.fallback, 1)]
         return doc
 
     def message(self, strategy: str = "") -> str:
