@@ -163,7 +163,8 @@ def test_submit_stops_before_create_with_exit_5(tmp_path: Path, emu: EmulatorHan
     assert code == 5 and doc["error"]["type"] == "NoCapacity" and doc["error"]["exit_code"] == 5
     message = doc["error"]["message"]
     for words in (T4, "needs 6 (workerPoolSpecs[0], workerPoolSpecs[1])", "limit is 4", "us-central1", "more quota",
-                  "another region", "SPOT", "--no-quota-check", "job.yaml:", "key chief"):
+                  "another region", "SPOT", "--no-quota-check", "job.yaml:", "key chief",
+                  "a `fallback:` list in the spec"):
         assert words in message
     # The report beside the error, as `vxtrain quota -o json` writes it: which need is above which limit.
     assert doc["quota"]["fits"] is False and doc["quota"]["region"] == "us-central1"

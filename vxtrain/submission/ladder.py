@@ -290,6 +290,8 @@ def _out_of_capacity(rungs: Sequence[Rung], ladder: Ladder, last: Exception | No
                                     job={**last.job, "attempts": _attempts(ladder)}) from None
     if isinstance(last, errors.ApiError):
         raise type(last)(f"{last}; {FALLBACK_HINT}") from last
+    if isinstance(last, errors.NoCapacity):  # the preflight's finding: exit 5, its report kept
+        raise errors.NoCapacity(f"{last}; {FALLBACK_HINT}", last.report) from None
     assert last is not None  # a rung that moved on says why
     raise last
 
