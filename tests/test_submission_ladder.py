@@ -304,6 +304,22 @@ def test_a_rerun_resumes_after_the_failed_rung_not_at_zero(
     assert [region_of(j) for j in listed(emulator)] == [REGIONS[0], REGIONS[1]]
 
 
+def test_adding_fallback_after_a_stockout_goes_on_from_rung_1_with_the_same_key(
+        emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The flow the exit-3 hint invites: a spec without fallback: stocks out, the user adds
+    fallback: and re-runs with the same key. The first job (no rung label) is rung 0's: it
+    is not created again."""
+    emulator.stockouts.set(REGIONS[0], Shortage.stockout)
+    code, _, err = submit(capsys, spec(tmp_path, fallback=False), emulator, "--wait", "--idempotency-key", "k-add")
+    assert code == 3 and "a `fallback:` list in the spec" in err
+    code, doc, err = submit(capsys, spec(tmp_path), emulator, "--wait", "--idempotency-key", "k-add")
+    assert code == 0, err
+    assert outcomes(doc) == [(0, "stockout"), (1, "succeeded")]
+    jobs = listed(emulator)
+    assert [(region_of(j), j["state"]) for j in jobs] == [
+        (REGIONS[0], "JOB_STATE_FAILED"), (REGIONS[1], "JOB_STATE_SUCCEEDED")]
+
+
 # --- exactly once under injected faults ---------------------------------------------------------
 
 @pytest.mark.parametrize("fault", ["create:unavailable-before-commit:1", "create:deadline-after-commit:1"])

@@ -351,9 +351,19 @@ def _jobs_of(rungs: Sequence[Rung], ladder: Ladder) -> Iterator[tuple[Rung, JobD
     for rung in rungs:
         with using(ladder.backend, rung.region, ladder.endpoint) as api:
             retry = default_backoff(api, ladder.backoff, LOCAL_RETRY, VERTEX_RETRY)
-            parent = parent_of(rung.project, rung.region)
-            extra = {RUNG_LABEL: str(rung.number)}
-            job = retrying(lambda: find_any_kind(api, kind_of_job(rung.job), parent, label, extra), retry,
-                           f"list the jobs of rung {rung.number}", ladder.say)
+            job = retrying(lambda: _job_of(api, rung, label), retry, f"list the jobs of rung {rung.number}",
+                           ladder.say)
         if job is not None:
             yield rung, job
+
+
+def _job_of(api: JobBackend, rung: Rung, label: str) -> JobDict | None:
+    """The job of ``rung`` that carries the key. Rung 0's may carry no rung label: the job of a
+    submit made before the spec had ``fallback:`` (what the exit-3/4 hint invites) is the
+    spec's own, and is not created again."""
+    kind, parent = kind_of_job(rung.job), parent_of(rung.project, rung.region)
+    job = find_any_kind(api, kind, parent, label, {RUNG_LABEL: str(rung.number)})
+    if job is not None or rung.number > 0:
+        return job
+    older = find_any_kind(api, kind, parent, label)
+    return older if older is not None and RUNG_LABEL not in (older.get("labels") or {}) else None
