@@ -133,6 +133,13 @@ def quota_metric(job: Any) -> str:
     return metric
 
 
+def quota_refusal(metrics: Iterable[str]) -> RpcError:
+    """A create refused for quota, in Vertex AI's words (the ``quota`` fault's, and the
+    emulator's own when a job alone exceeds a ``--quota`` limit)."""
+    return RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"The following quota metrics exceed quota limits: {', '.join(metrics)}")
+
+
 def fault_error(fault: Fault, job: Any = None) -> RpcError:
     """The gRPC error a fault produces, worded like Vertex's own."""
     if fault.kind == "unimplemented":
@@ -147,8 +154,7 @@ def fault_error(fault: Fault, job: Any = None) -> RpcError:
         return RpcError(grpc.StatusCode.PERMISSION_DENIED,
                         "Permission 'cloudquotas.quotas.get' denied on resource (or it may not exist).")
     if fault.kind == "quota":
-        return RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                        f"The following quota metrics exceed quota limits: {quota_metric(job)}")
+        return quota_refusal([quota_metric(job)])
     if fault.kind == "ratelimit":
         # A rate quota, not a capacity one: RESOURCE_EXHAUSTED in Google's words for
         # aiplatform.googleapis.com (GoogleCloudPlatform/vertex-ai-samples#1000).

@@ -37,7 +37,7 @@ from google.protobuf import json_format
 
 from vxtrain import catalog
 from vxtrain.backends.emulator.common import RpcError, decode_cursor, encode_cursor, unary_handler
-from vxtrain.backends.emulator.faults import FaultPlan, fault_error
+from vxtrain.backends.emulator.faults import FaultPlan, fault_error, quota_refusal
 from vxtrain.backends.emulator.filters import DEFAULT_PAGE_SIZE
 from vxtrain.errors import UsageError
 from vxtrain.planning.quota import needs
@@ -155,8 +155,7 @@ class QuotaStore:
         """RESOURCE_EXHAUSTED, in Vertex AI's words, when the job alone exceeds a limit in ``region``."""
         over = self.exceeded(job, region)
         if over:
-            raise RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                           f"The following quota metrics exceed quota limits: {', '.join(over)}")
+            raise quota_refusal(over)
 
 
 def _parse_parent(parent: str) -> tuple[str, str]:
