@@ -20,6 +20,7 @@ from vxtrain import errors
 from vxtrain import submission
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.stockouts import Shortage
+from vxtrain.backends.kinds import CUSTOM
 from vxtrain.submission.ladder import Outcome, capacity_outcome
 
 PROJECT = "p"
@@ -142,6 +143,28 @@ def test_pending_too_long_is_cancelled_before_the_next_rung(emulator: EmulatorHa
         (REGIONS[0], "JOB_STATE_CANCELLED"), (REGIONS[1], "JOB_STATE_SUCCEEDED")]
     never_two_alive(jobs)
     assert "(--max-pending): cancelling it" in err
+
+
+def test_a_job_that_ends_as_it_is_cancelled_is_judged_not_an_error(emulator: EmulatorHandle,
+                                                                     tmp_path: Path) -> None:
+    """--max-pending fires, and the job ends before the cancel arrives (here another hand
+    cancels it; a stockout's FAILED races the same way): Vertex refuses to cancel an ended
+    job (FAILED_PRECONDITION). The ladder judges the job as it ended and moves on, instead
+    of stopping with that refusal (exit 4)."""
+    emulator.stockouts.set(REGIONS[0], Shortage.pending)
+
+    def say(line: str) -> None:
+        if "(--max-pending): cancelling it" in line:
+            name = line.split()[0]
+            emulator.emulator.cancel(CUSTOM, name)
+            emulator.emulator.wait(name)  # ended before the ladder's own cancel is sent
+
+    view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, max_pending=0.5, say=say)
+    assert outcomes(view) == [(0, "pending-timeout"), (1, "succeeded")]
+    jobs = listed(emulator)
+    assert [(region_of(j), j["state"]) for j in jobs] == [(REGIONS[0], "JOB_STATE_CANCELLED"),
+                                                          (REGIONS[1], "JOB_STATE_SUCCEEDED")]
+    never_two_alive(jobs)
 
 
 def test_no_capacity_anywhere_is_exit_5_with_the_attempts(emulator: EmulatorHandle, tmp_path: Path,

@@ -34,7 +34,7 @@ from vxtrain.backends.kinds import RESOURCE_EXHAUSTED, TERMINAL_STATES, kind_of_
 from vxtrain.joblogs import LogSink
 from vxtrain.submission.create import find_any_kind
 from vxtrain.submission.events import ProgressFn, Say, log_say
-from vxtrain.submission.jobs import cancel, submit, using, wait_job
+from vxtrain.submission.jobs import cancel, get, submit, using, wait_job
 from vxtrain.submission.names import RUNG_LABEL, label_value, parent_of
 from vxtrain.submission.retry import LOCAL_RETRY, VERTEX_RETRY, Backoff, default_backoff, retrying
 from vxtrain.submission.views import job_view, raise_for_state
@@ -269,7 +269,13 @@ def _cancel_pending(api: JobBackend, view: dict[str, Any], ladder: Ladder) -> di
     rung is created only once this one is seen CANCELLED (never two rungs alive)."""
     ladder.say(f"{view['name']} is still {view['state']} after {ladder.max_pending:g} s "
                "(--max-pending): cancelling it")
-    cancel(view["name"], backend=api, backoff=ladder.backoff, say=ladder.say)
+    try:
+        cancel(view["name"], backend=api, backoff=ladder.backoff, say=ladder.say)
+    except errors.InvalidArgumentError:
+        # It ended between the last poll and the cancel (a stockout, say), and Vertex AI
+        # refuses to cancel an ended job (FAILED_PRECONDITION): judge it as it ended.
+        if get(view["name"], backend=api, backoff=ladder.backoff, say=ladder.say)["state"] not in TERMINAL_STATES:
+            raise
     final = wait_job(view["name"], backend=api, backoff=ladder.backoff, poll=ladder.poll,
                      check=False, say=ladder.say)
     return {**final, "adopted": view.get("adopted", False)}
