@@ -23,7 +23,7 @@ from typing import Any
 
 from vxtrain import catalog, errors
 from vxtrain.backends.base import JobBackend, JobDict, QuotaInfoDict
-from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES, Need, needs
+from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES, Need, needs, strategy_of
 from vxtrain.submission.events import Say, log_say
 from vxtrain.submission.retry import LOCAL_RETRY, Backoff, default_backoff, retrying
 
@@ -173,8 +173,6 @@ def check_quota(backend: JobBackend, job: JobDict, *, project: str, region: str,
     """:func:`preflight`, raising ``errors.NoCapacity`` (exit 5) when a need is above a limit."""
     found = preflight(backend, job, project=project, region=region, backoff=backoff, say=say)
     if not found.fits:
-        spec = job.get("trialJobSpec") or job.get("jobSpec") or {}
-        strategy = str((spec.get("scheduling") or {}).get("strategy") or "").upper()
-        raise errors.NoCapacity(f"{found.message(strategy)}; nothing was created (--no-quota-check skips "
+        raise errors.NoCapacity(f"{found.message(strategy_of(job))}; nothing was created (--no-quota-check skips "
                                 f"this check: the limits are advice, the service decides)", found)
     return found
