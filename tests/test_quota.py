@@ -130,7 +130,9 @@ def test_quota_reports_every_rung_of_the_ladder_and_exits_on_the_spec_s_own(
 
 def test_a_refused_read_is_said_once_for_the_whole_ladder(tmp_path: Path, emu: EmulatorHandle,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    emu.add_fault("quotas:permission:2")
+    """The limits are global to a project: its rungs share one read (a failing one is not
+    retried per rung, so the one fault leaves every rung's limits unknown)."""
+    emu.add_fault("quotas:permission:1")
     path = spec(tmp_path, fallback=[{"workers": {"replicas": 1}}])
     code, doc, err = run(capsys, "quota", path, "--endpoint", emu.address, "-o", "json")
     assert code == 0 and doc["fallback"][0]["unreadable"] == doc["unreadable"]

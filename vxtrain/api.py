@@ -478,20 +478,15 @@ def quota(path: str | Path, options: Options | None = None, *, endpoint: str | N
     from vxtrain.backends import open_backend
 
     result = load_job(path, options)
-    said: set[str] = set()
-
-    def once(line: str) -> None:  # a refused read is the same refusal for every rung: said once
-        if line not in said:
-            said.add(line)
-            (say or submission.log_say)(line)
-
+    reads: dict[str, Any] = {}  # one read of the limits per project, for every rung
     reports = []
     for each in [result, *result.fallback]:  # the spec, then each rung of its fallback: (as submit climbs them)
         job = each.hyperparameter_tuning_job or each.custom_job
         assert job is not None  # a valid result is compiled, every rung of it
         project, region = _project_region(each, local=endpoint is not None)
         with open_backend(region=region, endpoint=endpoint) as backend:
-            reports.append(submission.preflight(backend, job, project=project, region=region, say=once))
+            reports.append(submission.preflight(backend, job, project=project, region=region,
+                                                say=say or submission.log_say, reads=reads))
     return replace(reports[0], fallback=tuple(reports[1:]))
 
 

@@ -150,22 +150,37 @@ def _by_metric(infos: Iterable[QuotaInfoDict]) -> dict[str, QuotaInfoDict]:
     return out
 
 
+#: What one read of a project's limits gave: its QuotaInfos, or why it failed.
+Read = list[QuotaInfoDict] | str
+
+
 def preflight(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
-              say: Say = log_say) -> QuotaReport:
+              say: Say = log_say, reads: dict[str, Read] | None = None) -> QuotaReport:
     """The QuotaReport of the compiled ``job`` (CustomJob or HyperparameterTuningJob REST JSON)
     in ``project``/``region``. Never raises for an API error: a refused or failing read is
-    said (``say``) and leaves the limits unknown, since the service decides anyway."""
+    said (``say``) and leaves the limits unknown, since the service decides anyway.
+    ``reads``: the reads already made, by parent (the limits are global to a project: the
+    rungs of a ladder share one read, and a failing one is not retried for each)."""
     found = needs(job)
     if not any(need.metric for need in found):
         return report(found, [], project=project, region=region)  # nothing the API could answer for
-    retry = default_backoff(backend, backoff, LOCAL_RETRY, QUOTA_READ_RETRY)
     parent = quota_parent(project)
+    reads = {} if reads is None else reads
+    if parent not in reads:
+        reads[parent] = _read(backend, parent, default_backoff(backend, backoff, LOCAL_RETRY, QUOTA_READ_RETRY), say)
+    read = reads[parent]
+    if isinstance(read, str):
+        return report(found, [], project=project, region=region, unreadable=read)
+    return report(found, read, project=project, region=region)
+
+
+def _read(backend: JobBackend, parent: str, retry: Backoff, say: Say) -> Read:
+    """Every QuotaInfo under ``parent``, or (said as a warning) why they could not be read."""
     try:
-        infos = retrying(lambda: backend.list_quota_infos(parent), retry, f"list quota infos of {parent}", say)
+        return list(retrying(lambda: backend.list_quota_infos(parent), retry, f"list quota infos of {parent}", say))
     except errors.ApiError as exc:
         say(f"warning: could not read the quota limits, so they are not checked: {exc}")
-        return report(found, [], project=project, region=region, unreadable=str(exc))
-    return report(found, infos, project=project, region=region)
+        return str(exc)
 
 
 def check_quota(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
