@@ -324,3 +324,14 @@ def test_a_cloud_quotas_client_built_without_vxtrain_cannot_reach_google() -> No
                                     retry=None, timeout=10)
     finally:
         client.transport.close()
+
+
+def test_a_spot_job_that_is_short_is_not_told_to_use_spot(tmp_path: Path, emu: EmulatorHandle,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """9 replicas × 2 T4 under SPOT: 18 of the preemptible T4 quota's 16. The advice leaves
+    out what the job already does, in `quota`'s text as in submit's error."""
+    path = spec(tmp_path, workers={"replicas": 8}, scheduling={"strategy": "SPOT"})
+    code, text, _ = run(capsys, "quota", path, "--endpoint", emu.address)
+    assert code == 5 and "needs 18" in text and "strategy SPOT" not in text
+    code, doc, _ = run(capsys, "submit", path, "--endpoint", emu.address, "-o", "json")
+    assert code == 5 and "strategy SPOT" not in doc["error"]["message"]

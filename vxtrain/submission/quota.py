@@ -18,7 +18,7 @@ that it will start (docs/capacity.md).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vxtrain import catalog, errors
@@ -72,6 +72,8 @@ class QuotaReport:
     rows: list[QuotaRow] = field(default_factory=list)
     unreadable: str | None = None
     fallback: tuple[QuotaReport, ...] = ()
+    #: The job's scheduling.strategy (SPOT and FLEX_START already use the preemptible quotas).
+    strategy: str = ""
 
     @property
     def fits(self) -> bool:
@@ -94,11 +96,11 @@ class QuotaReport:
             doc["fallback"] = [{"rung": number, **rung.to_json()} for number, rung in enumerate(self.fallback, 1)]
         return doc
 
-    def message(self, strategy: str = "") -> str:
+    def message(self) -> str:
         """What is short and what to do, for NoCapacity."""
         what = "; ".join(f"{row.metric} needs {row.needed} ({', '.join(f'workerPoolSpecs[{i}]' for i in row.pools)}), "
                          f"the limit is {row.limit}" for row in self.short)
-        spot = "" if strategy in PREEMPTIBLE_STRATEGIES else \
+        spot = "" if self.strategy in PREEMPTIBLE_STRATEGIES else \
             ", or scheduling.strategy SPOT or FLEX_START (they count against the preemptible quotas)"
         return (f"quota too small for this job in {self.region} (project {self.project}): {what}. "
                 f"Ask for more quota ({_QUOTAS_HELP}), use another region{spot}")
@@ -170,8 +172,10 @@ def preflight(backend: JobBackend, job: JobDict, *, project: str, region: str, b
         reads[parent] = _read(backend, parent, default_backoff(backend, backoff, LOCAL_RETRY, QUOTA_READ_RETRY), say)
     read = reads[parent]
     if isinstance(read, str):
-        return report(found, [], project=project, region=region, unreadable=read)
-    return report(found, read, project=project, region=region)
+        found_report = report(found, [], project=project, region=region, unreadable=read)
+    else:
+        found_report = report(found, read, project=project, region=region)
+    return replace(found_report, strategy=strategy_of(job))
 
 
 def _read(backend: JobBackend, parent: str, retry: Backoff, say: Say) -> Read:
@@ -188,6 +192,6 @@ def check_quota(backend: JobBackend, job: JobDict, *, project: str, region: str,
     """:func:`preflight`, raising ``errors.NoCapacity`` (exit 5) when a need is above a limit."""
     found = preflight(backend, job, project=project, region=region, backoff=backoff, say=say)
     if not found.fits:
-        raise errors.NoCapacity(f"{found.message(strategy_of(job))}; nothing was created (--no-quota-check skips "
+        raise errors.NoCapacity(f"{found.message()}; nothing was created (--no-quota-check skips "
                                 f"this check: the limits are advice, the service decides)", found)
     return found
