@@ -345,7 +345,8 @@ def test_adding_fallback_after_a_stockout_goes_on_from_rung_1_with_the_same_key(
 
 # --- exactly once under injected faults ---------------------------------------------------------
 
-@pytest.mark.parametrize("fault", ["create:unavailable-before-commit:1", "create:deadline-after-commit:1"])
+@pytest.mark.parametrize("fault", ["create:unavailable-before-commit:1", "create:deadline-after-commit:1",
+                                   "create:deadline-commit-late:1"])
 def test_faults_still_make_one_job_per_rung(emulator: EmulatorHandle, tmp_path: Path, fault: str) -> None:
     """The fault hits rung 0's first create, and again rung 1's (armed as the ladder leaves rung 0)."""
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
