@@ -219,6 +219,22 @@ def test_a_rate_limit_at_create_ends_the_ladder_with_exit_4(emulator: EmulatorHa
     assert listed(emulator) == []
 
 
+def test_an_api_error_part_way_up_keeps_the_attempts_before_it(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    """Rung 0 stocks out, rung 1's create hits a rate limit (exit 4): the error still says
+    what became of rung 0, whose job exists (the CLI writes them as the NoCapacity document does)."""
+    emulator.stockouts.set(REGIONS[0], Shortage.stockout)
+
+    def say(line: str) -> None:
+        if line.startswith("rung 0 "):
+            emulator.add_fault("create:ratelimit:1")
+
+    with pytest.raises(errors.QuotaError) as stopped:
+        vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=say)
+    assert [(a["rung"], a["outcome"]) for a in stopped.value.attempts] == [(0, "stockout")]
+    assert stopped.value.attempts[0]["name"] == listed(emulator)[0]["name"]
+    assert [region_of(j) for j in listed(emulator)] == [REGIONS[0]]
+
+
 # --- without fallback: the earlier contract, with a hint ---------------------------------------
 
 def test_without_fallback_a_quota_refusal_is_still_exit_4(emulator: EmulatorHandle, tmp_path: Path,

@@ -153,7 +153,11 @@ def climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
     for rung in rungs[start:]:
         if rung.number > 0 and ladder.attempts:
             ladder.say(f"trying fallback rung {rung.number} of {len(rungs) - 1} in {rung.region}")
-        view, last = _try(rung, ladder, labelled=len(rungs) > 1)
+        try:
+            view, last = _try(rung, ladder, labelled=len(rungs) > 1)
+        except errors.ApiError as stopped:  # not capacity: the ladder ends, saying what the rungs before did
+            stopped.attempts = _attempts(ladder)
+            raise
         if view is not None:
             return view
     return _out_of_capacity(rungs, ladder, last)
