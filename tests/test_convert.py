@@ -57,6 +57,51 @@ def test_gcloud_output_round_trips_to_the_same_job_spec(tmp_path: Path,
     assert yaml.safe_load(out)["workerPoolSpecs"][0]["containerSpec"]["command"][2].startswith("set -e\n")
 
 
+LADDER = """\
+display_name: ladder
+project: p
+region: us-central1
+defaults: {image: us-docker.pkg.dev/p/r/train:1}
+chief: {machine_type: a2-highgpu-1g, accelerator: {type: NVIDIA_TESLA_A100, count: 1}}
+workers: {replicas: 2, machine_type: a2-highgpu-1g, accelerator: {type: NVIDIA_TESLA_A100, count: 1}}
+fallback:
+  - {region: europe-west4}
+  - {defaults: {image: us-docker.pkg.dev/p/r/train:2}}
+  - chief: {machine_type: n1-standard-8, accelerator: null}
+    workers: {machine_type: n1-standard-8, accelerator: null}
+"""
+
+
+def _rungs(path: Path) -> list[Any]:
+    from vxtrain import api
+
+    result = api.load_job(str(path), Options(display_name="job"))
+    return [result.custom_job] + [rung.custom_job for rung in result.fallback]
+
+
+def test_native_output_keeps_every_rung_of_the_ladder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A null in an entry deletes a key for that rung, and an entry merges over the pools and
+    defaults as written: the converted spec compiles to the same job on every rung."""
+    source = tmp_path / "ladder.yaml"
+    source.write_text(LADDER)
+    out = _convert(source, ConvertTarget.native, capsys)
+    assert "accelerator: null" in out
+    again = tmp_path / "again.yaml"
+    again.write_text(out)
+    assert _rungs(again) == _rungs(source)
+
+
+@pytest.mark.parametrize("to", [ConvertTarget.gcloud, ConvertTarget.gcloud_command])
+def test_gcloud_output_warns_that_it_drops_the_ladder(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      to: ConvertTarget) -> None:
+    source = tmp_path / "ladder.yaml"
+    source.write_text(LADDER)
+    assert convert_cmd.convert(str(source), to, Options(display_name="job")) == 0
+    err = capsys.readouterr().err
+    assert f"ladder.yaml:7:1: warning: --to {to.value} writes the spec itself (rung 0) only" in err
+    assert "the 3 `fallback:` entries are left out" in err and "[fallback-dropped]" in err
+
+
 _TEXT = st.text(st.sampled_from(list("ab -:#'\"\\\t\n\r{}[]|>&*!%@`é") + ["\u2028", "\x85", "\x07"]),
                 max_size=30)
 

@@ -112,6 +112,33 @@ def test_an_unknown_metric_is_shown_as_unknown_not_guessed(tmp_path: Path, emu: 
                     "resource": "NVIDIA_B200 GPUs"}
 
 
+def test_quota_reports_every_rung_of_the_ladder_and_exits_on_the_spec_s_own(
+        tmp_path: Path, emu: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rung 0 (2 workers: 6 T4) is short, rung 1 (1 worker: 4 T4) fits: the report shows both;
+    the exit code and ``fits`` stay the spec's own (the Contract), the rungs say theirs."""
+    path = spec(tmp_path, fallback=[{"workers": {"replicas": 1}}])
+    code, doc, _ = run(capsys, "quota", path, "--endpoint", emu.address, "-o", "json")
+    assert code == 5 and doc["fits"] is False
+    [rung] = doc["fallback"]
+    assert (rung["rung"], rung["project"], rung["region"], rung["fits"]) == (1, "p", "us-central1", True)
+    assert quotas_of(rung) == {T4: (4, 4, True), CPUS: (16, 64, True)}
+    path = spec(tmp_path, workers={"replicas": 1}, fallback=[{"workers": {"replicas": 2}}])
+    code, text, _ = run(capsys, "quota", path, "--endpoint", emu.address)
+    assert code == 0
+    assert "Rung 1 (fallback[0]): Quota (project p, us-central1)" in text and "needs 6" in text
+
+
+def test_a_refused_read_is_said_once_for_the_whole_ladder(tmp_path: Path, emu: EmulatorHandle,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The limits are global to a project: its rungs share one read (a failing one is not
+    retried per rung, so the one fault leaves every rung's limits unknown)."""
+    emu.add_fault("quotas:permission:1")
+    path = spec(tmp_path, fallback=[{"workers": {"replicas": 1}}])
+    code, doc, err = run(capsys, "quota", path, "--endpoint", emu.address, "-o", "json")
+    assert code == 0 and doc["fallback"][0]["unreadable"] == doc["unreadable"]
+    assert err.count("could not read the quota limits") == 1
+
+
 def test_a_metric_the_project_has_no_entry_for_is_unknown(tmp_path: Path, emu: EmulatorHandle,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, defaults={"image": "gcr.io/p/t:1", "machine_type": "g2-standard-8",
@@ -138,8 +165,13 @@ def test_submit_stops_before_create_with_exit_5(tmp_path: Path, emu: EmulatorHan
     assert code == 5 and doc["error"]["type"] == "NoCapacity" and doc["error"]["exit_code"] == 5
     message = doc["error"]["message"]
     for words in (T4, "needs 6 (workerPoolSpecs[0], workerPoolSpecs[1])", "limit is 4", "us-central1", "more quota",
-                  "another region", "SPOT", "--no-quota-check", "job.yaml:", "key chief"):
+                  "another region", "SPOT", "--no-quota-check", "job.yaml:", "key chief",
+                  "a `fallback:` list in the spec"):
         assert words in message
+    # The report beside the error, as `vxtrain quota -o json` writes it: which need is above which limit.
+    assert doc["quota"]["fits"] is False and doc["quota"]["region"] == "us-central1"
+    assert [(q["needed"], q["limit"], q["fits"]) for q in doc["quota"]["quotas"] if q["metric"] == T4] == [
+        (6, 4, False)]
     assert emu.jobs() == []  # nothing created
     assert "Traceback" not in err
 
@@ -292,3 +324,14 @@ def test_a_cloud_quotas_client_built_without_vxtrain_cannot_reach_google() -> No
                                     retry=None, timeout=10)
     finally:
         client.transport.close()
+
+
+def test_a_spot_job_that_is_short_is_not_told_to_use_spot(tmp_path: Path, emu: EmulatorHandle,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """9 replicas × 2 T4 under SPOT: 18 of the preemptible T4 quota's 16. The advice leaves
+    out what the job already does, in `quota`'s text as in submit's error."""
+    path = spec(tmp_path, workers={"replicas": 8}, scheduling={"strategy": "SPOT"})
+    code, text, _ = run(capsys, "quota", path, "--endpoint", emu.address)
+    assert code == 5 and "needs 18" in text and "strategy SPOT" not in text
+    code, doc, _ = run(capsys, "submit", path, "--endpoint", emu.address, "-o", "json")
+    assert code == 5 and "strategy SPOT" not in doc["error"]["message"]

@@ -20,6 +20,7 @@ from vxtrain import errors
 from vxtrain import submission
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.stockouts import Shortage
+from vxtrain.backends.kinds import CUSTOM
 from vxtrain.submission.ladder import Outcome, capacity_outcome
 
 PROJECT = "p"
@@ -97,7 +98,7 @@ def test_a_quota_refusal_at_create_moves_to_the_next_rung(emulator: EmulatorHand
     assert "rung 0 (us-central1): the create was refused for quota" in err
 
 
-def test_stockout_then_quota_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
+def test_stockout_then_a_quota_refusal_at_create_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
     """Rung 0 stocks out while followed; rung 1's create is refused for quota (the fault is
     armed as the ladder leaves rung 0); rung 2 runs."""
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
@@ -144,6 +145,28 @@ def test_pending_too_long_is_cancelled_before_the_next_rung(emulator: EmulatorHa
     assert "(--max-pending): cancelling it" in err
 
 
+def test_a_job_that_ends_as_it_is_cancelled_is_judged_not_an_error(emulator: EmulatorHandle,
+                                                                     tmp_path: Path) -> None:
+    """--max-pending fires, and the job ends before the cancel arrives (here another hand
+    cancels it; a stockout's FAILED races the same way): Vertex refuses to cancel an ended
+    job (FAILED_PRECONDITION). The ladder judges the job as it ended and moves on, instead
+    of stopping with that refusal (exit 4)."""
+    emulator.stockouts.set(REGIONS[0], Shortage.pending)
+
+    def say(line: str) -> None:
+        if "(--max-pending): cancelling it" in line:
+            name = line.split()[0]
+            emulator.emulator.cancel(CUSTOM, name)
+            emulator.emulator.wait(name)  # ended before the ladder's own cancel is sent
+
+    view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, max_pending=0.5, say=say)
+    assert outcomes(view) == [(0, "pending-timeout"), (1, "succeeded")]
+    jobs = listed(emulator)
+    assert [(region_of(j), j["state"]) for j in jobs] == [(REGIONS[0], "JOB_STATE_CANCELLED"),
+                                                          (REGIONS[1], "JOB_STATE_SUCCEEDED")]
+    never_two_alive(jobs)
+
+
 def test_no_capacity_anywhere_is_exit_5_with_the_attempts(emulator: EmulatorHandle, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     for region in REGIONS[:2]:
@@ -181,6 +204,35 @@ def test_a_study_takes_the_same_ladder(emulator: EmulatorHandle, tmp_path: Path,
         (REGIONS[0], "JOB_STATE_FAILED"), (REGIONS[1], "JOB_STATE_SUCCEEDED")]
     assert listed(emulator) == []  # no CustomJob of its own
     never_two_alive(jobs)
+
+
+def test_a_rate_limit_at_create_ends_the_ladder_with_exit_4(emulator: EmulatorHandle, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """RESOURCE_EXHAUSTED that names no quota metric (a requests-per-minute limit) is not
+    capacity: no fallback rung is tried, and nothing is created anywhere."""
+    emulator.add_fault("create:ratelimit:1")
+    code, doc, err = submit(capsys, spec(tmp_path), emulator, "--wait")
+    assert code == 4, err
+    assert doc["error"]["type"] == "QuotaError" and "Resource management (CRUD) requests" in doc["error"]["message"]
+    assert "fallback" not in doc["error"]["message"]  # no hint that fallback: would have helped
+    assert "trying fallback rung" not in err and "moving on" not in err
+    assert listed(emulator) == []
+
+
+def test_an_api_error_part_way_up_keeps_the_attempts_before_it(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    """Rung 0 stocks out, rung 1's create hits a rate limit (exit 4): the error still says
+    what became of rung 0, whose job exists (the CLI writes them as the NoCapacity document does)."""
+    emulator.stockouts.set(REGIONS[0], Shortage.stockout)
+
+    def say(line: str) -> None:
+        if line.startswith("rung 0 "):
+            emulator.add_fault("create:ratelimit:1")
+
+    with pytest.raises(errors.QuotaError) as stopped:
+        vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=say)
+    assert [(a["rung"], a["outcome"]) for a in stopped.value.attempts] == [(0, "stockout")]
+    assert stopped.value.attempts[0]["name"] == listed(emulator)[0]["name"]
+    assert [region_of(j) for j in listed(emulator)] == [REGIONS[0]]
 
 
 # --- without fallback: the earlier contract, with a hint ---------------------------------------
@@ -233,6 +285,10 @@ def test_a_rerun_after_success_creates_nothing(emulator: EmulatorHandle, tmp_pat
     assert first[0] == again[0] == 0, again[2]
     assert again[1]["name"] == first[1]["name"] and again[1]["adopted"] is True
     assert len(listed(emulator)) == 1
+    # Rung 0 has no job to find; the re-run still lists it, as the quota it was.
+    assert outcomes(again[1]) == outcomes(first[1]) == [(0, "quota"), (1, "succeeded")]
+    assert again[1]["attempts"][0] == {"rung": 0, "region": REGIONS[0], "name": None, "state": None,
+                                       "outcome": "quota"}
 
 
 def test_a_rerun_after_a_capacity_failure_resumes_at_the_next_rung(
@@ -287,9 +343,26 @@ def test_a_rerun_resumes_after_the_failed_rung_not_at_zero(
     assert [region_of(j) for j in listed(emulator)] == [REGIONS[0], REGIONS[1]]
 
 
+def test_adding_fallback_after_a_stockout_goes_on_from_rung_1_with_the_same_key(
+        emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The flow the exit-3 hint invites: a spec without fallback: stocks out, the user adds
+    fallback: and re-runs with the same key. The first job (no rung label) is rung 0's: it
+    is not created again."""
+    emulator.stockouts.set(REGIONS[0], Shortage.stockout)
+    code, _, err = submit(capsys, spec(tmp_path, fallback=False), emulator, "--wait", "--idempotency-key", "k-add")
+    assert code == 3 and "a `fallback:` list in the spec" in err
+    code, doc, err = submit(capsys, spec(tmp_path), emulator, "--wait", "--idempotency-key", "k-add")
+    assert code == 0, err
+    assert outcomes(doc) == [(0, "stockout"), (1, "succeeded")]
+    jobs = listed(emulator)
+    assert [(region_of(j), j["state"]) for j in jobs] == [
+        (REGIONS[0], "JOB_STATE_FAILED"), (REGIONS[1], "JOB_STATE_SUCCEEDED")]
+
+
 # --- exactly once under injected faults ---------------------------------------------------------
 
-@pytest.mark.parametrize("fault", ["create:unavailable-before-commit:1", "create:deadline-after-commit:1"])
+@pytest.mark.parametrize("fault", ["create:unavailable-before-commit:1", "create:deadline-after-commit:1",
+                                   "create:deadline-commit-late:1"])
 def test_faults_still_make_one_job_per_rung(emulator: EmulatorHandle, tmp_path: Path, fault: str) -> None:
     """The fault hits rung 0's first create, and again rung 1's (armed as the ladder leaves rung 0)."""
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
@@ -321,7 +394,7 @@ def test_quota_short_in_the_first_region_creates_nothing_there(emulator: Emulato
     assert [region_of(j) for j in listed(emulator)] == [REGIONS[1]]
 
 
-def test_stockout_then_quota_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
+def test_stockout_then_a_short_quota_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
     emulator.quotas.set(f"custom_model_training_cpus:{REGIONS[1]}=0")
     view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=lambda line: None)

@@ -471,17 +471,23 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
 def quota(path: str | Path, options: Options | None = None, *, endpoint: str | None = None,
           say: Any = None) -> Any:
     """The spec's quota needs against the project's limits in its region (Cloud Quotas API, or
-    the emulator at ``endpoint``): a vxtrain.submission.QuotaReport. A refused read is said
-    through ``say`` and leaves the limits unknown. Raises SpecError and UsageError."""
+    the emulator at ``endpoint``): a vxtrain.submission.QuotaReport, with one report per rung of
+    ``fallback:`` in its ``fallback``. A refused read is said through ``say`` and leaves the
+    limits unknown. Raises SpecError and UsageError."""
     from vxtrain import submission  # lazy: validate and plan never load submission or a backend
     from vxtrain.backends import open_backend
 
     result = load_job(path, options)
-    job = result.hyperparameter_tuning_job or result.custom_job
-    assert job is not None  # a valid result is compiled
-    project, region = _project_region(result, local=endpoint is not None)
-    with open_backend(region=region, endpoint=endpoint) as backend:
-        return submission.preflight(backend, job, project=project, region=region, say=say or submission.log_say)
+    reads: dict[str, Any] = {}  # one read of the limits per project, for every rung
+    reports = []
+    for each in [result, *result.fallback]:  # the spec, then each rung of its fallback: (as submit climbs them)
+        job = each.hyperparameter_tuning_job or each.custom_job
+        assert job is not None  # a valid result is compiled, every rung of it
+        project, region = _project_region(each, local=endpoint is not None)
+        with open_backend(region=region, endpoint=endpoint) as backend:
+            reports.append(submission.preflight(backend, job, project=project, region=region,
+                                                say=say or submission.log_say, reads=reads))
+    return replace(reports[0], fallback=tuple(reports[1:]))
 
 
 def _rungs(result: Result, *, local: bool, say: Any, upload_progress: UploadProgress | None,

@@ -101,6 +101,9 @@ def _error_document(exc: VxtrainError) -> None:
     attempts = getattr(exc, "attempts", None)  # NoCapacity: what each rung of fallback: did
     if attempts:
         document["attempts"] = attempts
+    report = getattr(exc, "report", None)  # NoCapacity from the preflight: which need is above which limit
+    if report is not None:
+        document["quota"] = report.to_json()
     emit_json(document)
 
 

@@ -101,6 +101,8 @@ class ApiError(VxtrainError):
     unresolved_host: str | None = None
     #: DEADLINE_EXCEEDED: the caller stopped waiting, but the server may still act on the call.
     timed_out: bool = False
+    #: Raised part-way up a ``fallback:`` ladder: what became of the rungs before (their jobs exist).
+    attempts: Sequence[Mapping[str, object]] = ()
 
 
 class QuotaError(ApiError):

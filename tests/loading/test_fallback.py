@@ -114,6 +114,27 @@ def test_fallback_may_not_nest() -> None:
     assert [e[:2] for e in lines(result)] == [("unknown-key", "fallback[0].fallback")]
 
 
+def labels(count: int, indent: str = "") -> str:
+    return f"{indent}labels:\n" + "".join(f"{indent}  k{i}: v\n" for i in range(count))
+
+
+def test_a_ladder_leaves_room_for_the_rung_label_beside_the_key() -> None:
+    """Vertex takes 64 labels; submit adds the idempotency key and, in a ladder, the rung."""
+    assert lines(check(BASE + labels(63))) == []
+    result = check(BASE + labels(63) + "fallback:\n  - region: us-east1\n")
+    assert [e[:2] for e in lines(result)] == [("too-many-labels", "labels")]
+    assert "at most 62" in result.diagnostics[0].message
+    assert lines(check(BASE + labels(62) + "fallback:\n  - region: us-east1\n")) == []
+
+
+def test_labels_a_rung_adds_count_against_the_ladder_limit() -> None:
+    entry = "fallback:\n  - region: us-east1\n" + labels(1, "    ").replace("k0", "extra")
+    result = check(BASE + labels(62) + entry)
+    # The labels mapping the entry merged into is the spec's: the message names the rung.
+    assert [e[:2] for e in lines(result)] == [("too-many-labels", "labels")]
+    assert result.diagnostics[0].message.startswith("in fallback rung 1 (fallback[0] merged over the spec): 63 labels")
+
+
 # --- plan and schema ----------------------------------------------------------------------------
 
 def write(tmp_path: Path, text: str) -> Path:

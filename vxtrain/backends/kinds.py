@@ -51,6 +51,9 @@ TERMINAL_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STA
                              "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
 #: Terminal states in which a job did not do its work (``wait`` exits 3).
 FAILED_STATES = frozenset({"JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
+#: google.rpc.Code.RESOURCE_EXHAUSTED: the ``error.code`` of a job that failed for capacity
+#: (what the emulator's stockouts set, and what the fallback ladder moves on for).
+RESOURCE_EXHAUSTED = 8
 
 
 def kind_of_job(job: Mapping[str, Any]) -> JobKind:

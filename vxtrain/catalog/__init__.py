@@ -51,8 +51,8 @@ if TYPE_CHECKING:  # loaded on first use at run time (__getattr__ below)
     from vxtrain.catalog.legacy_machines import (
         LegacyMachine, TierPool, legacy_machine, legacy_machine_names, scale_tier, scale_tiers)
     from vxtrain.catalog.quotas import (
-        CPU_QUOTA_KEY, QUOTA_SERVICE, QuotaMetric, accelerator_quota, cpu_quota, machine_family, quota_id,
-        quota_metric)
+        CPU_QUOTA_KEY, QUOTA_SERVICE, QuotaMetric, accelerator_quota, cpu_quota, known_metrics, machine_family,
+        quota_id, quota_metric)
 
 #: Lookups whose module loads when first asked for: a native spec with no accelerator
 #: never reads the legacy names, the quota metrics or Flex Start's list (cold start).
@@ -62,7 +62,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("LegacyMachine", "TierPool", "legacy_machine", "legacy_machine_names", "scale_tier",
                      "scale_tiers"), "legacy_machines"),
     **dict.fromkeys(("CPU_QUOTA_KEY", "QUOTA_SERVICE", "QuotaMetric", "accelerator_quota", "cpu_quota",
-                     "machine_family", "quota_id", "quota_metric"), "quotas"),
+                     "known_metrics", "machine_family", "quota_id", "quota_metric"), "quotas"),
 }
 
 
@@ -103,6 +103,7 @@ __all__ = [
     "flex_start_accelerators",
     "is_prebuilt_image",
     "is_tpu",
+    "known_metrics",
     "legacy_machine",
     "legacy_machine_names",
     "machine",

@@ -87,3 +87,9 @@ def quota_id(metric: str) -> str | None:
         if row.quota_id and row.metric and row.metric.rpartition("/")[2] == short:
             return row.quota_id
     return None
+
+
+def known_metrics() -> frozenset[str]:
+    """The short names of every metric quota_metrics.csv names (``custom_model_training_cpus`` …):
+    the only ones a job's needs count against."""
+    return frozenset(metric.rpartition("/")[2] for metric in _quota_metrics().values())

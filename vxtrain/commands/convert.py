@@ -19,6 +19,8 @@ import typer
 from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
+from vxtrain.diagnostics import Diagnostic, warning
+from vxtrain.loading.document import NativeSpec
 
 
 class ConvertTarget(str, Enum):
@@ -62,9 +64,21 @@ def convert(path: str, to: ConvertTarget, options: Options) -> int:
         text = _yaml(custom_job["jobSpec"])
     else:
         text = gcloud_command(custom_job, result.job.project, result.job.region, Path(path).stem)
-    c.print_diagnostics([d for d in result.diagnostics if d.severity == "warning"])
+    warnings = [d for d in result.diagnostics if d.severity == "warning"]
+    if to is not ConvertTarget.native and result.fallback:
+        warnings.append(_ladder_dropped(native, len(result.fallback), to))
+    c.print_diagnostics(warnings)
     typer.echo(text, nl=not text.endswith("\n"))
     return 0
+
+
+def _ladder_dropped(native: NativeSpec, rungs: int, to: ConvertTarget) -> Diagnostic:
+    """The warning that ``--to gcloud``/``gcloud-command`` writes rung 0 only: gcloud has no fallback."""
+    from vxtrain.loading.fallback import FALLBACK_KEY  # lazy: it loads the YAML reader; the CLI imports every command
+
+    return warning("fallback-dropped", f"--to {to.value} writes the spec itself (rung 0) only: gcloud has no "
+                   f"fallback, so the {rungs} `fallback:` entries are left out; `vxtrain submit` climbs them "
+                   "(`--to native` keeps them)", **native.where((FALLBACK_KEY,)))
 
 
 def gcloud_command(custom_job: dict[str, Any], project: str | None, region: str | None, stem: str) -> str:

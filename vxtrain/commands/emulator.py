@@ -42,12 +42,16 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     """
     # lazy: the CLI imports every command at start-up, and the emulator loads grpc
     from vxtrain.backends.emulator import parse_fault, start_emulator
-    from vxtrain.backends.emulator.quotas import parse_quota
+    from vxtrain.backends.emulator.quotas import parse_quota, unmatched
+    from vxtrain.backends.emulator.stockouts import region_warnings
     from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
     from vxtrain.runtime.gpus import GpuOptions
 
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
     limits = [parse_quota(q) for q in quota]  # and bad --quota values
+    warnings = [*filter(None, map(unmatched, limits)), *region_warnings(stockout, pending)]
+    for why in warnings:
+        print(f"vxtrain emulator: warning: {why}", file=sys.stderr, flush=True)
     if not allow_remote:
         refuse_remote(host)
     elif not is_loopback_host(host):

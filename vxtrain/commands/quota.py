@@ -11,9 +11,7 @@ import typer
 from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
-
-#: The exit code of a need above a limit (README, "Exit codes": no capacity).
-NO_CAPACITY = 5
+from vxtrain.errors import NoCapacity
 
 
 def quota(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
@@ -28,7 +26,7 @@ def quota(path: str, options: Options, *, output: c.OutputFormat = c.OutputForma
         from vxtrain.render.quota import quota_text  # lazy: rich tables, for text only
 
         quota_text(report)
-    return 0 if report.fits else NO_CAPACITY
+    return 0 if report.fits else NoCapacity.exit_code  # README, "Exit codes": no capacity
 
 
 def register(app: typer.Typer) -> None:

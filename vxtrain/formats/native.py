@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vxtrain.loading.document import NativeSpec
+from vxtrain.loading.fallback import FALLBACK_KEY
 from vxtrain.model import merge_defaults
 
 #: Pools that take ``defaults`` (the Reduction Server pool never does: a known bug class in peer tools).
@@ -24,8 +25,16 @@ NATIVE_ORDER: tuple[str, ...] = (
 
 
 def native_document(native: NativeSpec) -> dict[str, Any]:
-    """A clean native dict: empty values dropped, shared pool fields moved into ``defaults``."""
+    """A clean native dict: empty values dropped, shared pool fields moved into ``defaults``.
+
+    A ``fallback:`` list is kept as written, its ``null``s included (each deletes a key
+    for its rung), and then the pools and ``defaults`` are left as written too: an entry
+    is merged over the spec as it stands, so moving a field between a pool and
+    ``defaults`` would change what an entry that sets it does."""
     data = copy.deepcopy(native.data)
+    ladder = data.pop(FALLBACK_KEY, None)
+    if ladder is not None:
+        return {**_drop_empty(_ordered(data)), FALLBACK_KEY: ladder}
     defaults = data.pop("defaults", None)
     defaults = dict(defaults) if isinstance(defaults, Mapping) else {}
     for role in TRAINING_POOLS:
@@ -39,10 +48,15 @@ def native_document(native: NativeSpec) -> dict[str, Any]:
     chief = data.get("chief")
     if isinstance(chief, dict) and chief.get("replicas") == 1:
         del chief["replicas"]  # the default; Vertex requires exactly 1 primary replica
+    cleaned: dict[str, Any] = _drop_empty(_ordered(data))  # a mapping stays a mapping
+    return cleaned
+
+
+def _ordered(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its keys in NATIVE_ORDER, others after them."""
     ordered = {k: data[k] for k in NATIVE_ORDER if k in data}
     ordered.update({k: v for k, v in data.items() if k not in ordered})
-    cleaned: dict[str, Any] = _drop_empty(ordered)  # a mapping stays a mapping
-    return cleaned
+    return ordered
 
 
 def _common_fields(pools: list[Mapping[str, Any]]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from vxtrain.loading.document import KeyPath, NativeSpec, Position
 from vxtrain.loading.events import copy_data
-from vxtrain.loading.overlays import merge
+from vxtrain.loading.overlays import merge, subpaths
 
 #: The spec key that lists the rungs after rung 0.
 FALLBACK_KEY = "fallback"
@@ -71,20 +71,10 @@ def _written(over: dict[str, Any], merged: dict[str, Any], path: KeyPath) -> Ite
         if type(value) is dict and type(merged.get(key)) is dict and not _replaced(value, merged[key]):
             yield from _written(value, merged[key], here)
             continue
-        yield from _nodes(here, merged.get(key))
+        yield from subpaths(here, merged.get(key))
 
 
 def _replaced(over: dict[str, Any], merged: dict[str, Any]) -> bool:
     """True when the mapping in the result is the overlay's own (the spec had none there)."""
     return over is merged
 
-
-def _nodes(path: KeyPath, value: Any) -> Iterator[KeyPath]:
-    """``path`` and the path of every node under ``value``."""
-    yield path
-    if type(value) is dict:
-        for key, child in value.items():
-            yield from _nodes(path + (key,), child)
-    elif type(value) is list:
-        for index, child in enumerate(value):
-            yield from _nodes(path + (index,), child)

@@ -41,25 +41,25 @@ def merge(base: dict[str, Any], over: dict[str, Any], path: KeyPath,
             _graft(positions, over_positions, kp, value)
 
 
-def _subpaths(path: KeyPath, value: Any) -> Iterator[KeyPath]:
+def subpaths(path: KeyPath, value: Any) -> Iterator[KeyPath]:
     """``path`` and the path of every node under it."""
     yield path
     if type(value) is dict:
         for key, child in value.items():
-            yield from _subpaths(path + (key,), child)
+            yield from subpaths(path + (key,), child)
     elif type(value) is list:
         for index, child in enumerate(value):
-            yield from _subpaths(path + (index,), child)
+            yield from subpaths(path + (index,), child)
 
 
 def _drop(positions: dict[KeyPath, Position], path: KeyPath, value: Any) -> None:
-    for sub in _subpaths(path, value):
+    for sub in subpaths(path, value):
         positions.pop(sub, None)
 
 
 def _graft(positions: dict[KeyPath, Position], source: Mapping[KeyPath, Position],
            path: KeyPath, value: Any) -> None:
-    for sub in _subpaths(path, value):
+    for sub in subpaths(path, value):
         pos = source.get(sub)
         if pos is not None:
             positions[sub] = pos
@@ -175,5 +175,5 @@ def _assign(positions: dict[KeyPath, Position], cur: list[Any] | dict[str, Any],
         assert isinstance(key, str)
         _drop(positions, path, cur.get(key))
         cur[key] = copy_data(value)
-    for sub in _subpaths(path, value):
+    for sub in subpaths(path, value):
         positions[sub] = pos

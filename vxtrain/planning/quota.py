@@ -62,13 +62,19 @@ class Need:
         return self.metric.rpartition("/")[2] if self.metric else None
 
 
+def strategy_of(job: Mapping[str, Any]) -> str:
+    """The compiled job's ``scheduling.strategy`` (``SPOT``, ``FLEX_START``…), ``""`` when unset."""
+    spec = job.get("trialJobSpec") or job.get("jobSpec") or {}
+    return str((spec.get("scheduling") or {}).get("strategy") or "").upper()
+
+
 def needs(job: Mapping[str, Any]) -> list[Need]:
     """One Need per quota metric (and per unknown resource) of a compiled job, in pool order."""
     spec = job.get("trialJobSpec") or job.get("jobSpec") or {}
     if spec.get("persistentResourceId"):
         return []
     trials = _int(job.get("parallelTrialCount"), 1) if "trialJobSpec" in job else 1
-    strategy = str((spec.get("scheduling") or {}).get("strategy") or "").upper()
+    strategy = strategy_of(job)
     preemptible = strategy in PREEMPTIBLE_STRATEGIES
     merged: dict[str, Need] = {}
     for index, pool in enumerate(spec.get("workerPoolSpecs") or ()):

@@ -19,21 +19,28 @@ _COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
 
 
 def quota_text(report: QuotaReport) -> None:
-    """Print the report on stdout: the table, then what is short and what the check cannot know."""
+    """Print the report on stdout: the table, then what is short and what the check cannot know;
+    then the same for each rung of ``fallback:``."""
     out = console()
-    table = Table(title=f"Quota (project {escape(report.project)}, {escape(report.region)})", title_justify="left")
-    for name, justify in _COLUMNS:
-        table.add_column(name, justify=justify)
-    for row in report.rows:
-        table.add_row(escape(_metric(row)), escape(row.resource), _number(row.needed), _number(row.limit),
-                      _FITS[row.fits])
-    out.print(table)
-    for line in notes(report):
-        out.print(escape(line))
+    ladder = [("", report), *((f"Rung {number} (fallback[{number - 1}]): ", rung)
+                              for number, rung in enumerate(report.fallback, 1))]
+    for heading, each in ladder:
+        table = Table(title=f"{heading}Quota (project {escape(each.project)}, {escape(each.region)})",
+                      title_justify="left")
+        for name, justify in _COLUMNS:
+            table.add_column(name, justify=justify)
+        for row in each.rows:
+            table.add_row(escape(_metric(row)), escape(row.resource), _number(row.needed), _number(row.limit),
+                          _FITS[row.fits])
+        out.print(table)
+        for line in notes(each):
+            out.print(escape(line))
+    out.print(escape("Limits only: the Cloud Quotas API has no usage, and other jobs share these quotas; "
+                     "the service decides at create (docs/capacity.md)."))
 
 
 def notes(report: QuotaReport) -> list[str]:
-    """Plain lines under the table: a failed read, what is short, what ``?`` means."""
+    """Plain lines under one table: a failed read, what is short, what ``?`` means."""
     lines = []
     if report.unreadable is not None:
         lines.append(f"The limits could not be read: {report.unreadable}")
@@ -43,8 +50,6 @@ def notes(report: QuotaReport) -> list[str]:
         lines.append("?: unknown (no source names the metric or its unit, or the project has no entry for it).")
     if not report.fits:
         lines.append(report.message())
-    lines.append("Limits only: the Cloud Quotas API has no usage, and other jobs share these quotas; "
-                 "the service decides at create (docs/capacity.md).")
     return lines
 
 

@@ -30,11 +30,11 @@ from typing import Any
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
-from vxtrain.backends.kinds import TERMINAL_STATES, kind_of_job
+from vxtrain.backends.kinds import RESOURCE_EXHAUSTED, TERMINAL_STATES, kind_of_job
 from vxtrain.joblogs import LogSink
 from vxtrain.submission.create import find_any_kind
 from vxtrain.submission.events import ProgressFn, Say, log_say
-from vxtrain.submission.jobs import cancel, submit, using, wait_job
+from vxtrain.submission.jobs import cancel, get, submit, using, wait_job
 from vxtrain.submission.names import RUNG_LABEL, label_value, parent_of
 from vxtrain.submission.retry import LOCAL_RETRY, VERTEX_RETRY, Backoff, default_backoff, retrying
 from vxtrain.submission.views import job_view, raise_for_state
@@ -46,8 +46,6 @@ QUOTA_TEXT = re.compile(r"following quota metrics exceed quota limits|following 
 #: A FAILED job's error message that says it never got its machines.
 CAPACITY_TEXT = re.compile(r"resources are insufficient|stockout|quota exceeded|exceed quota limits|"
                            r"quotas are exceeded", re.I)
-#: google.rpc.Code.RESOURCE_EXHAUSTED, the code of a job that failed for capacity.
-RESOURCE_EXHAUSTED = 8
 #: States of a job that has not started yet.
 WAITING_STATES = frozenset({"JOB_STATE_QUEUED", "JOB_STATE_PENDING"})
 #: What a capacity-free spec would gain from ``fallback:``, said when it ran out.
@@ -155,7 +153,11 @@ def climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
     for rung in rungs[start:]:
         if rung.number > 0 and ladder.attempts:
             ladder.say(f"trying fallback rung {rung.number} of {len(rungs) - 1} in {rung.region}")
-        view, last = _try(rung, ladder, labelled=len(rungs) > 1)
+        try:
+            view, last = _try(rung, ladder, labelled=len(rungs) > 1)
+        except errors.ApiError as stopped:  # not capacity: the ladder ends, saying what the rungs before did
+            stopped.attempts = _attempts(ladder)
+            raise
         if view is not None:
             return view
     return _out_of_capacity(rungs, ladder, last)
@@ -271,7 +273,13 @@ def _cancel_pending(api: JobBackend, view: dict[str, Any], ladder: Ladder) -> di
     rung is created only once this one is seen CANCELLED (never two rungs alive)."""
     ladder.say(f"{view['name']} is still {view['state']} after {ladder.max_pending:g} s "
                "(--max-pending): cancelling it")
-    cancel(view["name"], backend=api, backoff=ladder.backoff, say=ladder.say)
+    try:
+        cancel(view["name"], backend=api, backoff=ladder.backoff, say=ladder.say)
+    except errors.InvalidArgumentError:
+        # It ended between the last poll and the cancel (a stockout, say), and Vertex AI
+        # refuses to cancel an ended job (FAILED_PRECONDITION): judge it as it ended.
+        if get(view["name"], backend=api, backoff=ladder.backoff, say=ladder.say)["state"] not in TERMINAL_STATES:
+            raise
     final = wait_job(view["name"], backend=api, backoff=ladder.backoff, poll=ladder.poll,
                      check=False, say=ladder.say)
     return {**final, "adopted": view.get("adopted", False)}
@@ -283,7 +291,7 @@ def _out_of_capacity(rungs: Sequence[Rung], ladder: Ladder, last: Exception | No
     if len(rungs) > 1:
         raise errors.NoCapacity(
             f"no capacity on any of the {len(rungs)} rungs (the spec and its {len(rungs) - 1} "
-            f"fallback entries): " + "; ".join(f"rung {a.rung} {a.region}: {a.outcome.value}"
+            f"fallback {'entry' if len(rungs) == 2 else 'entries'}): " + "; ".join(f"rung {a.rung} {a.region}: {a.outcome.value}"
                                               for a in ladder.attempts)
             + "; try other regions or machines in `fallback:`, request quota, or submit later",
             attempts=_attempts(ladder))
@@ -292,6 +300,8 @@ def _out_of_capacity(rungs: Sequence[Rung], ladder: Ladder, last: Exception | No
                                     job={**last.job, "attempts": _attempts(ladder)}) from None
     if isinstance(last, errors.ApiError):
         raise type(last)(f"{last}; {FALLBACK_HINT}") from last
+    if isinstance(last, errors.NoCapacity):  # the preflight's finding: exit 5, its report kept
+        raise errors.NoCapacity(f"{last}; {FALLBACK_HINT}", last.report) from None
     assert last is not None  # a rung that moved on says why
     raise last
 
@@ -306,9 +316,7 @@ def _resume(rungs: Sequence[Rung], ladder: Ladder) -> int | dict[str, Any]:
     found = list(_jobs_of(rungs, ladder))
     if not found:
         return 0
-    for rung, job in found[:-1]:  # the lower rungs: what became of them, for the attempts
-        view = job_view(job, emulated=False)
-        ladder.record(rung, view, capacity_outcome(view) or Outcome.pending_timeout)
+    _record_below(rungs, found, ladder)
     rung, job = found[-1]
     with using(ladder.backend, rung.region, ladder.endpoint) as api:
         view = job_view(job, emulated=api.emulated, adopted=True)
@@ -325,6 +333,20 @@ def _resume(rungs: Sequence[Rung], ladder: Ladder) -> int | dict[str, Any]:
         return final
 
 
+def _record_below(rungs: Sequence[Rung], found: Sequence[tuple[Rung, JobDict]], ladder: Ladder) -> None:
+    """The attempts of the rungs below the highest one with a job: each was left for capacity.
+    One without a job was left before any was created, which only a quota does (the
+    preflight's finding or a refusal at create): ``quota``, with no name."""
+    jobs = {rung.number: job for rung, job in found}
+    for rung in rungs[:rungs.index(found[-1][0])]:
+        job = jobs.get(rung.number)
+        if job is None:
+            ladder.record(rung, None, Outcome.quota)
+            continue
+        view = job_view(job, emulated=False)
+        ladder.record(rung, view, capacity_outcome(view) or Outcome.pending_timeout)
+
+
 def _moved_on(job: JobDict, view: dict[str, Any]) -> bool:
     """A job the ladder left behind for capacity: FAILED for capacity, or CANCELLED before it
     ever ran (a pending too long; a job cancelled while running is not capacity)."""
@@ -339,9 +361,19 @@ def _jobs_of(rungs: Sequence[Rung], ladder: Ladder) -> Iterator[tuple[Rung, JobD
     for rung in rungs:
         with using(ladder.backend, rung.region, ladder.endpoint) as api:
             retry = default_backoff(api, ladder.backoff, LOCAL_RETRY, VERTEX_RETRY)
-            parent = parent_of(rung.project, rung.region)
-            extra = {RUNG_LABEL: str(rung.number)}
-            job = retrying(lambda: find_any_kind(api, kind_of_job(rung.job), parent, label, extra), retry,
-                           f"list the jobs of rung {rung.number}", ladder.say)
+            job = retrying(lambda: _job_of(api, rung, label), retry, f"list the jobs of rung {rung.number}",
+                           ladder.say)
         if job is not None:
             yield rung, job
+
+
+def _job_of(api: JobBackend, rung: Rung, label: str) -> JobDict | None:
+    """The job of ``rung`` that carries the key. Rung 0's may carry no rung label: the job of a
+    submit made before the spec had ``fallback:`` (what the exit-3/4 hint invites) is the
+    spec's own, and is not created again."""
+    kind, parent = kind_of_job(rung.job), parent_of(rung.project, rung.region)
+    job = find_any_kind(api, kind, parent, label, {RUNG_LABEL: str(rung.number)})
+    if job is not None or rung.number > 0:
+        return job
+    older = find_any_kind(api, kind, parent, label)
+    return older if older is not None and RUNG_LABEL not in (older.get("labels") or {}) else None

@@ -18,12 +18,12 @@ that it will start (docs/capacity.md).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vxtrain import catalog, errors
 from vxtrain.backends.base import JobBackend, JobDict, QuotaInfoDict
-from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES, Need, needs
+from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES, Need, needs, strategy_of
 from vxtrain.submission.events import Say, log_say
 from vxtrain.submission.retry import LOCAL_RETRY, Backoff, default_backoff, retrying
 
@@ -63,12 +63,17 @@ class QuotaReport:
     """A job's needs against the limits of ``project`` in ``region``.
 
     ``unreadable``: why the limits could not be read (then every limit is None).
+    ``fallback``: the report of each rung of the spec's ``fallback:`` (rung 1 first);
+    ``fits`` and ``short`` are the spec's own (rung 0), as the exit code is.
     """
 
     project: str
     region: str
     rows: list[QuotaRow] = field(default_factory=list)
     unreadable: str | None = None
+    fallback: tuple[QuotaReport, ...] = ()
+    #: The job's scheduling.strategy (SPOT and FLEX_START already use the preemptible quotas).
+    strategy: str = ""
 
     @property
     def fits(self) -> bool:
@@ -81,18 +86,21 @@ class QuotaReport:
         return [row for row in self.rows if row.fits is False]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"project", "region", "fits", "quotas": [...]}`` (``unreadable`` when the read failed)."""
+        """``{"project", "region", "fits", "quotas": [...]}`` (``unreadable`` when the read failed;
+        ``fallback``: ``[{"rung", "project", "region", "fits", "quotas"}]`` for a ladder)."""
         doc: dict[str, Any] = {"project": self.project, "region": self.region, "fits": self.fits,
                                "quotas": [row.to_json() for row in self.rows]}
         if self.unreadable is not None:
             doc["unreadable"] = self.unreadable
+        if self.fallback:
+            doc["fallback"] = [{"rung": number, **rung.to_json()} for number, rung in enumerate(self.fallback, 1)]
         return doc
 
-    def message(self, strategy: str = "") -> str:
+    def message(self) -> str:
         """What is short and what to do, for NoCapacity."""
         what = "; ".join(f"{row.metric} needs {row.needed} ({', '.join(f'workerPoolSpecs[{i}]' for i in row.pools)}), "
                          f"the limit is {row.limit}" for row in self.short)
-        spot = "" if strategy in PREEMPTIBLE_STRATEGIES else \
+        spot = "" if self.strategy in PREEMPTIBLE_STRATEGIES else \
             ", or scheduling.strategy SPOT or FLEX_START (they count against the preemptible quotas)"
         return (f"quota too small for this job in {self.region} (project {self.project}): {what}. "
                 f"Ask for more quota ({_QUOTAS_HELP}), use another region{spot}")
@@ -144,22 +152,39 @@ def _by_metric(infos: Iterable[QuotaInfoDict]) -> dict[str, QuotaInfoDict]:
     return out
 
 
+#: What one read of a project's limits gave: its QuotaInfos, or why it failed.
+Read = list[QuotaInfoDict] | str
+
+
 def preflight(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
-              say: Say = log_say) -> QuotaReport:
+              say: Say = log_say, reads: dict[str, Read] | None = None) -> QuotaReport:
     """The QuotaReport of the compiled ``job`` (CustomJob or HyperparameterTuningJob REST JSON)
     in ``project``/``region``. Never raises for an API error: a refused or failing read is
-    said (``say``) and leaves the limits unknown, since the service decides anyway."""
+    said (``say``) and leaves the limits unknown, since the service decides anyway.
+    ``reads``: the reads already made, by parent (the limits are global to a project: the
+    rungs of a ladder share one read, and a failing one is not retried for each)."""
     found = needs(job)
     if not any(need.metric for need in found):
         return report(found, [], project=project, region=region)  # nothing the API could answer for
-    retry = default_backoff(backend, backoff, LOCAL_RETRY, QUOTA_READ_RETRY)
     parent = quota_parent(project)
+    reads = {} if reads is None else reads
+    if parent not in reads:
+        reads[parent] = _read(backend, parent, default_backoff(backend, backoff, LOCAL_RETRY, QUOTA_READ_RETRY), say)
+    read = reads[parent]
+    if isinstance(read, str):
+        found_report = report(found, [], project=project, region=region, unreadable=read)
+    else:
+        found_report = report(found, read, project=project, region=region)
+    return replace(found_report, strategy=strategy_of(job))
+
+
+def _read(backend: JobBackend, parent: str, retry: Backoff, say: Say) -> Read:
+    """Every QuotaInfo under ``parent``, or (said as a warning) why they could not be read."""
     try:
-        infos = retrying(lambda: backend.list_quota_infos(parent), retry, f"list quota infos of {parent}", say)
+        return list(retrying(lambda: backend.list_quota_infos(parent), retry, f"list quota infos of {parent}", say))
     except errors.ApiError as exc:
         say(f"warning: could not read the quota limits, so they are not checked: {exc}")
-        return report(found, [], project=project, region=region, unreadable=str(exc))
-    return report(found, infos, project=project, region=region)
+        return str(exc)
 
 
 def check_quota(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
@@ -167,8 +192,6 @@ def check_quota(backend: JobBackend, job: JobDict, *, project: str, region: str,
     """:func:`preflight`, raising ``errors.NoCapacity`` (exit 5) when a need is above a limit."""
     found = preflight(backend, job, project=project, region=region, backoff=backoff, say=say)
     if not found.fits:
-        spec = job.get("trialJobSpec") or job.get("jobSpec") or {}
-        strategy = str((spec.get("scheduling") or {}).get("strategy") or "").upper()
-        raise errors.NoCapacity(f"{found.message(strategy)}; nothing was created (--no-quota-check skips "
+        raise errors.NoCapacity(f"{found.message()}; nothing was created (--no-quota-check skips "
                                 f"this check: the limits are advice, the service decides)", found)
     return found

@@ -5,6 +5,7 @@ import re
 from collections.abc import Iterator
 
 from vxtrain.diagnostics import Diagnostic, error
+from vxtrain.loading import fallback
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job
 from vxtrain.validation._common import quote_list
@@ -13,18 +14,20 @@ LABELS_DOC = "https://cloud.google.com/resource-manager/docs/labels-overview#req
 
 #: Label requirements: ≤ 64 labels per resource, keys/values ≤ 63 characters of
 #: lowercase letters, digits, '-' and '_' (international letters allowed), keys
-#: start with a lowercase letter (LABELS_DOC). ``submit`` adds one label of its
-#: own (the idempotency key), so a spec may carry one fewer.
+#: start with a lowercase letter (LABELS_DOC). ``submit`` adds labels of its
+#: own (the idempotency key; in a ``fallback:`` ladder, the rung number too), so a
+#: spec may carry that many fewer.
 MAX_LABELS = 64
-MAX_USER_LABELS = MAX_LABELS - 1
 MAX_LABEL_CHARS = 63
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     """Label count, keys and values per the Google Cloud label requirements."""
-    if len(job.labels) > MAX_USER_LABELS:
+    added = _added_on_submit(native)
+    if len(job.labels) > MAX_LABELS - added:
+        what = "one" if added == 1 else "two (the idempotency key and the fallback rung)"
         yield error("too-many-labels", f"{len(job.labels)} labels; a job may have {MAX_LABELS} and vxtrain "
-                    f"adds one on submit, so give at most {MAX_USER_LABELS}", **native.where(("labels",)))
+                    f"adds {what} on submit, so give at most {MAX_LABELS - added}", **native.where(("labels",)))
     for key, value in job.labels.items():
         path: KeyPath = ("labels", key) if key else ("labels",)
         problem = _label_problem(key, is_key=True)
@@ -34,6 +37,13 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
         if problem:
             yield error("bad-label-value", f'label value "{value}" of "{key}" {problem} ({LABELS_DOC})',
                         **native.where(path))
+
+
+def _added_on_submit(native: NativeSpec) -> int:
+    """How many labels submit adds: the idempotency key, and the rung's number when the
+    document has a ``fallback:`` list (a rung's own spec has none: the source says so)."""
+    source = native.source.data
+    return 2 if isinstance(source, dict) and source.get(fallback.FALLBACK_KEY) else 1
 
 
 def _label_problem(text: str, *, is_key: bool) -> str | None:

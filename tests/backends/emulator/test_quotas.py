@@ -17,7 +17,7 @@ from google.cloud.cloudquotas_v1.services.cloud_quotas.transports import CloudQu
 
 from vxtrain import errors
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
-from vxtrain.backends.emulator.quotas import QuotaLimit, parse_quota
+from vxtrain.backends.emulator.quotas import QuotaLimit, parse_quota, unmatched
 
 SERVICE_PARENT = "projects/p/locations/global/services/aiplatform.googleapis.com"
 LIMITS = ("custom_model_training_nvidia_t4_gpus:us-central1=4", "custom_model_training_nvidia_t4_gpus=1",
@@ -168,3 +168,12 @@ def test_limits_can_be_set_at_run_time(jobs: v1.JobServiceClient, handle: Emulat
     handle.quotas.set("custom_model_training_nvidia_t4_gpus:us-central1=0")
     with pytest.raises(gexc.ResourceExhausted):
         jobs.create_custom_job(parent="projects/p/locations/us-central1", custom_job=t4_job(1))
+
+
+def test_a_limit_on_a_metric_no_job_counts_against_is_flagged() -> None:
+    """A typo in --quota would serve a limit that never refuses anything: the CLI warns."""
+    assert unmatched(parse_quota("custom_model_training_nvidia_a100_gpus:us-central1=0")) is None
+    assert unmatched(parse_quota("aiplatform.googleapis.com/custom_model_training_cpus=4")) is None
+    why = unmatched(parse_quota("custom_model_training_nvidia_a100_gpu:us-central1=0"))
+    assert why is not None and "custom_model_training_nvidia_a100_gpu: no job counts against this metric" in why
+    assert "custom_model_training_nvidia_a100_gpus" in why  # the known names, to compare with

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.backends.emulator.conftest import TERMINAL, State, custom_job
 from tests.polling import wait_for
-from vxtrain.backends.emulator.stockouts import Shortage, Stockouts, stockout_message
+from vxtrain.backends.emulator.stockouts import Shortage, Stockouts, region_warnings, stockout_message
+from vxtrain.errors import UsageError
 
 EAST, WEST = "projects/p/locations/us-east1", "projects/p/locations/us-west1"
 
@@ -55,3 +58,13 @@ def test_the_region_comes_from_the_job_name() -> None:
     assert plan.of("projects/p/locations/us-central1/customJobs/3") is None
     assert stockout_message("projects/p/locations/europe-west4/customJobs/1").startswith(
         "Resources are insufficient in region: europe-west4.")
+
+
+def test_a_region_no_job_can_be_created_in_is_flagged() -> None:
+    """A typo in --stockout/--pending would never see a job: the CLI warns; a region given to
+    both says two opposite things and is refused."""
+    assert list(region_warnings(["us-central1"], ["europe-west4"])) == []
+    [why] = region_warnings(["us-centrall"], [])
+    assert why.startswith("--stockout 'us-centrall': not a Vertex AI location")
+    with pytest.raises(UsageError, match="--stockout and --pending both name us-east1"):
+        list(region_warnings(["us-east1"], ["us-east1"]))

@@ -26,7 +26,7 @@ from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES
 FAULT_ENV = "VXTRAIN_EMULATOR_FAULTS"
 FAULT_METHODS: tuple[str, ...] = ("create", "get", "list", "cancel", "delete", "quotas")
 FAULT_KINDS: tuple[str, ...] = ("unavailable-before-commit", "unavailable", "deadline-after-commit",
-                                "deadline-commit-late", "quota", "permission", "internal", "disabled",
+                                "deadline-commit-late", "quota", "ratelimit", "permission", "internal", "disabled",
                                 "unimplemented")
 #: How long after its DEADLINE_EXCEEDED a ``deadline-commit-late`` call commits.
 LATE_COMMIT_SECONDS = 2.0
@@ -133,6 +133,13 @@ def quota_metric(job: Any) -> str:
     return metric
 
 
+def quota_refusal(metrics: Iterable[str]) -> RpcError:
+    """A create refused for quota, in Vertex AI's words (the ``quota`` fault's, and the
+    emulator's own when a job alone exceeds a ``--quota`` limit)."""
+    return RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"The following quota metrics exceed quota limits: {', '.join(metrics)}")
+
+
 def fault_error(fault: Fault, job: Any = None) -> RpcError:
     """The gRPC error a fault produces, worded like Vertex's own."""
     if fault.kind == "unimplemented":
@@ -147,8 +154,14 @@ def fault_error(fault: Fault, job: Any = None) -> RpcError:
         return RpcError(grpc.StatusCode.PERMISSION_DENIED,
                         "Permission 'cloudquotas.quotas.get' denied on resource (or it may not exist).")
     if fault.kind == "quota":
+        return quota_refusal([quota_metric(job)])
+    if fault.kind == "ratelimit":
+        # A rate quota, not a capacity one: RESOURCE_EXHAUSTED in Google's words for
+        # aiplatform.googleapis.com (GoogleCloudPlatform/vertex-ai-samples#1000).
         return RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                        f"The following quota metrics exceed quota limits: {quota_metric(job)}")
+                        "Quota exceeded for quota metric 'Resource management (CRUD) requests' and limit "
+                        "'Resource management (CRUD) requests per minute per region' of service "
+                        "'aiplatform.googleapis.com' for consumer 'project_number:0'.")
     if fault.kind == "permission":
         account = spec_of(job).service_account if job is not None else ""
         who = account or "the Vertex AI Custom Code Service Agent"

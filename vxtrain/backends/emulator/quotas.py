@@ -37,7 +37,7 @@ from google.protobuf import json_format
 
 from vxtrain import catalog
 from vxtrain.backends.emulator.common import RpcError, decode_cursor, encode_cursor, unary_handler
-from vxtrain.backends.emulator.faults import FaultPlan, fault_error
+from vxtrain.backends.emulator.faults import FaultPlan, fault_error, quota_refusal
 from vxtrain.backends.emulator.filters import DEFAULT_PAGE_SIZE
 from vxtrain.errors import UsageError
 from vxtrain.planning.quota import needs
@@ -68,6 +68,15 @@ def parse_quota(text: str) -> QuotaLimit:
                          f" or METRIC=N for every region; got {text!r}")
     metric = found.group("metric").removeprefix(f"{catalog.QUOTA_SERVICE}/")
     return QuotaLimit(metric, found.group("region"), int(found.group("value")))
+
+
+def unmatched(limit: QuotaLimit) -> str | None:
+    """Why ``limit`` can never refuse a job (its metric is not one a job's needs count
+    against: a typo, say), or None when it can."""
+    if limit.metric in catalog.known_metrics():
+        return None
+    return (f"--quota {limit.metric}: no job counts against this metric (it is not in vxtrain's quota table), "
+            f"so it is served but never enforced; known: {', '.join(sorted(catalog.known_metrics()))}")
 
 
 def quota_id_of(metric: str) -> str:
@@ -146,8 +155,7 @@ class QuotaStore:
         """RESOURCE_EXHAUSTED, in Vertex AI's words, when the job alone exceeds a limit in ``region``."""
         over = self.exceeded(job, region)
         if over:
-            raise RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                           f"The following quota metrics exceed quota limits: {', '.join(over)}")
+            raise quota_refusal(over)
 
 
 def _parse_parent(parent: str) -> tuple[str, str]:

@@ -11,13 +11,14 @@ which of the two a region suffers; the store walks the job accordingly.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from enum import Enum
+
+from vxtrain import catalog
+from vxtrain.errors import UsageError
 
 #: How long a job in a stocked-out region waits PENDING before it fails (``--stockout-after``).
 DEFAULT_STOCKOUT_AFTER = 1.0
-#: google.rpc.Code.RESOURCE_EXHAUSTED: the code of a CustomJob failed for capacity.
-RESOURCE_EXHAUSTED = 8
 
 
 class Shortage(str, Enum):
@@ -50,14 +51,31 @@ class Stockouts:
 
     def of(self, name: str) -> Shortage | None:
         """The shortage of the region of the job ``name`` (``projects/P/locations/R/...``), if any."""
-        parts = name.split("/")
-        region = parts[3] if len(parts) > 3 and parts[2] == "locations" else ""
         with self._lock:
-            return self._regions.get(region)
+            return self._regions.get(_region_of(name) or "")
+
+
+def region_warnings(stockout: Iterable[str], pending: Iterable[str]) -> Iterator[str]:
+    """What is wrong with ``--stockout``/``--pending`` regions that is worth a warning: one the
+    locations page does not list (a typo) would never see a job. A region given to both is a
+    UsageError: the two say opposite things of it."""
+    stockout, pending = list(stockout), list(pending)
+    both = sorted(set(stockout) & set(pending))
+    if both:
+        raise UsageError(f"--stockout and --pending both name {', '.join(both)}: give each region one of them")
+    for flag, regions in (("--stockout", stockout), ("--pending", pending)):
+        for region in regions:
+            if catalog.region(region) is None:
+                yield (f"{flag} {region!r}: not a Vertex AI location (the locations page lists none by that "
+                       "name), so no job is likely to be created there")
 
 
 def stockout_message(name: str) -> str:
     """The error message of a job that stocked out: the wording users reported from Vertex AI."""
+    return f"Resources are insufficient in region: {_region_of(name) or 'unknown'}. Please try a different region."
+
+
+def _region_of(name: str) -> str | None:
+    """The region of a job's name (``projects/P/locations/R/...``), None when it has none."""
     parts = name.split("/")
-    region = parts[3] if len(parts) > 3 else "unknown"
-    return f"Resources are insufficient in region: {region}. Please try a different region."
+    return parts[3] if len(parts) > 3 and parts[2] == "locations" else None

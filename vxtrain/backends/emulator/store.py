@@ -33,8 +33,8 @@ from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
-from vxtrain.backends.emulator.stockouts import RESOURCE_EXHAUSTED, Shortage, Stockouts, stockout_message
-from vxtrain.backends.kinds import JobKind
+from vxtrain.backends.emulator.stockouts import Shortage, Stockouts, stockout_message
+from vxtrain.backends.kinds import RESOURCE_EXHAUSTED, JobKind
 from vxtrain.model import LocalSpec
 from vxtrain.runtime.gpus import GpuOptions
 
