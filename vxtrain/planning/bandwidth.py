@@ -273,8 +273,20 @@ def resolve(job: Job, plan: Plan) -> Job:
     pool = job.pool("reduction_server")
     rs = plan.reduction_server
     if pool is None or not is_auto(pool) or rs is None or rs.replicas is None:
-        return replace(job, pools=dict(job.pools))
-    return replace(job, pools={**job.pools, "reduction_server": replace(pool, replicas=rs.replicas)})
+        return _with_pools(job, dict(job.pools))
+    return _with_pools(job, {**job.pools, "reduction_server": replace(pool, replicas=rs.replicas)})
+
+
+def _with_pools(job: Job, pools: dict[str, Pool]) -> Job:
+    """A shallow copy of ``job`` with ``pools``: ``dataclasses.replace`` without its cost.
+
+    ``replace`` reads every field and calls ``__init__`` again, per spec; Job has no
+    ``__post_init__`` nor ``init=False`` fields, so copying its ``__dict__`` is the same copy.
+    """
+    copy = object.__new__(Job)
+    copy.__dict__.update(job.__dict__)
+    copy.pools = pools
+    return copy
 
 
 # --- numbers in words -------------------------------------------------------------
