@@ -7,6 +7,7 @@ the user's terminal.
 """
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 import sys
@@ -51,6 +52,36 @@ def _root(
 
 for _name in COMMANDS:
     importlib.import_module(f"vxtrain.commands.{_name}").register(app)
+
+
+#: The variable click's shell completion runs under (``_{PROG_NAME}_COMPLETE``).
+_COMPLETE_VAR = "_VXTRAIN_COMPLETE"
+
+
+def _app_for(args: Sequence[str]) -> typer.Typer:
+    """``app``, or a copy holding only the command that ``args`` start with.
+
+    Every run, typer builds a click command for each registered command
+    (reading signatures and type hints: ~13 ms, a third of vxtrain's own
+    start-up), though a subcommand's help, errors and run never look at its
+    siblings. The root has no positional arguments, so a first argument that
+    is a command's exact name is that command. Anything else (no arguments,
+    a root option first, an unknown name, shell completion) gets the whole app.
+    """
+    if not args or os.environ.get(_COMPLETE_VAR) is not None or app.registered_groups:
+        return app
+    named = [info for info in app.registered_commands if _command_name(info) == args[0]]
+    if len(named) != 1:
+        return app
+    only = copy.copy(app)  # shallow: the same callback, settings and command objects
+    only.registered_commands = named
+    return only
+
+
+def _command_name(info: typer.models.CommandInfo) -> str | None:
+    """The name typer gives a registered command (typer.main.get_command_from_info's rule)."""
+    callback = info.callback
+    return info.name or (callback.__name__.lower().replace("_", "-") if callback is not None else None)
 
 
 def _log_unexpected() -> str:
@@ -111,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns (and exits with) the exit code."""
     args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        app(args=args, prog_name="vxtrain")
+        _app_for(args)(args=args, prog_name="vxtrain")
         code = 0
     except SystemExit as exc:  # typer/click exit with the command's code (2 for usage)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
