@@ -7,7 +7,6 @@ the user's terminal.
 """
 from __future__ import annotations
 
-import copy
 import importlib
 import os
 import sys
@@ -26,23 +25,12 @@ from vxtrain.commands._common import print_diagnostics
 from vxtrain.commands._common import emit_json
 from vxtrain.errors import JobFailedError, LocalRunError, SpecError, VxtrainError
 
-app = typer.Typer(
-    name="vxtrain",
-    help="Readable YAML job specs → Vertex AI CustomJobs: validate, plan, submit, run locally.",
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"vxtrain {__version__}")
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
                                                     help="Print the version and exit.")] = None,
@@ -50,30 +38,74 @@ def _root(
     """vxtrain: validate, plan, submit and locally run Vertex AI training jobs."""
 
 
-for _name in COMMANDS:
-    importlib.import_module(f"vxtrain.commands.{_name}").register(app)
+def _new_app(modules: Sequence[str]) -> typer.Typer:
+    """The typer app with the root options and the commands of ``modules`` (of COMMANDS)."""
+    new = typer.Typer(
+        name="vxtrain",
+        help="Readable YAML job specs → Vertex AI CustomJobs: validate, plan, submit, run locally.",
+        no_args_is_help=True,
+        add_completion=True,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    new.callback()(_root)
+    for name in modules:
+        importlib.import_module(f"vxtrain.commands.{name}").register(new)
+    return new
 
 
+_APP: typer.Typer | None = None
+
+
+def _full_app() -> typer.Typer:
+    """The app with every command (made once, on first use)."""
+    global _APP
+    if _APP is None:
+        _APP = _new_app(COMMANDS)
+    return _APP
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``app``: the whole app, made when first asked for (running one command imports only its module)."""
+    if name == "app":
+        return _full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: The command names a module of COMMANDS registers, where they are not the module's
+#: own name ('_' written '-'); tests/test_cli.py checks this against every module.
+_NAMES: dict[str, tuple[str, ...]] = {"jobs": ("status", "wait", "cancel", "list")}
 #: The variable click's shell completion runs under (``_{PROG_NAME}_COMPLETE``).
 _COMPLETE_VAR = "_VXTRAIN_COMPLETE"
 
 
+def _module_of(command: str) -> str | None:
+    """The module of COMMANDS that registers ``command``, or None."""
+    for module in COMMANDS:
+        if command in _NAMES.get(module, (module.replace("_", "-"),)):
+            return module
+    return None
+
+
 def _app_for(args: Sequence[str]) -> typer.Typer:
-    """``app``, or a copy holding only the command that ``args`` start with.
+    """The whole app, or one holding only the command that ``args`` start with.
 
     Every run, typer builds a click command for each registered command
-    (reading signatures and type hints: ~13 ms, a third of vxtrain's own
-    start-up), though a subcommand's help, errors and run never look at its
-    siblings. The root has no positional arguments, so a first argument that
-    is a command's exact name is that command. Anything else (no arguments,
-    a root option first, an unknown name, shell completion) gets the whole app.
+    (reading signatures and type hints: ~13 ms), and importing every command
+    module costs ~8 ms more: together half of vxtrain's own start-up. A
+    subcommand's help, errors and run never look at its siblings, and the root
+    has no positional arguments, so a first argument that is a command's exact
+    name is that command: only its module is imported and only it is built.
+    Anything else (no arguments, a root option first, an unknown name, shell
+    completion) gets the whole app.
     """
-    if not args or os.environ.get(_COMPLETE_VAR) is not None or app.registered_groups:
-        return app
-    named = [info for info in app.registered_commands if _command_name(info) == args[0]]
-    if len(named) != 1:
-        return app
-    only = copy.copy(app)  # shallow: the same callback, settings and command objects
+    module = _module_of(args[0]) if args and os.environ.get(_COMPLETE_VAR) is None else None
+    if module is None:
+        return _full_app()
+    only = _new_app((module,))
+    named = [info for info in only.registered_commands if _command_name(info) == args[0]]
+    if len(named) != 1 or only.registered_groups:
+        return _full_app()
     only.registered_commands = named
     return only
 
