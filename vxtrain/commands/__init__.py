@@ -4,8 +4,9 @@ Each module exposes a function named like the module that takes plain typed
 values and returns an exit code, plus ``register(app)`` that adds its typer
 command (a thin wrapper). Commands share helpers through ``_common`` only.
 
-Modules must stay import-light: the CLI imports every command module at
-start-up, so a command imports what it alone needs (submission, runtime,
+Modules must stay import-light: running a command imports its own module
+only, but ``vxtrain --help`` (and any command line not naming a command)
+imports them all, so a command imports what it alone needs (submission, runtime,
 backends, pipeline stages, yaml, rich) inside its function. That keeps
 ``vxtrain validate`` fast (scripts/bench.py); nothing here may import
 google.cloud.aiplatform at module level.
