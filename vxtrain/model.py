@@ -97,6 +97,13 @@ RESERVATION_AFFINITY = {"specific": "SPECIFIC_RESERVATION", "any": "ANY_RESERVAT
 #: The key that names a reservation: "To target a SPECIFIC_RESERVATION by name, use
 #: `compute.googleapis.com/reservation-name` as the key" (google/cloud/aiplatform/v1/reservation_affinity.proto).
 RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
+#: The labels ``submit`` puts on every job it creates (vxtrain.submission.names): the
+#: idempotency key, and in a ``fallback:`` ladder the rung's number (0: the spec). A
+#: spec's own label of either name would be overwritten, so validation refuses it.
+#: Underscores, not hyphens: the keys appear bare in list filters (`labels.KEY="value"`),
+#: where a hyphen is not an identifier character (AIP-160).
+IDEMPOTENCY_LABEL = "vxtrain_idempotency_key"
+RUNG_LABEL = "vxtrain_fallback_rung"
 
 
 @dataclass

@@ -157,6 +157,11 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
     ("label-ok", spec(labels={"team": "nlp", "k" * 63: "", "équipe": "données", "run_id": "a-1"}), []),
     ("labels-too-many", spec(labels={f"k{i}": "v" for i in range(64)}), [E("too-many-labels", "labels")]),
     ("labels-63", spec(labels={f"k{i}": "v" for i in range(63)}), []),
+    # submit sets these two itself: a spec's own value would be overwritten
+    ("label-idempotency-key", spec(labels={"vxtrain_idempotency_key": "release-1"}),
+     [E("reserved-label", "labels.vxtrain_idempotency_key")]),
+    ("label-fallback-rung", spec(labels={"team": "nlp", "vxtrain_fallback_rung": "2"}),
+     [E("reserved-label", "labels.vxtrain_fallback_rung")]),
     # scheduling
     ("timeout-zero", spec(scheduling={"timeout": 0}), [E("bad-timeout", "scheduling.timeout")]),
     ("timeout-zero-text", spec(scheduling={"timeout": "0s"}), [E("bad-timeout", "scheduling.timeout")]),

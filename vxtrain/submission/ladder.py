@@ -32,10 +32,11 @@ from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
 from vxtrain.backends.kinds import RESOURCE_EXHAUSTED, TERMINAL_STATES, kind_of_job
 from vxtrain.joblogs import LogSink
+from vxtrain.model import RUNG_LABEL
 from vxtrain.submission.create import find_any_kind
 from vxtrain.submission.events import ProgressFn, Say, log_say
 from vxtrain.submission.jobs import cancel, get, submit, using, wait_job
-from vxtrain.submission.names import RUNG_LABEL, label_value, parent_of
+from vxtrain.submission.names import label_value, parent_of
 from vxtrain.submission.retry import LOCAL_RETRY, VERTEX_RETRY, Backoff, default_backoff, retrying
 from vxtrain.submission.views import job_view, raise_for_state
 

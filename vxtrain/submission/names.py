@@ -7,15 +7,13 @@ import re
 
 from vxtrain import errors
 from vxtrain.backends.kinds import CUSTOM, KINDS, JobKind
+from vxtrain.model import IDEMPOTENCY_LABEL
 
 #: The label that makes a create idempotent (Vertex label keys: lowercase,
 #: [a-z0-9_-], ≤ 63: https://cloud.google.com/vertex-ai/docs/general/resource-labels).
-# An underscore, not a hyphen: the key appears bare in list filters
-# (`labels.KEY="value"`), where a hyphen is not an identifier character (AIP-160).
-LABEL_KEY = "vxtrain_idempotency_key"
-#: The label that, beside the key, says which rung of a spec's ``fallback:`` ladder a job
-#: is (0: the spec itself): the rungs of one key each make their own job, once.
-RUNG_LABEL = "vxtrain_fallback_rung"
+#: Beside it, vxtrain.model.RUNG_LABEL says which rung of a spec's ``fallback:`` ladder
+#: a job is: the rungs of one key each make their own job, once.
+LABEL_KEY = IDEMPOTENCY_LABEL
 #: A job's page in the Cloud console.
 CONSOLE_URL = ("https://console.cloud.google.com/vertex-ai/locations/{region}/training/{id}/cpu"
                "?project={project}")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.loading import fallback
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import Job
+from vxtrain.model import IDEMPOTENCY_LABEL, RUNG_LABEL, Job
 from vxtrain.validation._common import quote_list
 
 LABELS_DOC = "https://cloud.google.com/resource-manager/docs/labels-overview#requirements"
@@ -30,6 +30,11 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
                     f"adds {what} on submit, so give at most {MAX_LABELS - added}", **native.where(("labels",)))
     for key, value in job.labels.items():
         path: KeyPath = ("labels", key) if key else ("labels",)
+        if key in (IDEMPOTENCY_LABEL, RUNG_LABEL):
+            yield error("reserved-label", f'label "{key}" is the one vxtrain sets on submit '
+                        f'({"--idempotency-key KEY" if key == IDEMPOTENCY_LABEL else "the fallback rung"}); '
+                        "a value given here would be overwritten: remove it", **native.where(path))
+            continue
         problem = _label_problem(key, is_key=True)
         if problem:
             yield error("bad-label-key", f'label key "{key}" {problem} ({LABELS_DOC})', **native.where(path))
