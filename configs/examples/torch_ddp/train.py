@@ -10,6 +10,7 @@ Prints ``all_reduce: ... OK`` and exits non-zero on any mismatch.
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from datetime import timedelta
@@ -66,6 +67,10 @@ def main() -> int:
         # No rank tears down while another still talks to it: rank 0 hosts the
         # rendezvous store, and a rank whose peer exited first can abort in gloo's
         # threads at exit ("terminate called without an active exception").
+        # The DDP model holds the process group and sits in reference cycles: collected
+        # at interpreter exit, after destroy_process_group, gloo's threads abort there
+        # ("terminate called without an active exception"). Collect it while the group lives.
+        gc.collect()
         dist.barrier()
     finally:
         dist.destroy_process_group()

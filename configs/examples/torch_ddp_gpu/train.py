@@ -12,6 +12,7 @@ another number of them (``vxtrain local-run`` gives each replica its own).
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from datetime import timedelta
@@ -81,6 +82,10 @@ def main() -> int:
     try:
         ok = check_all_reduce(rank, world, device) and train_ddp(rank, world, device)
         # No rank tears down while another still talks to it: rank 0 hosts the rendezvous store.
+        # The DDP model holds the process group and sits in reference cycles: collected
+        # at interpreter exit, after destroy_process_group, gloo's threads abort there
+        # ("terminate called without an active exception"). Collect it while the group lives.
+        gc.collect()
         dist.barrier()
     finally:
         dist.destroy_process_group()
