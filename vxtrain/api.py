@@ -590,7 +590,7 @@ def _publish(result: Result, project: str, say: Any, progress: UploadProgress | 
         raise SpecError([dx.error(
             "no-staging-bucket", "python_package.source must be uploaded before the job is created, and no "
             "staging bucket is set: pass --staging-bucket gs://BUCKET[/PREFIX] or set staging_bucket: in the spec",
-            **result.native.where(_source_key(result.native, roles[0])))])
+            **result.native.where(_pool_key(result.native, roles[0], "python_package", "source")))])
     jobs.publish(result.packages, project, say=say, progress=progress)
 
 
@@ -606,20 +606,15 @@ def _push_images(result: Result, say: Any, progress: UploadProgress | None, push
             "no-image-repository", "build: images must be pushed before the job is created, and no image "
             "repository is set: pass --image-repository HOST/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO) "
             "or set image_repository: in the spec",
-            **result.native.where(_build_key(result.native, result.images[0].roles[0])))])
+            **result.native.where(_pool_key(result.native, result.images[0].roles[0], "build")))])
     pushed += publish(result.images, say=say, progress=progress)
 
 
-def _build_key(native: NativeSpec, role: str) -> tuple[str | int, ...]:
-    from vxtrain.model import written_at  # lazy: the pipeline's modules load only for commands that read a spec
+def _pool_key(native: NativeSpec, role: str, *keys: str) -> tuple[str | int, ...]:
+    """Where pool ``role``'s key ``keys`` was written (the pool, else ``defaults``)."""
+    from vxtrain.model import key_path_of  # lazy: the pipeline's modules load only for commands that read a spec
 
-    return written_at(native.data, role, "build") or ("defaults", "build")
-
-
-def _source_key(native: NativeSpec, role: str) -> tuple[str | int, ...]:
-    from vxtrain.model import written_at  # lazy: the pipeline's modules load only for commands that read a spec
-
-    return written_at(native.data, role, "python_package", "source") or ("defaults", "python_package", "source")
+    return key_path_of(native.data, role, *keys)
 
 
 def _local_packages(job: dict[str, Any], packages: list[Any]) -> dict[str, Any]:

@@ -358,6 +358,12 @@ def extra_machine_spec(data: Mapping[str, Any], role: str) -> Mapping[str, Any]:
     return _dict(pools[index].get("machineSpec"))
 
 
+def key_path_of(data: Mapping[str, Any], role: str, key: str, *tail: str | int) -> tuple[str | int, ...]:
+    """:func:`written_at`, or ``("defaults", key, *tail)`` when neither the pool nor
+    ``defaults`` writes it: where a message about a value the pool got points."""
+    return written_at(data, role, key, *tail) or ("defaults", key, *tail)
+
+
 def _extra_path(data: Mapping[str, Any], role: str, key: str, tail: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
     """Where ``extra`` sets pool ``role``'s ``key`` (and ``tail``), or None."""
     if key not in EXTRA_MACHINE_FIELDS or EXTRA_MACHINE_FIELDS[key][0] not in extra_machine_spec(data, role):

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.formats.wording import wording
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import Job, written_at
+from vxtrain.model import Job, key_path_of
 from vxtrain.validation._common import RS, key_path
 
 #: EnvVar.name "Must be a valid C identifier"; at most 100 variables per
@@ -65,7 +65,7 @@ def env_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _env_path(native: NativeSpec, role: str, name: str) -> KeyPath:
     """Where variable ``name`` was written: the pool's ``env``, else that of ``defaults``."""
-    return written_at(native.data, role, "env", name) or ("defaults", "env", name)
+    return key_path_of(native.data, role, "env", name)
 
 
 def _env_name(name: str, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:

@@ -16,7 +16,7 @@ from types import ModuleType
 
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import Job, Pool, written_at
+from vxtrain.model import Job, Pool, key_path_of
 from vxtrain.packaging.source import source_folder
 from vxtrain.validation._common import source_folder_checked
 
@@ -41,7 +41,7 @@ def _images() -> tuple[ModuleType, ModuleType]:
 
 def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
     """Where the pool's build (or a key in it) was written: the pool, else ``defaults``."""
-    return written_at(native.data, role, "build", *keys) or ("defaults", "build", *keys)
+    return key_path_of(native.data, role, "build", *keys)
 
 
 def _repository(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from vxtrain.catalog import PREBUILT_DOC, PREBUILT_SHAPE, is_prebuilt_image
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import Job, Pool, written_at
+from vxtrain.model import Job, Pool, key_path_of
 from vxtrain.packaging.source import module_file
 from vxtrain.validation._common import source_folder_checked
 
@@ -46,7 +46,7 @@ def _staging_bucket(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
     """Where the pool's python_package (or a key in it) was written: the pool, else ``defaults``."""
-    return written_at(native.data, role, "python_package", *keys) or ("defaults", "python_package", *keys)
+    return key_path_of(native.data, role, "python_package", *keys)
 
 
 def _package(pool: Pool, native: NativeSpec, base: Path) -> Iterator[Diagnostic]:
