@@ -77,7 +77,8 @@ def _ladder_dropped(native: NativeSpec, rungs: int, to: ConvertTarget) -> Diagno
     from vxtrain.loading.fallback import FALLBACK_KEY  # lazy: it loads the YAML reader; the CLI imports every command
 
     return warning("fallback-dropped", f"--to {to.value} writes the spec itself (rung 0) only: gcloud has no "
-                   f"fallback, so the {rungs} `fallback:` entries are left out; `vxtrain submit` climbs them "
+                   f"fallback, so the {rungs} `fallback:` {'entry is' if rungs == 1 else 'entries are'} left out; "
+                   "`vxtrain submit` climbs them "
                    "(`--to native` keeps them)", **native.where((FALLBACK_KEY,)))
 
 
