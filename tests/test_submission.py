@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import selectors
 import signal
 import subprocess
 import sys
@@ -518,9 +519,17 @@ def test_ctrl_c_while_waiting_says_the_remote_job_keeps_running() -> None:
         name = submit(client)["name"]
         proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "wait", name, "--endpoint", handle.address,
                                  "--no-logs"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(2.0)  # the CLI is started and polling
+        assert proc.stderr is not None
+        # Its first state line on stderr: the CLI is started and polling (a fixed sleep raced
+        # the interpreter's start-up on a loaded machine, and the signal came too early).
+        ready = selectors.DefaultSelector()
+        ready.register(proc.stderr, selectors.EVENT_READ)
+        assert ready.select(timeout=30), "vxtrain wait printed no state line in 30 s"
+        first = proc.stderr.readline()
+        assert "JOB_STATE_" in first, first
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
+        err = first + err
         assert proc.returncode == 130, err
         assert f"the job keeps running: `vxtrain cancel {name}` stops it" in err
         assert "vxtrain: interrupted" in err and "Traceback" not in err
