@@ -517,8 +517,10 @@ def test_ctrl_c_while_waiting_says_the_remote_job_keeps_running() -> None:
     with start_emulator(simulate_seconds=60, environ={}) as handle, \
             vertex.connect(endpoint=handle.address) as client:
         name = submit(client)["name"]
-        proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "wait", name, "--endpoint", handle.address,
-                                 "--no-logs"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # -X faulthandler: a child that hangs is ended with SIGABRT below, which dumps its threads.
+        proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "vxtrain", "wait", name,
+                                 "--endpoint", handle.address, "--no-logs"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
         # Its first state line on stderr: the CLI is started and polling (a fixed sleep raced
         # the interpreter's start-up on a loaded machine, and the signal came too early).
@@ -528,7 +530,12 @@ def test_ctrl_c_while_waiting_says_the_remote_job_keeps_running() -> None:
         first = proc.stderr.readline()
         assert "JOB_STATE_" in first, first
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate()
+            pytest.fail(f"vxtrain wait still ran 30 s after SIGINT; its stderr:\n{first}{err}")
         err = first + err
         assert proc.returncode == 130, err
         assert f"the job keeps running: `vxtrain cancel {name}` stops it" in err

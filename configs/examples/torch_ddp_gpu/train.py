@@ -77,8 +77,10 @@ def main() -> int:
         return 1
     if backend == "nccl":
         torch.cuda.set_device(device)
+    # device_id binds the group to this rank's GPU, so NCCL's barrier() knows which one to use
+    # (without it torch warns "barrier(): using the device under current context").
     dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
-                            timeout=timedelta(seconds=60))
+                            timeout=timedelta(seconds=60), device_id=device if backend == "nccl" else None)
     try:
         ok = check_all_reduce(rank, world, device) and train_ddp(rank, world, device)
         # No rank tears down while another still talks to it: rank 0 hosts the rendezvous store.
