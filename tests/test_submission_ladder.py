@@ -404,6 +404,18 @@ def test_stockout_then_a_short_quota_then_success(emulator: EmulatorHandle, tmp_
     never_two_alive(jobs)
 
 
+def test_the_limits_are_read_once_for_the_whole_ladder(emulator: EmulatorHandle, tmp_path: Path) -> None:
+    """A refused (or unreachable) Cloud Quotas API is said and waited for once, not once per rung:
+    the limits are global to a project, so every rung checks against the one read."""
+    emulator.stockouts.set(REGIONS[0], Shortage.stockout)
+    emulator.stockouts.set(REGIONS[1], Shortage.stockout)
+    emulator.add_fault("quotas:permission:3")  # would refuse every rung's read, were each read again
+    said: list[str] = []
+    view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=said.append)
+    assert outcomes(view) == [(0, "stockout"), (1, "stockout"), (2, "succeeded")]
+    assert sum("could not read the quota limits" in line for line in said) == 1, said
+
+
 def test_without_the_preflight_the_services_refusal_at_create_moves_the_ladder_on(
         emulator: EmulatorHandle, tmp_path: Path) -> None:
     emulator.quotas.set(f"custom_model_training_cpus:{REGIONS[0]}=2")

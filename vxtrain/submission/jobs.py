@@ -23,7 +23,7 @@ from vxtrain.submission.create import create_once
 from vxtrain.submission.events import ProgressFn, Say, log_say
 from vxtrain.submission.names import parent_of, split_name
 from vxtrain.submission.placement import check_placement
-from vxtrain.submission.quota import check_quota
+from vxtrain.submission.quota import Read, check_quota
 from vxtrain.submission.retry import (
     LOCAL_POLL, LOCAL_RETRY, VERTEX_POLL, VERTEX_RETRY, Backoff, default_backoff, retrying,
 )
@@ -46,7 +46,8 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
            progress: ProgressFn | None = None, check: bool = True,
            logs: LogSink | None = None, local: LocalRun | None = None, say: Say = log_say,
            before_create: Callable[[], object] | None = None, quota_check: bool = True,
-           labels: Mapping[str, str] | None = None, explicit: bool | None = None) -> dict[str, Any]:
+           labels: Mapping[str, str] | None = None, explicit: bool | None = None,
+           quota_reads: dict[str, Read] | None = None) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
     to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED;
@@ -62,7 +63,9 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
     (vxtrain.submission.placement): SpecError, and no job, when it does not fit.
     With ``quota_check``, the job's needs are set against the project's quota limits
     (vxtrain.submission.quota): NoCapacity (exit 5), and no job, when one is above a
-    limit; a refused read is said through ``say`` and the submit goes on.
+    limit; a refused read is said through ``say`` and the submit goes on. ``quota_reads``:
+    the reads of the limits already made (see vxtrain.submission.quota.preflight); the
+    fallback ladder passes one for all its rungs.
     ``before_create`` runs after those checks, once a job is to be created (the API
     uploads the job's packages there). ``labels``: more labels that, with the key, name
     the job (a fallback rung's number; see vxtrain.submission.create.create_once).
@@ -78,7 +81,7 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
         def fits() -> None:
             check_placement(api, custom_job, project=project, region=region, backoff=retry, say=say)
             if quota_check:
-                check_quota(api, custom_job, project=project, region=region, say=say)
+                check_quota(api, custom_job, project=project, region=region, say=say, reads=quota_reads)
             if before_create is not None:
                 before_create()
 

@@ -37,6 +37,7 @@ from vxtrain.submission.create import find_any_kind
 from vxtrain.submission.events import ProgressFn, Say, log_say
 from vxtrain.submission.jobs import cancel, get, submit, using, wait_job
 from vxtrain.submission.names import label_value, parent_of
+from vxtrain.submission.quota import Read
 from vxtrain.submission.retry import LOCAL_RETRY, VERTEX_RETRY, Backoff, default_backoff, retrying
 from vxtrain.submission.views import job_view, raise_for_state
 
@@ -120,6 +121,9 @@ class Ladder:
     say: Say = log_say
     #: Set each rung's needs against the project's quota limits before its create.
     quota_check: bool = True
+    #: The limits read so far, by project: read once for the whole ladder, so an
+    #: unreachable Cloud Quotas API costs its retries once, not once per rung.
+    quota_reads: dict[str, Read] = field(default_factory=dict)
     attempts: list[Attempt] = field(default_factory=list)
     #: How many rungs the ladder has (set by ``climb``).
     size: int = 1
@@ -174,7 +178,7 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
                           local=rung.local,
                           say=ladder.say, before_create=rung.before_create,
                           labels={RUNG_LABEL: str(rung.number)} if labelled else None,
-                          quota_check=ladder.quota_check)
+                          quota_check=ladder.quota_check, quota_reads=ladder.quota_reads)
         except errors.NoCapacity as short:  # the quota preflight: a need above a limit
             ladder.record(rung, None, Outcome.quota)
             ladder.moved(rung, str(short))  # its message says nothing was created

@@ -188,9 +188,9 @@ def _read(backend: JobBackend, parent: str, retry: Backoff, say: Say) -> Read:
 
 
 def check_quota(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
-                say: Say = log_say) -> QuotaReport:
+                say: Say = log_say, reads: dict[str, Read] | None = None) -> QuotaReport:
     """:func:`preflight`, raising ``errors.NoCapacity`` (exit 5) when a need is above a limit."""
-    found = preflight(backend, job, project=project, region=region, backoff=backoff, say=say)
+    found = preflight(backend, job, project=project, region=region, backoff=backoff, say=say, reads=reads)
     if not found.fits:
         raise errors.NoCapacity(f"{found.message()}; nothing was created (--no-quota-check skips "
                                 f"this check: the limits are advice, the service decides)", found)
