@@ -25,6 +25,10 @@ from vxtrain.commands._common import print_diagnostics
 from vxtrain.commands._common import emit_json
 from vxtrain.errors import JobFailedError, LocalRunError, SpecError, VxtrainError
 
+#: The exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"vxtrain {__version__}")
@@ -180,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if _in_chain(exc, KeyboardInterrupt):  # typer turns Ctrl-C into a silent Exit(130)
             typer.echo("vxtrain: interrupted", err=True)
-            code = 130
+            code = INTERRUPTED
         usage = _in_chain(exc, UsageError)
         if usage is not None and _wants_json(args):
             emit_json({"error": {"type": "UsageError", "exit_code": usage.exit_code,
@@ -197,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _error_document(exc)
     except KeyboardInterrupt:
         typer.echo("vxtrain: interrupted", err=True)
-        code = 130
+        code = INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the one place that catches everything
         path = _log_unexpected()
         typer.echo(f"vxtrain: unexpected error: {type(exc).__name__}: {exc} "
@@ -208,7 +212,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     """Console-script shim: exit with main()'s code."""
-    sys.exit(main())
+    code = main()
+    if code == INTERRUPTED:
+        # Ctrl-C: everything there was to say is said. Leave now, not through the
+        # interpreter's shutdown: a KeyboardInterrupt raised inside gRPC's C core while a
+        # call was in flight can leave that shutdown waiting on the call
+        # (https://github.com/grpc/grpc/issues/19973), and under `python -m vxtrain` it
+        # ended the process by SIGINT about one time in four instead of exiting 130.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
