@@ -13,6 +13,8 @@ from pathlib import Path
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.loading.limits import MAX_FILE_BYTES
 
+_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
 
 def read(path: str | Path) -> tuple[str | None, list[Diagnostic]]:
     """The text of a spec file, or diagnostics (missing, a folder, too large, not UTF-8).
@@ -24,30 +26,45 @@ def read(path: str | Path) -> tuple[str | None, list[Diagnostic]]:
     problem (missing, a folder, unreadable) as it always has.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, _FLAGS)
     except OSError:
         return _read_named(path)
-    file = str(path)
+    return _read_open(fd, str(path))
+
+
+def _read_open(fd: int, file: str) -> tuple[str | None, list[Diagnostic]]:
+    """``read`` of an open descriptor (closed here): fstat first, then a bounded read."""
     try:
         st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            return None, [error("file-unreadable", f"{file} is a directory, not a spec file",
-                                file=file)]
-        if st.st_size > MAX_FILE_BYTES:
-            return None, [too_large(st.st_size, file)]
+        problem = _stat_problem(st, file)
+        if problem is not None:
+            return None, [problem]
         # bounded: the file may have grown since fstat, and st_size is 0 for pipes
         first = st.st_size + 1 if stat.S_ISREG(st.st_mode) else MAX_FILE_BYTES + 1
         raw = _read_up_to(fd, first)
         if len(raw) == first and first <= MAX_FILE_BYTES:
             raw += _read_up_to(fd, MAX_FILE_BYTES + 1 - first)
     except OSError as exc:
-        return None, [error("file-unreadable", f"cannot read {file}: {exc.strerror or exc}",
-                            file=file)]
+        return None, [_unreadable(file, exc)]
     finally:
         os.close(fd)
     if len(raw) > MAX_FILE_BYTES:
         return None, [too_large(None, file)]
     return decode(raw, file)
+
+
+def _stat_problem(st: os.stat_result, file: str) -> Diagnostic | None:
+    """What a stat already says is wrong with a spec file: a folder, or too large."""
+    if stat.S_ISDIR(st.st_mode):
+        return error("file-unreadable", f"{file} is a directory, not a spec file", file=file)
+    if st.st_size > MAX_FILE_BYTES:
+        return too_large(st.st_size, file)
+    return None
+
+
+def _unreadable(file: str, exc: OSError) -> Diagnostic:
+    """The ``file-unreadable`` diagnostic of an open, stat or read that failed."""
+    return error("file-unreadable", f"cannot read {file}: {exc.strerror or exc}", file=file)
 
 
 def _read_up_to(fd: int, size: int) -> bytes:
@@ -68,26 +85,15 @@ def _read_named(path: str | Path) -> tuple[str | None, list[Diagnostic]]:
     that cannot be listed is still "a directory"), then the open's own error."""
     file = str(path)
     try:
-        st = os.stat(path)
-        if stat.S_ISDIR(st.st_mode):
-            return None, [error("file-unreadable", f"{file} is a directory, not a spec file",
-                                file=file)]
-        if st.st_size > MAX_FILE_BYTES:
-            return None, [too_large(st.st_size, file)]
-        with open(path, "rb") as handle:
-            # bounded: the file may have grown since stat, and st_size is 0 for pipes
-            first = st.st_size + 1 if stat.S_ISREG(st.st_mode) else MAX_FILE_BYTES + 1
-            raw = handle.read(first)
-            if len(raw) == first and first <= MAX_FILE_BYTES:
-                raw += handle.read(MAX_FILE_BYTES + 1 - first)
+        problem = _stat_problem(os.stat(path), file)
+        if problem is not None:
+            return None, [problem]
+        fd = os.open(path, _FLAGS)  # fails again with the open's own error (or, raced, opens)
     except FileNotFoundError:
         return None, [error("file-not-found", f"no such file: {file}", file=file)]
     except OSError as exc:
-        return None, [error("file-unreadable", f"cannot read {file}: {exc.strerror or exc}",
-                            file=file)]
-    if len(raw) > MAX_FILE_BYTES:
-        return None, [too_large(None, file)]
-    return decode(raw, file)
+        return None, [_unreadable(file, exc)]
+    return _read_open(fd, file)
 
 
 def decode(raw: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
