@@ -22,12 +22,8 @@ from typing_extensions import Annotated
 from vxtrain import __version__
 from vxtrain.commands import COMMANDS
 from vxtrain.commands._common import print_diagnostics
-from vxtrain.commands._common import emit_json
+from vxtrain.commands._common import INTERRUPTED, emit_json
 from vxtrain.errors import JobFailedError, LocalRunError, SpecError, VxtrainError
-
-#: The exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
-INTERRUPTED = 130
-
 
 def _version(value: bool) -> None:
     if value:
@@ -117,7 +113,7 @@ def _app_for(args: Sequence[str]) -> typer.Typer:
 def _command_name(info: typer.models.CommandInfo) -> str | None:
     """The name typer gives a registered command (typer.main.get_command_from_info's rule)."""
     callback = info.callback
-    return info.name or (callback.__name__.lower().replace("_", "-") if callback is not None else None)
+    return info.name or (typer.main.get_command_name(callback.__name__) if callback is not None else None)
 
 
 def _log_unexpected() -> str:

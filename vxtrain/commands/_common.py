@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: The exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
+
 
 class OutputFormat(str, Enum):
     """``--output`` choices."""

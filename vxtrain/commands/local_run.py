@@ -22,10 +22,6 @@ from vxtrain.runtime.signals import stop_on_signals
 if TYPE_CHECKING:
     from vxtrain.runtime.gpus import GpuOptions
 
-#: Exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
-INTERRUPTED = 130
-
-
 def local_run(path: str, options: Options, trial: str | None = None,
               output: c.OutputFormat = c.OutputFormat.text, seed: int | None = None,
               gpus: GpuOptions | None = None) -> int:
@@ -55,7 +51,7 @@ def local_run(path: str, options: Options, trial: str | None = None,
         c.emit_json(run.to_json())
     if run.cancelled:
         typer.echo("vxtrain: interrupted; every replica was stopped", err=True)
-        return INTERRUPTED
+        return c.INTERRUPTED
     if not run.succeeded and output is c.OutputFormat.text:
         raise LocalRunError(run.message)
     return 0 if run.succeeded else LocalRunError.exit_code
@@ -98,7 +94,7 @@ def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c
         typer.echo("\n".join(lines))
     if run.cancelled:
         typer.echo("vxtrain: interrupted; every replica was stopped", err=True)
-        return INTERRUPTED
+        return c.INTERRUPTED
     return 0 if run.succeeded else LocalRunError.exit_code
 
 
