@@ -3,7 +3,8 @@ LoggingServiceV2 with its jobs' lines, and the Cloud Quotas API with the ``--quo
 limits, on the same port) until Ctrl-C.
 
 grpc and google.cloud.aiplatform are imported only when the command runs: the
-CLI imports every command module at startup and must stay fast.
+CLI imports every command module for ``vxtrain --help`` (and for shell completion),
+which must stay fast.
 """
 from __future__ import annotations
 

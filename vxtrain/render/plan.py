@@ -82,7 +82,7 @@ def ladder_lines(result: Result) -> list[str]:
 def _rung_line(rung: Result) -> str:
     """``REGION · chief 1 x a2-highgpu-8g + 8 x NVIDIA_A100_80GB, ... · $X/h (STRATEGY)``."""
     job = rung.job
-    pools = ", ".join(_pool_text(pool) for pool in sorted(job.pools.values(), key=lambda p: p.index))
+    pools = ", ".join(_pool_text(pool) for pool in job.ordered_pools())
     per_hour = rung.cost.per_hour if rung.cost is not None else None
     price = f"${per_hour:,.2f}/h" if per_hour is not None else "cost unknown"
     strategy = job.scheduling.strategy if job.scheduling is not None and job.scheduling.strategy else "STANDARD"
