@@ -514,14 +514,16 @@ def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, see
               stop: threading.Event | None = None, out: Output | None = None,
               base_dir: str | Path | None = None, job_id: str | None = None,
               on_start: TrialHook | None = None, on_end: TrialHook | None = None,
-              err: Output | None = None, gpus: GpuOptions | None = None) -> StudyResult:
+              err: Output | None = None, gpus: GpuOptions | None = None,
+              gpu_plan: GpuPlan | None = None) -> StudyResult:
     """Run the study's trials on this host, ``parallel_trials`` at a time (fewer when this host's
     GPUs fit fewer, saying so); never raises for a failed trial (the result says which failed
-    and whether the study did). Raises GpuShortageError, before any trial, when the host has
-    GPUs but too few for one trial."""
+    and whether the study did). GPUs: ``gpu_plan`` when the caller resolved it already, else
+    this host's handed out as ``gpus`` says; GpuShortageError, before any trial, when the
+    host has GPUs but too few for one trial."""
     from vxtrain.runtime.gpus import GpuOptions, resolve, trial_slots  # lazy: plan reads this module; only runs need GPUs
 
-    plan = resolve(job, gpus or GpuOptions())
+    plan = resolve(job, gpus or GpuOptions()) if gpu_plan is None else gpu_plan
     slots = trial_slots(plan, config.parallel_trials)
     suggestions = suggest(config.study_spec, config.max_trials, seed=seed)
     goals = metric_goals(config.study_spec)

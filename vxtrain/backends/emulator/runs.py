@@ -149,7 +149,7 @@ class JobRunner:
         except GpuShortageError as exc:  # nothing started: the job cannot run on this host
             return Outcome(FAILED, 9, f"The job cannot run on this emulator's host: {exc}")
         if record.kind is TUNING:
-            return self._run_trials(record, model, spec, base_dir)
+            return self._run_trials(record, model, spec, base_dir, gpu_plan)
         return self._run(record, model, spec, base_dir, gpu_plan=gpu_plan)
 
     def _simulate(self, record: RunningJob, seconds: float) -> Outcome:
@@ -214,7 +214,8 @@ class JobRunner:
             return write
         return writer("INFO"), writer("ERROR")
 
-    def _run_trials(self, record: RunningJob, model: Job, spec: dict[str, Any], base_dir: Path) -> Outcome:
+    def _run_trials(self, record: RunningJob, model: Job, spec: dict[str, Any], base_dir: Path,
+                    gpu_plan: GpuPlan) -> Outcome:
         """The study's trials with the local runner (vxtrain.runtime.study), ``parallel_trial_count`` at once."""
         with self._lock:
             config = study.StudyConfig.from_hpt_json(_study_json(record.job))
@@ -222,7 +223,7 @@ class JobRunner:
         result = study.run_study(model, spec, config, seed=self.seed, stop=record.stop, out=out, err=err,
                                  base_dir=base_dir, job_id=record.job.name.rsplit("/", 1)[-1],
                                  on_start=lambda t: self._trial_started(record, t),
-                                 on_end=lambda t: self._trial_ended(record, t), gpus=self.gpus)
+                                 on_end=lambda t: self._trial_ended(record, t), gpu_plan=gpu_plan)
         if result.cancelled:
             return cancelled(record.kind)
         if not result.succeeded:
