@@ -10,7 +10,7 @@ checked where a push is needed (``submit``), as for ``staging_bucket``.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -61,40 +61,32 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
         other = "image" if pool.image is not None else "python_package"
         yield error("build-and-image", f"{pool.role} gives both build and {other}: build makes the pool's image "
                     f"from a folder; remove {other} (or build)", **native.where(_path(native, pool.role)))
-    if build.base:
-        yield from _base(build.base, pool.role, native)
+    base_ok = (yield from _base(build.base, pool.role, native)) if build.base else False
     base = native.source.folder
     if build.source:
         yield from source_folder_checked(build.source, base, "build.source", "build-source-missing", "the image",
                                          native, _path(native, pool.role, "source"))
     if build.requirements:
         yield from _requirements(build.requirements, base, native, _path(native, pool.role, "requirements"))
-        if _images()[0].image_python(build) is None and _parses(build.base):  # a bad base has its own error
+        if _images()[0].image_python(build) is None and base_ok:  # a bad or missing base has its own error
             yield error("build-python", f"{pool.role}.build has requirements but the image's Python is not known: "
                         f"the base {build.base!r} has no pyNNN in its name or tag; set build.python, e.g. '3.10'",
                         **native.where(_path(native, pool.role)))
 
 
-def _parses(text: str | None) -> bool:
-    """Whether ``text`` is a valid image reference (a missing base is the schema's to report)."""
-    try:
-        _images()[1].parse(text or "")
-    except ValueError:
-        return False
-    return True
-
-
-def _base(text: str, role: str, native: NativeSpec) -> Iterator[Diagnostic]:
+def _base(text: str, role: str, native: NativeSpec) -> Generator[Diagnostic, None, bool]:
+    """The base's diagnostics; returns whether it is a valid image reference."""
     try:
         ref = _images()[1].parse(text)
     except ValueError as exc:
         yield error("build-base", f"build.base {text!r} is not an image reference: {exc}",
                     **native.where(_path(native, role, "base")))
-        return
+        return False
     if ref.digest is None:
         yield warning("base-by-tag", f"build.base {text} is given by tag: a moved tag changes the image without "
                       "changing its URI, and is not noticed; pin it by digest (IMAGE@sha256:...)",
                       **native.where(_path(native, role, "base")))
+    return True
 
 
 def _requirements(requirements: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
