@@ -28,6 +28,7 @@ from vxtrain.slots import POOL_INDEX
 
 if TYPE_CHECKING:
     from vxtrain.backends.base import LocalRun
+    from vxtrain.packaging.source import Source
     from vxtrain.packaging.upload import UploadProgress
     from vxtrain.runtime.gpus import GpuOptions
 
@@ -141,13 +142,16 @@ def check_document(document: Document, options: Options | None = None, result: R
     if native is None:
         return _finish(result)
     _apply_overrides(native, options, environ)
-    _check_native(native, options, result, compile_job=compile_job)
-    _check_rungs(native, options, result, compile_job=compile_job)
+    described: dict[Path, Source] = {}  # source folders hashed (the rungs share the spec's)
+    _check_native(native, options, result, described, compile_job=compile_job)
+    _check_rungs(native, options, result, described, compile_job=compile_job)
     return _finish(result)
 
 
-def _check_native(native: NativeSpec, options: Options, result: Result, *, compile_job: bool) -> None:
-    """Validate, plan and (when valid) compile one whole spec into ``result``."""
+def _check_native(native: NativeSpec, options: Options, result: Result, described: dict[Path, Source], *,
+                  compile_job: bool) -> None:
+    """Validate, plan and (when valid) compile one whole spec into ``result`` (``described``:
+    the source folders hashed so far in this check)."""
     # lazy, like check_document's: the pipeline's modules load only for the commands that read a spec
     from vxtrain.planning import bandwidth as planning
     from vxtrain import model
@@ -162,11 +166,12 @@ def _check_native(native: NativeSpec, options: Options, result: Result, *, compi
     result.plan = bandwidth
     result.diagnostics += bandwidth.diagnostics
     if compile_job and not dx.has_errors(result.diagnostics):
-        _compile(result)
+        _compile(result, described)
         _price(result, options)
 
 
-def _check_rungs(native: NativeSpec, options: Options, result: Result, *, compile_job: bool) -> None:
+def _check_rungs(native: NativeSpec, options: Options, result: Result, described: dict[Path, Source], *,
+                 compile_job: bool) -> None:
     """Each rung of ``fallback:`` checked as a whole job (vxtrain.loading.fallback).
 
     A rung's diagnostics join the spec's, except those rung 0 already has at the same
@@ -179,7 +184,7 @@ def _check_rungs(native: NativeSpec, options: Options, result: Result, *, compil
     seen = {_place(d) for d in result.diagnostics}
     for rung in rungs(native):
         own = Result(file=result.file, document=result.document, native=rung.spec, strict=result.strict)
-        _check_native(rung.spec, options, own, compile_job=compile_job)
+        _check_native(rung.spec, options, own, described, compile_job=compile_job)
         entry = rung.spec.where(rung.entry)["path"]
         own.diagnostics = [d if _inside(d.path, entry) else _in_rung(d, entry, rung.number)
                            for d in own.diagnostics if _place(d) not in seen]
@@ -205,7 +210,7 @@ def _in_rung(d: Diagnostic, entry: str, number: int) -> Diagnostic:
     return replace(d, message=f"in fallback rung {number} ({entry} merged over the spec): {d.message}")
 
 
-def _compile(result: Result) -> None:
+def _compile(result: Result, described: dict[Path, Source]) -> None:
     # lazy: every command imports api at start-up; only the pipeline's commands need these
     from vxtrain import compiler
     from vxtrain.planning.bandwidth import resolve
@@ -218,13 +223,13 @@ def _compile(result: Result) -> None:
         assert result.native is not None
         # Hashing reads files, so it happens here and the compiler stays pure: it
         # only sees the content-addressed URI in package_uris.
-        result.packages = jobs.resolve(job, result.native.source.folder, job.staging_bucket)
+        result.packages = jobs.resolve(job, result.native.source.folder, job.staging_bucket, described)
     if any(p.build is not None for p in job.pools.values()):
         from vxtrain.images import recipe  # lazy: only specs with build: need it
 
         assert result.native is not None
         # As for packages: hashing reads files, so the compiler only sees the URI in image.
-        result.images = recipe.resolve(job, result.native.source.folder, job.image_repository)
+        result.images = recipe.resolve(job, result.native.source.folder, job.image_repository, described)
     result.custom_job = compiler.compile_custom_job(job)
     if job.study is not None:
         result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)

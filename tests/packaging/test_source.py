@@ -77,6 +77,19 @@ def test_build_and_dist_are_code_below_the_top(bare_source: Path) -> None:
     assert describe(bare_source).digest != before
 
 
+def test_describe_once_hashes_a_folder_once_per_check(bare_source: Path, tmp_path: Path) -> None:
+    """One check (a spec and its fallback rungs) hashes each folder once: a second ask gets
+    the first answer, even after the files changed; another check hashes them again."""
+    described: dict[Path, source.Source] = {}
+    first = source.describe_once(bare_source, described)
+    (bare_source / "trainer" / "util.py").write_text("VALUE = 43\n")
+    assert source.describe_once(bare_source, described) is first
+    assert source.describe_once(bare_source, {}).digest != first.digest
+    other = tmp_path / "other"
+    shutil.copytree(bare_source, other)
+    assert source.describe_once(other, described).path == other.resolve() and len(described) == 2
+
+
 @pytest.mark.parametrize("change", ["edit", "add", "rename", "move-bytes"])
 def test_a_changed_tree_gives_a_new_hash(bare_source: Path, change: str) -> None:
     before = describe(bare_source).digest

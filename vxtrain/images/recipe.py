@@ -24,7 +24,7 @@ from typing import Any
 
 from vxtrain.images.reference import parse, python_version
 from vxtrain.model import Build, Job
-from vxtrain.packaging.source import HASH_LENGTH, Source, describe, source_folder
+from vxtrain.packaging.source import HASH_LENGTH, Source, describe_once, source_folder
 
 #: Where the code layer puts the source folder's files: the image's working directory.
 CODE_DIR = PurePosixPath("/opt/vxtrain/code")
@@ -87,10 +87,12 @@ def image_python(build: Build) -> str | None:
         return None
 
 
-def resolve(job: Job, base: Path, repository: str | None) -> list[ImageBuild]:
+def resolve(job: Job, base: Path, repository: str | None,
+            described: dict[Path, Source] | None = None) -> list[ImageBuild]:
     """Hash every ``build:`` pool's inputs (paths relative to ``base``, the spec's folder)
     and set its ``image`` to the content-addressed URI. Pools with the same inputs share
-    one image."""
+    one image. ``described``: the source folders hashed already (see describe_once)."""
+    described = {} if described is None else described
     by_inputs: dict[tuple[Any, ...], ImageBuild] = {}
     for pool in job.ordered_pools():
         build = pool.build
@@ -101,15 +103,14 @@ def resolve(job: Job, base: Path, repository: str | None) -> list[ImageBuild]:
         key = (build.base, folder, requirements, image_python(build))
         image = by_inputs.get(key)
         if image is None:
-            image = _image(build, folder, requirements, repository or UNSET_REPOSITORY)
+            image = _image(build, describe_once(folder, described), requirements, repository or UNSET_REPOSITORY)
             by_inputs[key] = image
         image.roles.append(pool.role)
         pool.image = image.uri
     return list(by_inputs.values())
 
 
-def _image(build: Build, folder: Path, requirements: Path | None, repository: str) -> ImageBuild:
-    source = describe(folder)
+def _image(build: Build, source: Source, requirements: Path | None, repository: str) -> ImageBuild:
     python = image_python(build)
     assert build.base is not None and build.source is not None  # resolve skips pools without them
     tag = image_tag(build.base, python, requirements_bytes(requirements) if requirements else None, source.digest)

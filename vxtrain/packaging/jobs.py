@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vxtrain.model import Job
-from vxtrain.packaging.source import Source, check_unchanged, describe, source_folder
+from vxtrain.packaging.source import Source, check_unchanged, describe_once, source_folder
 from vxtrain.packaging.upload import UploadProgress, existing_generation, storage_client, upload_if_missing
 
 #: Stands for the bucket in URIs planned without one (never a valid gs:// URI).
@@ -52,11 +52,14 @@ class Package:
                 "bucket_set": not self.uri.startswith(UNSET_BUCKET)}
 
 
-def resolve(job: Job, base: Path, staging_bucket: str | None) -> list[Package]:
+def resolve(job: Job, base: Path, staging_bucket: str | None,
+            described: dict[Path, Source] | None = None) -> list[Package]:
     """Hash every pool's ``source`` folder (relative to ``base``) and set its ``package_uris``.
 
-    A folder used by several pools is hashed once and gets one URI.
+    A folder used by several pools is hashed once and gets one URI. ``described``: the
+    folders hashed already (see describe_once).
     """
+    described = {} if described is None else described
     by_folder: dict[Path, Package] = {}
     for pool in job.ordered_pools():
         pkg = pool.python_package
@@ -65,7 +68,7 @@ def resolve(job: Job, base: Path, staging_bucket: str | None) -> list[Package]:
         folder = source_folder(base, pkg.source)
         package = by_folder.get(folder)
         if package is None:
-            src = describe(folder)
+            src = describe_once(folder, described)
             package = Package(src, src.uri(staging_bucket or UNSET_BUCKET), spec_source=pkg.source,
                               module=pkg.module)
             by_folder[folder] = package

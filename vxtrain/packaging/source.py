@@ -79,6 +79,14 @@ def describe(path: str | Path) -> Source:
     return Source(root, package_name(root), _digest(root, files, kind), kind, len(files))
 
 
+def describe_once(folder: Path, described: dict[Path, Source]) -> Source:
+    """``describe(folder)``, remembered in ``described`` by folder: one check of a spec
+    and of its fallback rungs (which inherit its sources) hashes each folder once."""
+    if folder not in described:
+        described[folder] = describe(folder)
+    return described[folder]
+
+
 def check_unchanged(source: Source, written: str, named: str) -> None:
     """Refuse (VxtrainError) when the folder's files are no longer those ``source`` hashed.
 
