@@ -15,7 +15,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -544,10 +544,7 @@ def quota(path: str | Path, options: Options | None = None, *, endpoint: str | N
     result = load_job(path, options)
     reads: dict[str, Any] = {}  # one read of the limits per project, for every rung
     reports = []
-    for each in [result, *result.fallback]:  # the spec, then each rung of its fallback: (as submit climbs them)
-        job = each.hyperparameter_tuning_job or each.custom_job
-        assert job is not None  # a valid result is compiled, every rung of it
-        project, region = _project_region(each, local=endpoint is not None)
+    for _, each, job, project, region in _rung_targets(result, local=endpoint is not None):
         with open_backend(region=region, endpoint=endpoint) as backend:
             reports.append(submission.preflight(backend, job, project=project, region=region,
                                                 say=say or submission.log_say, reads=reads))
@@ -562,10 +559,7 @@ def _rungs(result: Result, *, local: bool, say: Any, upload_progress: UploadProg
     from vxtrain.submission.ladder import Rung  # lazy: as in submit()
 
     rungs = []
-    for number, each in enumerate([result, *result.fallback]):
-        job = each.hyperparameter_tuning_job or each.custom_job
-        assert job is not None  # a valid result is compiled, every rung of it
-        project, region = _project_region(each, local=local)
+    for number, each, job, project, region in _rung_targets(result, local=local):
         if local_packages:
             job = _local_packages(job, each.packages)
         # Packages and images are pushed only once a job is to be created, after the checks
@@ -577,6 +571,16 @@ def _rungs(result: Result, *, local: bool, say: Any, upload_progress: UploadProg
         rungs.append(Rung(number, project, region, job, local=_local_run(each) if local else None,
                           before_create=publish))
     return rungs
+
+
+def _rung_targets(result: Result, *, local: bool) -> Iterator[tuple[int, Result, dict[str, Any], str, str]]:
+    """The spec, then each rung of its ``fallback:``, in the order submit climbs them: (rung
+    number, its result, its compiled job (REST JSON), its project, its region)."""
+    for number, each in enumerate([result, *result.fallback]):
+        job = each.hyperparameter_tuning_job or each.custom_job
+        assert job is not None  # a valid result is compiled, every rung of it
+        project, region = _project_region(each, local=local)
+        yield number, each, job, project, region
 
 
 def _publish(result: Result, project: str, say: Any, progress: UploadProgress | None,
