@@ -81,6 +81,15 @@ def test_translation_says_what_to_change(exc: Exception, expected: type[errors.A
         assert word in str(mapped)
 
 
+@pytest.mark.parametrize(("exc", "said"), [
+    (gexc.ServiceUnavailable("down"), "the Cloud Quotas API is unavailable in global (ServiceUnavailable)"),
+    (gexc.InvalidArgument("bad parent"), "the Cloud Quotas API refused the request (InvalidArgument)"),
+])
+def test_a_translated_error_names_its_api(exc: Exception, said: str) -> None:
+    assert str(translate(exc, region="global", api=vertex.QUOTAS_API)).startswith(said)
+    assert str(translate(exc, region="global")).startswith(said.replace("the Cloud Quotas API", "the Job API"))
+
+
 def test_transient_flag_follows_the_map() -> None:
     assert translate(gexc.DeadlineExceeded("slow")).transient
     assert translate(gexc.InternalServerError("oops")).transient

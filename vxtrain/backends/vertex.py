@@ -42,6 +42,8 @@ _QUOTA_HELP = "https://cloud.google.com/vertex-ai/docs/quotas"
 #: The Cloud Quotas API is global: one endpoint for every region
 #: (https://cloud.google.com/docs/quotas/reference/rest#service-endpoint).
 QUOTAS_HOST = "cloudquotas.googleapis.com"
+#: The services' names in error messages: the Job API (jobs, persistent resources), Cloud Quotas.
+JOB_API, QUOTAS_API = "the Job API", "the Cloud Quotas API"
 _QUOTAS_PERMISSIONS_HELP = "https://cloud.google.com/docs/quotas/permissions"
 _ACT_AS_HELP = "https://cloud.google.com/vertex-ai/docs/general/custom-service-account"
 _QUOTA_METRIC = re.compile(r"[a-z0-9_.-]+\.googleapis\.com/[A-Za-z0-9_./-]+")
@@ -113,11 +115,12 @@ ERROR_MAP: dict[str, tuple[type[errors.ApiError], bool]] = {
 }
 
 
-def translate(exc: BaseException, *, region: str | None = None) -> errors.ApiError:
-    """The vxtrain error for a google.api_core exception, with a message that says what to do."""
+def translate(exc: BaseException, *, region: str | None = None, api: str = JOB_API) -> errors.ApiError:
+    """The vxtrain error for a google.api_core exception, with a message that says what to do
+    (``api``: the service's name in it)."""
     cls, transient = _lookup(type(exc))
     message = _server_message(exc)
-    text = _explain(cls, type(exc).__name__, message, exc, region)
+    text = _explain(cls, type(exc).__name__, message, exc, region, api)
     mapped = cls(text)
     mapped.transient = transient
     mapped.timed_out = any(k.__name__ == "DeadlineExceeded" for k in type(exc).__mro__)
@@ -138,7 +141,7 @@ def _server_message(exc: BaseException) -> str:
 
 
 def _explain(cls: type[errors.ApiError], kind: str, message: str, exc: BaseException,
-             region: str | None) -> str:
+             region: str | None, api: str) -> str:
     """The user-facing sentence for each class of error."""
     where = f" in {region}" if region else ""
     if cls is errors.QuotaError:
@@ -149,14 +152,14 @@ def _explain(cls: type[errors.ApiError], kind: str, message: str, exc: BaseExcep
     if cls is errors.PermissionError_:
         return _permission_text(kind, message)
     if cls is errors.InvalidArgumentError:
-        return f"the Job API refused the request ({kind}): {message}"
+        return f"{api} refused the request ({kind}): {message}"
     if cls is errors.NotFoundError:
         return f"not found{where}: {message} (check the job name, project and region)"
     if cls is errors.UnavailableError:
-        return f"the Job API is unavailable{where} ({kind}): {message}; try again later"
+        return f"{api} is unavailable{where} ({kind}): {message}; try again later"
     if kind == "MethodNotImplemented":
         return f"the endpoint does not implement this call: {message} (is it a Vertex AI JobService?)"
-    return f"the Job API failed ({kind}): {message}"
+    return f"{api} failed ({kind}): {message}"
 
 
 def _permission_text(kind: str, message: str) -> str:
@@ -207,17 +210,18 @@ def gapic_client(client_cls: Any, transport_cls: Any, *, host: str, endpoint: st
     return client_cls(transport=transport_cls(channel=channel, credentials=AnonymousCredentials()))
 
 
-def guarded(call: Callable[[], Any], *, host: str, region: str | None = None,
+def guarded(call: Callable[[], Any], *, host: str, region: str | None = None, api: str = JOB_API,
             explain: Callable[[errors.ApiError, BaseException], errors.ApiError] | None = None) -> Any:
     """Run ``call``, translating every google.api_core / google.auth error into
-    vxtrain.errors (``explain`` rewords a translated API error for its service)."""
+    vxtrain.errors (``api``: the service's name in their messages; ``explain`` rewords a
+    translated API error for its service)."""
     from google.api_core import exceptions as gexc  # lazy: see the module docstring
     from google.auth import exceptions as auth_exc
 
     try:
         return call()
     except gexc.GoogleAPICallError as exc:
-        mapped = translate(exc, region=region)
+        mapped = translate(exc, region=region, api=api)
         if mapped.transient and _UNRESOLVED.search(str(exc)):
             mapped.unresolved_host = host  # retried for a bounded time only
         raise (explain(mapped, exc) if explain else mapped) from exc
@@ -330,14 +334,14 @@ class VertexBackend:
 
     def _rpc(self, method: str, region_hint: str, metadata: Sequence[tuple[str, str]] = (), *,
              service: str = "jobs", explain: Callable[[errors.ApiError, BaseException], errors.ApiError] | None = None,
-             **request: Any) -> Any:
+             api: str = JOB_API, **request: Any) -> Any:
         client = self._client(service)
         bound = getattr(client, method)
         region = region_of(region_hint) or self.region
         # retry=None: retries are decided by the caller (vxtrain.submission), which
         # must list by the idempotency label before re-creating.
         return guarded(lambda: bound(request=request, retry=None, timeout=self.timeout, metadata=metadata),
-                       host=self._service_host(service), region=region, explain=explain)
+                       host=self._service_host(service), region=region, api=api, explain=explain)
 
     def _list(self, method: str, parent: str, filter_: str) -> JobList:
         request: dict[str, Any] = {"parent": parent}
@@ -379,9 +383,10 @@ class VertexBackend:
 
     def list_quota_infos(self, parent: str) -> QuotaInfoList:
         """Every QuotaInfo under ``parent`` (all pages); see JobBackend."""
-        pager = self._rpc("list_quota_infos", parent, service="quotas", explain=_quotas_refused, parent=parent)
-        infos: QuotaInfoList = guarded(lambda: [_to_dict(info) for info in pager],
-                                       host=self._service_host("quotas"), explain=_quotas_refused)
+        pager = self._rpc("list_quota_infos", parent, service="quotas", explain=_quotas_refused, api=QUOTAS_API,
+                          parent=parent)
+        infos: QuotaInfoList = guarded(lambda: [_to_dict(info) for info in pager], host=self._service_host("quotas"),
+                                       api=QUOTAS_API, explain=_quotas_refused)
         return infos
 
     def close(self) -> None:
@@ -402,24 +407,25 @@ def _resource_not_found(mapped: errors.ApiError, exc: BaseException) -> errors.A
     if not isinstance(mapped, errors.NotFoundError):
         return mapped
     where = region_of(str(exc))
-    reworded = errors.NotFoundError(f"persistent resource not found{f' in {where}' if where else ''}: "
-                                    f"{_server_message(exc)} (check its ID, the project and the region)")
-    reworded.transient, reworded.timed_out = mapped.transient, mapped.timed_out
-    return reworded
+    return _reworded(mapped, f"persistent resource not found{f' in {where}' if where else ''}: "
+                             f"{_server_message(exc)} (check its ID, the project and the region)")
 
 
 def _quotas_refused(mapped: errors.ApiError, exc: BaseException) -> errors.ApiError:
-    """The Cloud Quotas API's errors, worded for it (not for the Job API): reading quotas
+    """The Cloud Quotas API's permission and not-served errors, worded for it: reading quotas
     needs ``cloudquotas.quotas.get`` (roles/cloudquotas.viewer) and the API enabled."""
     kind, message = type(exc).__name__, _server_message(exc)
     if isinstance(mapped, errors.PermissionError_) and kind not in ("Unauthenticated", "Unauthorized"):
-        text = (f"the Cloud Quotas API refused to read the quota limits: {message}; the caller needs "
-                f"cloudquotas.quotas.get (roles/cloudquotas.viewer) on the project and the API "
-                f"cloudquotas.googleapis.com enabled: {_QUOTAS_PERMISSIONS_HELP}")
-    elif kind == "MethodNotImplemented":
-        text = f"the endpoint does not serve the Cloud Quotas API: {message}"
-    else:
-        text = str(mapped).replace("the Job API", "the Cloud Quotas API")
+        return _reworded(mapped, f"the Cloud Quotas API refused to read the quota limits: {message}; the caller "
+                                 f"needs cloudquotas.quotas.get (roles/cloudquotas.viewer) on the project and the "
+                                 f"API cloudquotas.googleapis.com enabled: {_QUOTAS_PERMISSIONS_HELP}")
+    if kind == "MethodNotImplemented":
+        return _reworded(mapped, f"the endpoint does not serve the Cloud Quotas API: {message}")
+    return mapped
+
+
+def _reworded(mapped: errors.ApiError, text: str) -> errors.ApiError:
+    """``mapped`` with the message ``text``: the same class, the same retry flags."""
     reworded = type(mapped)(text)
     reworded.transient, reworded.timed_out = mapped.transient, mapped.timed_out
     reworded.unresolved_host = mapped.unresolved_host
