@@ -203,12 +203,6 @@ def hostile() -> dict[str, dict[str, float]]:
     return out
 
 
-_REGISTRY_CONFIG = """version: 0.1
-log: {{level: error}}
-storage:
-  filesystem: {{rootdirectory: {root}}}
-http: {{addr: 127.0.0.1:{port}}}
-"""
 _IMAGE_SPEC = """display_name: bench
 image_repository: {registry}/{repository}
 chief:
@@ -218,116 +212,41 @@ chief:
 """
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _raw_upload(registry: str, repository: str, data: Path) -> None:
-    """POST, then one PUT ?digest= with the file as the body: the spec's monolithic upload."""
-    import hashlib
-
-    import requests
-
-    digest = "sha256:" + hashlib.sha256(data.read_bytes()).hexdigest()
-    r = requests.post(f"http://{registry}/v2/{repository}/blobs/uploads/", timeout=60)
-    location = r.headers["Location"]
-    url = location if location.startswith("http") else f"http://{registry}{location}"
-    with data.open("rb") as f:
-        requests.put(f"{url}{'&' if '?' in url else '?'}digest={digest}", data=f, timeout=600).raise_for_status()
-
-
-def _tiny_base(registry: str) -> None:
-    """A one-layer linux/amd64 base, pushed by hand."""
-    import gzip
-    import hashlib
-    import io
-    import tarfile
-
-    import requests
-
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w") as tar:
-        info = tarfile.TarInfo("etc/base")
-        tar.addfile(info, io.BytesIO(b""))
-    layer = gzip.compress(raw.getvalue(), mtime=0)
-    config = json.dumps({"architecture": "amd64", "os": "linux", "config": {},
-                         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(raw.getvalue()).hexdigest()]}}).encode()
-    for blob in (layer, config):
-        r = requests.post(f"http://{registry}/v2/base/tiny/blobs/uploads/", timeout=60)
-        url = r.headers["Location"]
-        url = url if url.startswith("http") else f"http://{registry}{url}"
-        digest = "sha256:" + hashlib.sha256(blob).hexdigest()
-        requests.put(f"{url}{'&' if '?' in url else '?'}digest={digest}", data=blob, timeout=60).raise_for_status()
-    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-                "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": len(config),
-                           "digest": "sha256:" + hashlib.sha256(config).hexdigest()},
-                "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": len(layer),
-                            "digest": "sha256:" + hashlib.sha256(layer).hexdigest()}]}
-    requests.put(f"http://{registry}/v2/base/tiny/manifests/py310", data=json.dumps(manifest),
-                 headers={"Content-Type": manifest["mediaType"]}, timeout=60).raise_for_status()
-
-
 def image(runs: int) -> dict[str, float] | None:
-    """Build + push of a 50 MB folder vs a raw upload of the same bytes, one local registry."""
-    import shutil
-
-    binary = shutil.which("docker-registry")
-    if binary is None:
-        return None
+    """Build + push of a 50 MB folder vs a raw upload of the same bytes, one local registry
+    (tests/registry.py's: the tests' own, with a tiny base pushed by hand)."""
     sys.path.insert(0, str(ROOT))
+    from tests.registry import push_base, push_blob, registry_binary, running_registry
     from vxtrain import api
     from vxtrain.images.publish import publish
 
-    with tempfile.TemporaryDirectory() as tmp:
-        folder, port = Path(tmp), _free_port()
-        (folder / "config.yml").write_text(_REGISTRY_CONFIG.format(root=folder / "data", port=port))
-        proc = subprocess.Popen([binary, "serve", str(folder / "config.yml")], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        try:
-            registry = f"127.0.0.1:{port}"
-            _wait_registry(registry)
-            _tiny_base(registry)
-            src = folder / "src" / "trainer"
-            src.mkdir(parents=True)
-            for i in range(50):
-                (src / f"shard{i:02d}.bin").write_bytes(os.urandom(2**20))
-            (folder / "raw.bin").write_bytes(b"".join((src / f"shard{i:02d}.bin").read_bytes() for i in range(50)))
-            built, raw, skip = [], [], []
-            for run in range(runs):
-                spec = folder / "job.yaml"
-                spec.write_text(_IMAGE_SPEC.format(registry=registry, repository=f"bench{run}"))
-                images = api.plan(spec).images
-                start = time.perf_counter()
-                publish(images)
-                built.append(time.perf_counter() - start)
-                start = time.perf_counter()
-                publish(images)
-                skip.append(time.perf_counter() - start)
-                start = time.perf_counter()
-                _raw_upload(registry, f"raw{run}", folder / "raw.bin")
-                raw.append(time.perf_counter() - start)
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    binary = registry_binary()
+    if binary is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp, running_registry(binary) as registry:
+        folder = Path(tmp)
+        push_base(registry, "base/tiny", "py310")
+        src = folder / "src" / "trainer"
+        src.mkdir(parents=True)
+        for i in range(50):
+            (src / f"shard{i:02d}.bin").write_bytes(os.urandom(2**20))
+        raw_bytes = b"".join((src / f"shard{i:02d}.bin").read_bytes() for i in range(50))
+        built, raw, skip = [], [], []
+        for run in range(runs):
+            spec = folder / "job.yaml"
+            spec.write_text(_IMAGE_SPEC.format(registry=registry, repository=f"bench{run}"))
+            images = api.plan(spec).images
+            start = time.perf_counter()
+            publish(images)
+            built.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            publish(images)
+            skip.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            push_blob(registry, f"raw{run}", raw_bytes)  # POST, then one PUT ?digest= with the bytes
+            raw.append(time.perf_counter() - start)
     b, r = statistics.median(built), statistics.median(raw)
     return {"build_push_s": b, "raw_upload_s": r, "ratio": b / r, "repush_s": statistics.median(skip)}
-
-
-def _wait_registry(registry: str) -> None:
-    import requests
-
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(f"http://{registry}/v2/", timeout=1).status_code == 200:
-                return
-        except requests.ConnectionError:
-            time.sleep(0.05)
-    raise RuntimeError(f"the registry at {registry} did not answer")
 
 
 def main() -> int:
