@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.formats.wording import wording
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import Job, key_path_of
+from vxtrain.model import CODE_KEYS, Job, key_path_of
 from vxtrain.validation._common import RS, key_path
 
 #: EnvVar.name "Must be a valid C identifier"; at most 100 variables per
@@ -30,15 +30,21 @@ _REFERENCE_WORDS = frozenset({"FILE", "PATH", "DIR", "NAME", "ID", "URI", "REF"}
 
 
 def code_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
-    """Every pool but Reduction Server runs one of ``image``, ``python_package`` or ``build``."""
+    """Every pool but Reduction Server runs exactly one of ``image``, ``python_package`` or ``build``."""
     for pool in job.ordered_pools():
         if pool.role == RS:
             continue  # the Reduction Server image is chosen by vxtrain
         if pool.image is None and pool.python_package is None and pool.build is None:
-            if not _present(native, pool.role, "image", "python_package", "build"):
+            if not _present(native, pool.role, *CODE_KEYS):
                 hint = wording(native.format).code_hint_for(pool.index)
                 yield error("missing-image", f"{pool.role} runs nothing: {hint}", **native.where((pool.role,)))
-        elif pool.image is not None and pool.python_package is not None:
+            continue
+        if pool.build is not None and (pool.image is not None or pool.python_package is not None):
+            other = "image" if pool.image is not None else "python_package"
+            yield error("build-and-image", f"{pool.role} gives both build and {other}: build makes the pool's image "
+                        f"from a folder; remove {other} (or build)",
+                        **native.where(key_path(native, pool.role, "build")))
+        if pool.image is not None and pool.python_package is not None:
             yield error("image-and-package", f"{pool.role} gives both image ({pool.image}) and python_package; "
                         "Vertex AI takes one (containerSpec or pythonPackageSpec): remove one",
                         **native.where(key_path(native, pool.role, "python_package")))

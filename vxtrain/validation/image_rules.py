@@ -56,11 +56,7 @@ def _repository(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
     build = pool.build
-    assert build is not None
-    if pool.image is not None or pool.python_package is not None:
-        other = "image" if pool.image is not None else "python_package"
-        yield error("build-and-image", f"{pool.role} gives both build and {other}: build makes the pool's image "
-                    f"from a folder; remove {other} (or build)", **native.where(_path(native, pool.role)))
+    assert build is not None  # (a pool that also gives image or python_package: container_rules.code_rules)
     base_ok = (yield from _base(build.base, pool.role, native)) if build.base else False
     base = native.source.folder
     if build.source:
