@@ -90,10 +90,11 @@ def resolve_base(text: str) -> Base:
     """The base's linux/amd64 manifest and config (NotFoundError, ApiError: said plainly)."""
     ref = parse(text)
     repo = Repository(ref, push=False)
-    if repo.manifest_digest(ref.alias) is None:
+    try:
+        manifest, content_type = repo.manifest(ref.alias)
+    except NotFoundError as exc:  # the registry's 404 (mapped_error), said for the base
         raise NotFoundError(f"base image {text} does not exist (no manifest {ref.alias} in "
-                            f"{ref.host}/{ref.repository}): check the name and tag, or push it first")
-    manifest, content_type = repo.manifest(ref.alias)
+                            f"{ref.host}/{ref.repository}): check the name and tag, or push it first") from exc
     media_type = manifest_type(manifest, content_type)
     if media_type in INDEXES:
         child = pick_platform(manifest)
