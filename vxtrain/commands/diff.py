@@ -94,8 +94,13 @@ def _walk(before: Any, after: Any, path: str) -> Iterator[Change]:
         yield from _walk_mapping(before, after, path)
     elif _is_record_list(before) and _is_record_list(after):
         yield from _walk_records(before, after, path)
-    elif before != after or type(before) is not type(after):
+    elif _json(before) != _json(after):  # not ``!=``: in Python False == 0 and 1 == 1.0, also inside lists
         yield {"path": path, "op": "changed", "before": before, "after": after}
+
+
+def _json(value: Any) -> str:
+    """``value`` as canonical JSON: two values are the same exactly when these are."""
+    return json.dumps(value, sort_keys=True)
 
 
 def _walk_mapping(before: Mapping[str, Any], after: Mapping[str, Any], path: str) -> Iterator[Change]:
