@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,8 @@ from typing import Any
 import pytest
 import typer
 
-from vxtrain.cli import app, main
+from vxtrain import cli
+from vxtrain.cli import main
 from vxtrain.commands import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,28 +32,46 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
     return code, json.loads(out)
 
 
-def test_every_command_module_registers_exactly_its_commands() -> None:
-    names = [c.name for c in app.registered_commands]
-    assert len(names) == len(set(names))
-    for module in COMMANDS:
-        mod = importlib.import_module(f"vxtrain.commands.{module}")
-        assert callable(getattr(mod, "register"))
+def test_the_command_table_names_the_module_of_every_command() -> None:
+    """Each module of the table registers exactly the commands the table gives it, with the
+    table's help line (their one home), so the root's --help and completion, read from the
+    table, list what running a command finds."""
+    for module in dict.fromkeys(entry.module for entry in COMMANDS.values()):
+        registered = typer.Typer()
+        importlib.import_module(f"vxtrain.commands.{module}").register(registered)
+        names = [info.name for info in registered.registered_commands]
+        assert names == [name for name, entry in COMMANDS.items() if entry.module == module]
+        assert [info.help for info in registered.registered_commands] == [COMMANDS[n].help for n in names]
+    for name, entry in COMMANDS.items():
+        assert cli.load_command(name).help == entry.help, name
     for contract in ("validate", "plan", "submit", "status", "wait", "cancel", "list", "env",
                      "local-run", "emulator", "schema", "convert"):
-        assert contract in names
+        assert contract in COMMANDS
 
 
-def test_running_a_command_imports_and_builds_only_its_own_module() -> None:
-    """cli._module_of names, for every command, the module that registers it (else a
-    run of that command would fall back to building the whole app: right, but slow)."""
-    from vxtrain import cli
+def _command_modules_loaded(argv: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """The vxtrain.commands.* modules a fresh ``vxtrain ARGV`` process has imported when it ends."""
+    code = ("import atexit, sys; atexit.register(lambda: print(sorted(m for m in sys.modules "
+            "if m.startswith('vxtrain.commands.')), file=sys.stderr)); from vxtrain.cli import run; run()")
+    res = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, **(env or {})})
+    return json.loads(res.stderr.strip().splitlines()[-1].replace("'", '"'))
 
-    for module in COMMANDS:
-        for info in cli._new_app((module,)).registered_commands:
-            name = cli._command_name(info)
-            assert name is not None and cli._module_of(name) == module, name
-            assert [cli._command_name(i) for i in cli._app_for([name]).registered_commands] == [name]
-    assert cli._app_for([]) is app and cli._app_for(["--help"]) is app and cli._app_for(["nonesuch"]) is app
+
+def test_root_help_and_completion_of_command_names_come_from_the_table() -> None:
+    """``vxtrain --help``, ``vxtrain`` alone and completing a command's name import no
+    command module (the error handler's helpers in _common only)."""
+    complete = {"_VXTRAIN_COMPLETE": "complete_bash", "COMP_WORDS": "vxtrain ", "COMP_CWORD": "1"}
+    assert _command_modules_loaded(["--help"]) == ["vxtrain.commands._common"]
+    assert _command_modules_loaded([]) == ["vxtrain.commands._common"]
+    assert _command_modules_loaded([], complete) == ["vxtrain.commands._common"]
+
+
+def test_a_command_line_imports_the_module_of_its_command_alone() -> None:
+    complete = {"_VXTRAIN_COMPLETE": "complete_bash", "COMP_WORDS": "vxtrain list --", "COMP_CWORD": "2"}
+    assert _command_modules_loaded(["validate", "--help"]) == ["vxtrain.commands._common",
+                                                                "vxtrain.commands.validate"]
+    assert _command_modules_loaded([], complete) == ["vxtrain.commands._common", "vxtrain.commands.jobs"]
 
 
 def test_validate_folder_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -209,7 +229,7 @@ def test_a_bad_flag_value_is_located_at_the_flag(capsys: pytest.CaptureFixture[s
     assert "128" in diag["message"]
 
 
-@pytest.mark.parametrize("command", [c.name for c in app.registered_commands])
+@pytest.mark.parametrize("command", list(COMMANDS))
 def test_every_command_prints_its_help(capsys: pytest.CaptureFixture[str], command: str) -> None:
     # help strings are rich markup: `gs://BUCKET[/PREFIX]` read as a closing tag crashed --help
     code, out, err = run(capsys, command, "--help")
@@ -218,9 +238,10 @@ def test_every_command_prints_its_help(capsys: pytest.CaptureFixture[str], comma
 
 
 def _help_texts() -> list[tuple[str, str]]:
-    root: Any = typer.main.get_command(app)
+    root: Any = typer.main.get_command(cli.app)
     texts = [("vxtrain", root.help or "")]
-    for name, cmd in root.commands.items():
+    for name in COMMANDS:
+        cmd = cli.load_command(name)
         texts.append((name, cmd.help or ""))
         texts += [(f"{name} {p.name}", getattr(p, "help", None) or "") for p in cmd.params]
     return texts

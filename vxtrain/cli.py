@@ -13,17 +13,19 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
-from typing import Optional, TypeVar
+from typing import Any, Optional, TypeVar
 
 import typer
-from typer._click.exceptions import UsageError  # the click typer 0.28 vendors (pinned <0.29 in pyproject.toml)
+from typer import _click  # the click typer 0.28 vendors (pinned <0.29 in pyproject.toml)
+from typer._click.exceptions import UsageError
+from typer.core import TyperCommand, TyperGroup
 from typing_extensions import Annotated
 
 from vxtrain import __version__
 from vxtrain.commands import COMMANDS
-from vxtrain.commands._common import print_diagnostics
-from vxtrain.commands._common import INTERRUPTED, emit_json
+from vxtrain.commands._common import INTERRUPTED, emit_json, print_diagnostics
 from vxtrain.errors import JobFailedError, LocalRunError, SpecError, VxtrainError
+
 
 def _version(value: bool) -> None:
     if value:
@@ -38,82 +40,54 @@ def _root(
     """vxtrain: validate, plan, submit and locally run Vertex AI training jobs."""
 
 
-def _new_app(modules: Sequence[str]) -> typer.Typer:
-    """The typer app with the root options and the commands of ``modules`` (of COMMANDS)."""
-    new = typer.Typer(
-        name="vxtrain",
-        help="Readable YAML job specs → Vertex AI CustomJobs: validate, plan, submit, run locally.",
-        no_args_is_help=True,
-        add_completion=True,
-        pretty_exceptions_enable=False,
-        context_settings={"help_option_names": ["-h", "--help"]},
-    )
-    new.callback()(_root)
-    for name in modules:
-        importlib.import_module(f"vxtrain.commands.{name}").register(new)
-    return new
+class _Listed(TyperCommand):
+    """A command as the table lists it: its name and help line, nothing to run."""
 
 
-_APP: typer.Typer | None = None
+class _CommandTable(TyperGroup):
+    """The root group, answered from the command table (click's lazy subcommands).
 
-
-def _full_app() -> typer.Typer:
-    """The app with every command (made once, on first use)."""
-    global _APP
-    if _APP is None:
-        _APP = _new_app(COMMANDS)
-    return _APP
-
-
-def __getattr__(name: str) -> typer.Typer:
-    """``app``: the whole app, made when first asked for (running one command imports only its module)."""
-    if name == "app":
-        return _full_app()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-#: The command names a module of COMMANDS registers, where they are not the module's
-#: own name ('_' written '-'); tests/test_cli.py checks this against every module.
-_NAMES: dict[str, tuple[str, ...]] = {"jobs": ("status", "wait", "cancel", "list")}
-#: The variable click's shell completion runs under (``_{PROG_NAME}_COMPLETE``).
-_COMPLETE_VAR = "_VXTRAIN_COMPLETE"
-
-
-def _module_of(command: str) -> str | None:
-    """The module of COMMANDS that registers ``command``, or None."""
-    for module in COMMANDS:
-        if command in _NAMES.get(module, (module.replace("_", "-"),)):
-            return module
-    return None
-
-
-def _app_for(args: Sequence[str]) -> typer.Typer:
-    """The whole app, or one holding only the command that ``args`` start with.
-
-    Every run, typer builds a click command for each registered command
-    (reading signatures and type hints: ~13 ms), and importing every command
-    module costs ~8 ms more: together half of vxtrain's own start-up. A
-    subcommand's help, errors and run never look at its siblings, and the root
-    has no positional arguments, so a first argument that is a command's exact
-    name is that command: only its module is imported and only it is built.
-    Anything else (no arguments, a root option first, an unknown name, shell
-    completion) gets the whole app.
+    ``vxtrain --help``, ``vxtrain`` alone and shell completion of command names
+    read each command's name and help line from vxtrain.commands.COMMANDS and
+    import no command module. A command line that names a command (to run it,
+    print its help or complete its options) imports that command's module and
+    builds that command alone: typer reads a command's signature and type hints
+    to build it, and its siblings are never looked at.
     """
-    module = _module_of(args[0]) if args and os.environ.get(_COMPLETE_VAR) is None else None
-    if module is None:
-        return _full_app()
-    only = _new_app((module,))
-    named = [info for info in only.registered_commands if _command_name(info) == args[0]]
-    if len(named) != 1 or only.registered_groups:
-        return _full_app()
-    only.registered_commands = named
-    return only
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = {name: _Listed(name, help=entry.help) for name, entry in COMMANDS.items()}
+
+    def resolve_command(self, ctx: _click.Context,
+                        args: list[str]) -> tuple[str | None, _click.Command | None, list[str]]:
+        """The command ``args`` start with, its module imported and the command built first."""
+        if args and isinstance(self.commands.get(args[0]), _Listed):
+            self.commands[args[0]] = load_command(args[0])
+        return super().resolve_command(ctx, args)
 
 
-def _command_name(info: typer.models.CommandInfo) -> str | None:
-    """The name typer gives a registered command (typer.main.get_command_from_info's rule)."""
-    callback = info.callback
-    return info.name or (typer.main.get_command_name(callback.__name__) if callback is not None else None)
+#: The command line. Its commands come from the table: see _CommandTable.
+app = typer.Typer(
+    name="vxtrain",
+    help="Readable YAML job specs → Vertex AI CustomJobs: validate, plan, submit, run locally.",
+    cls=_CommandTable,
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.callback()(_root)
+
+
+def load_command(name: str) -> _click.Command:
+    """The click command ``name`` of the table, its module imported and it alone built."""
+    module = importlib.import_module(f"vxtrain.commands.{COMMANDS[name].module}")
+    registered = typer.Typer()
+    module.register(registered)
+    (info,) = [info for info in registered.registered_commands if info.name == name]
+    return typer.main.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                            rich_markup_mode=app.rich_markup_mode)
 
 
 def _log_unexpected() -> str:
@@ -174,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns (and exits with) the exit code."""
     args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        _app_for(args)(args=args, prog_name="vxtrain")
+        app(args=args, prog_name="vxtrain")
         code = 0
     except SystemExit as exc:  # typer/click exit with the command's code (2 for usage)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar, get_type_hi
 import typer
 
 from vxtrain.api import Options
+from vxtrain.commands import COMMANDS
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import NotFoundError, UsageError
 from vxtrain.render import diagnostics_text
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from vxtrain.runtime.gpus import GpuOptions
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: The exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
 INTERRUPTED = 130
@@ -73,6 +75,11 @@ ShareGpusOpt = Annotated[bool, typer.Option(
     "--share-gpus", help="Local runs: too few GPUs? Hand them out round-robin (NCCL refuses two ranks on one GPU).")]
 NoGpusOpt = Annotated[bool, typer.Option(
     "--no-gpus", help="Local runs: every replica on the CPU (CUDA_VISIBLE_DEVICES=\"\"), whatever its pool asks for.")]
+
+
+def command(app: typer.Typer, name: str) -> Callable[[F], F]:
+    """``app.command(name)`` with the command's help line from the command table, its one home."""
+    return app.command(name, help=COMMANDS[name].help)
 
 
 def parse_pairs(pairs: Sequence[str] | None, flag: str = "--var", form: str = "NAME=VALUE") -> dict[str, str]:

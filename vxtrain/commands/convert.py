@@ -103,7 +103,7 @@ def gcloud_command(custom_job: dict[str, Any], project: str | None, region: str 
 def register(app: typer.Typer) -> None:
     """Add the ``convert`` command."""
 
-    @app.command("convert")
+    @c.command(app, "convert")
     @c.spec_options
     def _cmd(
         path: Annotated[str, typer.Argument(metavar="FILE", help="Spec file in any format.")],
@@ -116,6 +116,5 @@ def register(app: typer.Typer) -> None:
         *,
         options: Options,
     ) -> None:
-        """Convert between formats: legacy/gcloud → native, native → gcloud config or command."""
         options.package_path, options.module_name = package_path, module_name
         raise typer.Exit(convert(path, to, options))

@@ -188,7 +188,7 @@ def _print_text(doc: Mapping[str, Any], old: Result, new: Result) -> None:
 def register(app: typer.Typer) -> None:
     """Add the ``diff`` command."""
 
-    @app.command("diff")
+    @c.command(app, "diff")
     def _cmd(
         before: Annotated[str, typer.Argument(metavar="BEFORE", help="The spec before (e.g. the base branch's).")],
         after: Annotated[Optional[str], typer.Argument(metavar="[AFTER]", help="The spec after (default: BEFORE again, with --after-overlay/--after-set).")] = None,
@@ -202,7 +202,6 @@ def register(app: typer.Typer) -> None:
         region: c.RegionOpt = None,
         strict: c.StrictOpt = False,
     ) -> None:
-        """Show what changes in the compiled CustomJob and the bandwidth plan between two specs."""
         opts = c.make_options(overlay=overlay, set_=set_, var=var, project=project, region=region,
                               strict=strict)
         after_opts = c.make_options(overlay=[*(overlay or ()), *(after_overlay or ())],

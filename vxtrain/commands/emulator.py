@@ -76,7 +76,7 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
 def register(app: typer.Typer) -> None:
     """Add the ``emulator`` command to ``app``."""
 
-    @app.command("emulator")
+    @c.command(app, "emulator")
     def _emulator(
         host: Annotated[str, typer.Option("--host", help="Address to bind: loopback only, unless --allow-remote.")]
         = "127.0.0.1",
@@ -113,7 +113,6 @@ def register(app: typer.Typer) -> None:
             "--pending", metavar="REGION", help="Jobs created in REGION stay PENDING until cancelled; repeatable.")]
         = None,
     ) -> None:
-        """Serve the emulated Vertex AI JobService and its jobs' logs (gRPC) on 127.0.0.1 until Ctrl-C or SIGTERM."""
         raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote, quota or (),
                                   c.gpu_options(gpus, share_gpus, no_gpus), stockout or (), pending or (),
                                   stockout_after))

@@ -73,7 +73,7 @@ def export_lines(values: dict[str, str]) -> str:
 def register(app: typer.Typer) -> None:
     """Add the ``env`` command."""
 
-    @app.command("env")
+    @c.command(app, "env")
     @c.spec_options
     def _cmd(
         path: c.SpecArg,
@@ -83,5 +83,4 @@ def register(app: typer.Typer) -> None:
         *,
         options: Options,
     ) -> None:
-        """Print the environment Vertex AI sets for one replica (CLUSTER_SPEC, TF_CONFIG, AIP_*)."""
         raise typer.Exit(env(path, replica, options, trial, output))

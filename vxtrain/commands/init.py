@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from vxtrain.commands import _common as c
 from vxtrain.errors import VxtrainError
 
 _DISPLAY_NAME = re.compile(r"^display_name: .*$", re.MULTILINE)
@@ -67,12 +68,11 @@ def init(shape: Shape, output_file: str, *, force: bool = False, display_name: s
 def register(app: typer.Typer) -> None:
     """Add the ``init`` command."""
 
-    @app.command("init")
+    @c.command(app, "init")
     def _cmd(
         shape: Annotated[Shape, typer.Option("--shape", help="single, parameter-servers, reduction-server, study or tpu.")] = Shape.single,
         output_file: Annotated[str, typer.Option("--output-file", help="Where to write the spec (- for stdout).")] = "job.yaml",
         force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
         display_name: Annotated[Optional[str], typer.Option("--display-name", help="display_name of the new spec.")] = None,
     ) -> None:
-        """Write a commented starter spec for a job shape."""
         raise typer.Exit(init(shape, output_file, force=force, display_name=display_name))

@@ -94,29 +94,26 @@ def _print_table(views: Sequence[dict[str, Any]]) -> None:
 def register(app: typer.Typer) -> None:
     """Add ``status``, ``wait``, ``cancel`` and ``list``."""
 
-    @app.command("status")
+    @c.command(app, "status")
     def _status(name: c.NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
                 endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text) -> None:
-        """Show a job's state, console URL and error."""
         raise typer.Exit(status(name, project=project, region=region, endpoint=endpoint, output=output))
 
-    @app.command("wait")
+    @c.command(app, "wait")
     def _wait(name: c.NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
               endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text,
               timeout: Annotated[Optional[float], typer.Option(
                   "--timeout", help="Give up (exit 4) after this many seconds.")] = None,
               no_logs: c.NoLogsOpt = False) -> None:
-        """Follow a job to its end, its log lines on stderr: exit 0 on SUCCEEDED, 3 on FAILED/CANCELLED/EXPIRED."""
         raise typer.Exit(wait(name, project=project, region=region, endpoint=endpoint, output=output,
                               timeout=timeout, logs=not no_logs))
 
-    @app.command("cancel")
+    @c.command(app, "cancel")
     def _cancel(name: c.NameArg, project: c.ProjectOpt = None, region: c.RegionOpt = None,
                 endpoint: c.EndpointOpt = None, output: c.OutputOpt = c.OutputFormat.text) -> None:
-        """Ask for a job to be cancelled."""
         raise typer.Exit(cancel(name, project=project, region=region, endpoint=endpoint, output=output))
 
-    @app.command("list")
+    @c.command(app, "list")
     def _list(
         project: c.ProjectOpt = None, region: c.RegionOpt = None, endpoint: c.EndpointOpt = None,
         filter_: Annotated[Optional[str], typer.Option("--filter", help="Raw list filter (AIP-160).")] = None,
@@ -125,6 +122,5 @@ def register(app: typer.Typer) -> None:
         tuning: Annotated[bool, typer.Option("--tuning", help="List HyperparameterTuningJobs.")] = False,
         output: c.OutputOpt = c.OutputFormat.text,
     ) -> None:
-        """List jobs (filters: --filter, --label, --state)."""
         raise typer.Exit(list_(project=project, region=region, endpoint=endpoint, filter_=filter_,
                                labels=c.parse_pairs(label, "--label", "KEY=VALUE"), state=state, tuning=tuning, output=output))

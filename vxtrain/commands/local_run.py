@@ -101,7 +101,7 @@ def run_study_command(result: Any, stop: threading.Event, stream: Any, output: c
 def register(app: typer.Typer) -> None:
     """Add the ``local-run`` command."""
 
-    @app.command("local-run")
+    @c.command(app, "local-run")
     @c.spec_options
     def _cmd(
         path: c.SpecArg,
@@ -114,5 +114,4 @@ def register(app: typer.Typer) -> None:
         *,
         options: Options,
     ) -> None:
-        """Run every replica (chief, workers, parameter servers, evaluators) as a local process, each with its own share of this host's GPUs."""
         raise typer.Exit(local_run(path, options, trial, output, seed, c.gpu_options(gpus, share_gpus, no_gpus)))

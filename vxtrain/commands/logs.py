@@ -60,7 +60,7 @@ def _print_json_lines(entries: list[Any]) -> None:
 def register(app: typer.Typer) -> None:
     """Add the ``logs`` command."""
 
-    @app.command("logs")
+    @c.command(app, "logs")
     def _logs(
         name: c.NameArg,
         follow: Annotated[bool, typer.Option("--follow", help="Print lines as they arrive, until the job ends.")] = False,
@@ -69,6 +69,5 @@ def register(app: typer.Typer) -> None:
         project: c.ProjectOpt = None, region: c.RegionOpt = None, endpoint: c.EndpointOpt = None,
         output: c.OutputOpt = c.OutputFormat.text,
     ) -> None:
-        """A job's log lines, each after its replica (workerpoolK-I), oldest first (Cloud Logging, or the emulator's)."""
         raise typer.Exit(logs(name, project=project, region=region, endpoint=endpoint, follow=follow,
                               replica=replica, since=since, output=output))

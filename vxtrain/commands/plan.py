@@ -74,7 +74,7 @@ def _gradient(value: Optional[str]) -> float | None:
 def register(app: typer.Typer) -> None:
     """Add the ``plan`` command."""
 
-    @app.command("plan")
+    @c.command(app, "plan")
     @c.spec_options
     def _cmd(
         path: c.SpecArg,
@@ -86,7 +86,6 @@ def register(app: typer.Typer) -> None:
         *,
         options: Options,
     ) -> None:
-        """Show the exact CustomJob that would be sent, the Reduction Server bandwidth plan and the cost."""
         options.gradient_size = _gradient(gradient_size)
         options.max_hourly_cost = max_hourly_cost
         raise typer.Exit(plan(path, options, output))

@@ -32,7 +32,7 @@ def quota(path: str, options: Options, *, output: c.OutputFormat = c.OutputForma
 def register(app: typer.Typer) -> None:
     """Add the ``quota`` command."""
 
-    @app.command("quota")
+    @c.command(app, "quota")
     @c.spec_options
     def _cmd(
         path: c.SpecArg,
@@ -42,5 +42,4 @@ def register(app: typer.Typer) -> None:
         *,
         options: Options,
     ) -> None:
-        """The job's quota needs per metric against the project's limits in its region (exit 5: a need above a limit)."""
         raise typer.Exit(quota(path, options, output=output, endpoint=endpoint))

@@ -26,6 +26,8 @@ from typing import Any
 
 import typer
 
+from vxtrain.commands import _common as c
+
 _MACHINE_KEYS = ("machine_type",)
 
 
@@ -66,7 +68,6 @@ def schema() -> int:
 def register(app: typer.Typer) -> None:
     """Add the ``schema`` command."""
 
-    @app.command("schema")
+    @c.command(app, "schema")
     def _cmd() -> None:
-        """Print the JSON Schema of the native spec format (use with yaml-language-server)."""
         raise typer.Exit(schema())

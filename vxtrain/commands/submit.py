@@ -83,7 +83,7 @@ def _discard(entries: list[Any]) -> None:
 def register(app: typer.Typer) -> None:
     """Add the ``submit`` command."""
 
-    @app.command("submit")
+    @c.command(app, "submit")
     @c.spec_options
     def _cmd(
         path: c.SpecArg,
@@ -109,7 +109,6 @@ def register(app: typer.Typer) -> None:
         *,
         options: Options,
     ) -> None:
-        """Create the CustomJob (exactly once, even across retries); --wait follows it, its log lines on stderr."""
         options.max_hourly_cost = max_hourly_cost
         chosen = gpus is not None or share_gpus or no_gpus  # on Vertex AI each replica has its own GPUs
         raise typer.Exit(submit(path, options, output=output, endpoint=endpoint, target=target,

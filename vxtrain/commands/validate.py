@@ -42,7 +42,7 @@ def _print_text(results: Sequence[Result]) -> None:
 def register(app: typer.Typer) -> None:
     """Add the ``validate`` command."""
 
-    @app.command("validate")
+    @c.command(app, "validate")
     @c.spec_options
     def _cmd(
         paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Spec files or folders (recursed for *.yaml, *.yml).")],
@@ -51,5 +51,4 @@ def register(app: typer.Typer) -> None:
         *,
         options: Options,
     ) -> None:
-        """Check specs: schema, Vertex rules, catalog, bandwidth; all problems at once."""
         raise typer.Exit(validate(paths, options, output))
