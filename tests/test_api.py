@@ -11,7 +11,7 @@ import pytest
 from google.protobuf import json_format
 
 import vxtrain
-from vxtrain import api
+from vxtrain import api, bulk
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "configs" / "examples"
@@ -86,15 +86,15 @@ def test_bulk_validation_in_worker_processes_gives_the_same_results_in_order(tmp
     for i in range(240):
         text = bad[i % len(bad)] if i % 5 == 0 else good
         (tmp_path / f"spec{i:03d}.yaml").write_text(text)
-    files = api.spec_files([tmp_path])
+    files = bulk.spec_files([tmp_path])
     options = api.Options()
     # 240 files are two batches of 100 or more: two workers, where this process may fork
     # (two CPUs or more, no other thread running); fewer files stay in this process.
     may_fork = threading.active_count() == 1 and len(os.sched_getaffinity(0)) >= 2
-    assert api._workers(len(files)) == (2 if may_fork else 1)
-    assert api._workers(2 * api._FILES_PER_WORKER - 1) == 1
-    alone = [api._check_slim(p, options) for p in files]
-    forked = api._parallel(files, options, workers=2)
+    assert bulk._workers(len(files)) == (2 if may_fork else 1)
+    assert bulk._workers(2 * bulk._FILES_PER_WORKER - 1) == 1
+    alone = [bulk._check_slim(p, options) for p in files]
+    forked = bulk._parallel(files, options, workers=2)
     assert [r.file for r in forked] == [str(p) for p in files]
     assert [(r.file, r.diagnostics) for r in forked] == [(r.file, r.diagnostics) for r in alone]
     assert sum(not r.valid for r in forked) >= 40  # the bad ones really were checked
@@ -107,10 +107,10 @@ def test_a_folder_is_recursed_without_hidden_folders_virtual_envs_or_node_module
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(good)
     (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    assert api.spec_files([tmp_path]) == [tmp_path / "job.yaml", tmp_path / "jobs" / "a.yml"]
+    assert bulk.spec_files([tmp_path]) == [tmp_path / "job.yaml", tmp_path / "jobs" / "a.yml"]
     # a folder or file named on the command line is checked, hidden or not
-    assert api.spec_files([tmp_path / ".github"]) == [tmp_path / ".github" / "workflows" / "ci.yaml"]
-    assert api.spec_files([tmp_path / ".pre-commit-config.yaml"]) == [tmp_path / ".pre-commit-config.yaml"]
+    assert bulk.spec_files([tmp_path / ".github"]) == [tmp_path / ".github" / "workflows" / "ci.yaml"]
+    assert bulk.spec_files([tmp_path / ".pre-commit-config.yaml"]) == [tmp_path / ".pre-commit-config.yaml"]
 
 
 def test_a_job_on_a_persistent_resource_is_priced_through_it() -> None:

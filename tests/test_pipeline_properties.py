@@ -9,7 +9,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vxtrain import api
+from vxtrain import api, pipeline
 from vxtrain.loading import load_text
 
 # Keys of all three formats, so random documents reach deep into each converter.
@@ -39,7 +39,7 @@ def _check(data: Any) -> api.Result:
         result = api.Result(file="random.yaml", diagnostics=diags)
         assert not result.valid
         return result
-    return api.check_document(document, api.Options(environ={}))
+    return pipeline.check_document(document, api.Options(environ={}))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -25,9 +25,9 @@ from vxtrain import errors
 from vxtrain import submission as api
 from vxtrain.backends import vertex
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
-from vxtrain.backends.kinds import JobKind
 from vxtrain.backends.vertex import VertexBackend
 from vxtrain.render.progress import PlainProgress
+from vxtrain.vocab.kinds import JobKind
 from tests.incli import run
 
 PROJECT, REGION = "p", "us-central1"
@@ -227,7 +227,7 @@ def test_a_retried_create_lists_by_the_label_before_creating_again() -> None:
             return list(self.jobs)
 
     fake = LosesAnswers()
-    made, adopted = api.create_once(fake, job(), parent=PARENT, key="k", explicit=False,  # type: ignore[arg-type]
+    made, adopted = api.create_once(fake, job(), parent=PARENT, key="k",  # type: ignore[arg-type]
                                     backoff=FAST)
     assert adopted and fake.creates == 1 and made["name"] == f"{PARENT}/customJobs/1"
 
@@ -502,7 +502,7 @@ def test_cli_status_of_a_missing_job_exits_4(emulator: EmulatorHandle, capsys: p
 
 def test_a_server_refusal_of_a_pool_points_into_the_spec(tmp_path: Path) -> None:
     from vxtrain.api import load_job
-    from vxtrain.api import _spec_location as spec_location
+    from vxtrain.rungs import spec_location
 
     spec = write_spec(tmp_path)
     result = load_job(spec)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from vxtrain import api
+from vxtrain import api, pipeline
 from vxtrain.compiler import compile_custom_job_spec
 from vxtrain.diagnostics import Diagnostic
 from vxtrain import formats
@@ -596,7 +596,7 @@ def test_later_diagnostics_point_at_the_gcloud_source() -> None:
             containerSpec: {imageUri: us-docker.pkg.dev/my-project/t/a:1}
             diskSpec: {bootDiskType: pd-fast}
         """, "g.yaml")
-    result = api.check_document(doc, api.Options(environ={}, region="us-central1", project="my-project"))
+    result = pipeline.check_document(doc, api.Options(environ={}, region="us-central1", project="my-project"))
     found = {(d.path, d.line, d.column) for d in result.diagnostics if d.severity == "error"}
     assert ("workerPoolSpecs[0].replicaCount", 4, 5) in found
     assert ("workerPoolSpecs[0].diskSpec.bootDiskType", 6, 16) in found
@@ -611,7 +611,7 @@ def test_later_diagnostics_point_at_the_legacy_source() -> None:
             imageUri: us-docker.pkg.dev/my-project/t/a:1
             acceleratorConfig: {count: 3, type: NVIDIA_TESLA_T4}
         """, "l.yaml")
-    result = api.check_document(doc, api.Options(environ={}, region="us-central1", project="my-project"))
+    result = pipeline.check_document(doc, api.Options(environ={}, region="us-central1", project="my-project"))
     errors = [d for d in result.diagnostics if d.severity == "error"]
     assert errors and all(d.path.startswith("trainingInput.masterConfig.acceleratorConfig") for d in errors)
 
@@ -719,7 +719,7 @@ def test_any_input_converts_without_raising(data: dict[str, Any]) -> None:
 # --- review fixes: AI Platform defaults, crashes, locations in the user's format ----------------
 
 def _pipeline(text: str) -> api.Result:
-    return api.check_document(load(text), api.Options(environ={}))
+    return pipeline.check_document(load(text), api.Options(environ={}))
 
 
 def test_legacy_hyperparameters_take_ai_platforms_defaults() -> None:
@@ -855,7 +855,7 @@ def test_foreign_formats_never_crash_and_every_diagnostic_is_located(data: dict[
     if document is None:  # the loader refused the text (junk such as an unterminated "${"): located too
         assert loaded and all(d.line is not None and d.code != "internal-error" for d in loaded), loaded
         return
-    result = api.check_document(document, api.Options(environ={}))
+    result = pipeline.check_document(document, api.Options(environ={}))
     for d in result.diagnostics:
         assert d.file == "f.yaml" and d.line is not None and d.column is not None, d
         assert d.code != "internal-error", d

@@ -1,4 +1,4 @@
-"""``fallback:`` (vxtrain/loading/fallback.py and api._check_rungs): every rung is the
+"""``fallback:`` (vxtrain/loading/fallback.py and pipeline._check_rungs): every rung is the
 spec with one entry merged over it, checked as a whole job, its diagnostics at the
 entry's own lines; plan shows each rung."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.incli import run
 from tests.loading.helpers import SETTINGS
-from vxtrain import api
+from vxtrain import api, pipeline
 from vxtrain.api import Options, Result
 from vxtrain.loading import load_text
 from vxtrain.loading.document import NativeSpec
@@ -35,7 +35,7 @@ chief:
 def check(text: str) -> Result:
     doc, diags = load_text(text, "spec.yaml", environ={})
     assert doc is not None, diags
-    return api.check_document(doc, Options(environ={}, cost=True))
+    return pipeline.check_document(doc, Options(environ={}, cost=True))
 
 
 def native(text: str) -> NativeSpec:

@@ -15,10 +15,9 @@ from vxtrain.render import console, diagnostics_text, summary_line
 
 def validate(paths: Sequence[str], options: Options, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Validate files and folders (recursively *.yaml, *.yml); exit 1 when any is invalid."""
-
-    if not api.spec_files(paths):
-        raise UsageError(f"no *.yaml or *.yml files under {', '.join(paths)}")
     results = api.validate(paths, options)
+    if not results:
+        raise UsageError(f"no *.yaml or *.yml files under {', '.join(paths)}")
     if output is c.OutputFormat.json:
         c.emit_json({"files": [_file_json(r) for r in results]})
     else:

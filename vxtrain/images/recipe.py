@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -88,12 +88,15 @@ def image_python(build: Build) -> str | None:
 
 
 def resolve(job: Job, base: Path, repository: str | None,
-            described: dict[Path, Source] | None = None) -> list[ImageBuild]:
-    """Hash every ``build:`` pool's inputs (paths relative to ``base``, the spec's folder)
-    and set its ``image`` to the content-addressed URI. Pools with the same inputs share
-    one image. ``described``: the source folders hashed already (see describe_once)."""
+            described: dict[Path, Source] | None = None) -> tuple[Job, list[ImageBuild]]:
+    """Hash every ``build:`` pool's inputs (paths relative to ``base``, the spec's folder):
+    a new job whose pools carry the content-addressed URI in ``image``, and the images to
+    publish. ``job`` itself is left as it is (the model the rules checked). Pools with the
+    same inputs share one image. ``described``: the source folders hashed already (see
+    describe_once)."""
     described = {} if described is None else described
     by_inputs: dict[tuple[Any, ...], ImageBuild] = {}
+    pools = dict(job.pools)
     for pool in job.ordered_pools():
         build = pool.build
         if build is None or not build.source or not build.base:
@@ -106,8 +109,8 @@ def resolve(job: Job, base: Path, repository: str | None,
             image = _image(build, describe_once(folder, described), requirements, repository or UNSET_REPOSITORY)
             by_inputs[key] = image
         image.roles.append(pool.role)
-        pool.image = image.uri
-    return list(by_inputs.values())
+        pools[pool.role] = replace(pool, image=image.uri)
+    return replace(job, pools=pools), list(by_inputs.values())
 
 
 def _image(build: Build, source: Source, requirements: Path | None, repository: str) -> ImageBuild:

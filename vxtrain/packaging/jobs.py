@@ -1,10 +1,10 @@
 """A job's ``python_package.source`` folders: their URIs before compile, their uploads at submit.
 
 ``resolve`` runs before the (pure) compiler: it hashes each source folder and
-writes the content-addressed URI into the pool's ``package_uris``, so the
-compiled CustomJob carries ``packageUris: [URI]``. Without a staging bucket the
-URI starts with ``UNSET_BUCKET``: ``plan`` still shows what would be built, and
-``submit`` refuses before any upload (``require_bucket``).
+returns a new job whose pools carry the content-addressed URI in ``package_uris``,
+so the compiled CustomJob carries ``packageUris: [URI]``. Without a staging bucket
+the URI starts with ``UNSET_BUCKET``: ``plan`` still shows what would be built, and
+``submit`` refuses before any upload (vxtrain.submission.publish).
 
 ``publish`` (submit only) builds each distinct source once and uploads it only
 when its URI is not in the bucket yet. It prints nothing: its steps go to the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +53,17 @@ class Package:
 
 
 def resolve(job: Job, base: Path, staging_bucket: str | None,
-            described: dict[Path, Source] | None = None) -> list[Package]:
-    """Hash every pool's ``source`` folder (relative to ``base``) and set its ``package_uris``.
+            described: dict[Path, Source] | None = None) -> tuple[Job, list[Package]]:
+    """Hash every pool's ``source`` folder (relative to ``base``): a new job whose pools
+    carry the content-addressed URI in ``package_uris``, and the packages to publish.
+    ``job`` itself is left as it is (the model the rules checked).
 
     A folder used by several pools is hashed once and gets one URI. ``described``: the
     folders hashed already (see describe_once).
     """
     described = {} if described is None else described
     by_folder: dict[Path, Package] = {}
+    pools = dict(job.pools)
     for pool in job.ordered_pools():
         pkg = pool.python_package
         if pkg is None or pkg.source is None or pkg.package_uris:
@@ -73,8 +76,8 @@ def resolve(job: Job, base: Path, staging_bucket: str | None,
                               module=pkg.module)
             by_folder[folder] = package
         package.roles.append(pool.role)
-        pkg.package_uris = [package.uri]
-    return list(by_folder.values())
+        pools[pool.role] = replace(pool, python_package=replace(pkg, package_uris=[package.uri]))
+    return replace(job, pools=pools), list(by_folder.values())
 
 
 @dataclass(frozen=True)

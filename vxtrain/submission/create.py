@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
@@ -112,17 +112,24 @@ class _CreateAttempt:
             time.sleep(min(interval, remaining))
 
 
-def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, explicit: bool,
+def adopt(backend: JobBackend, job: JobDict, *, parent: str, key: str, backoff: Backoff,
+          say: Say = log_say, labels: Mapping[str, str] | None = None) -> JobDict | None:
+    """The job an explicit ``key`` (and ``labels``) already names under ``parent``, of
+    ``job``'s kind or the other, in whatever state; None when there is none."""
+    kind, label = kind_of_job(job), label_value(key)
+    return retrying(lambda: find_any_kind(backend, kind, parent, label, labels), backoff,
+                    f"list jobs labelled {LABEL_KEY}={label}", say)
+
+
+def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str,
                 backoff: Backoff, say: Say = log_say,
                 local: LocalRun | None = None,
-                before_create: Callable[[], object] | None = None,
                 labels: Mapping[str, str] | None = None) -> tuple[JobDict, bool]:
     """Create ``job`` labelled with ``key`` at most once; return (job, adopted). ``local``:
     how an emulator runs it on its host (the spec's ``local:`` block and folder).
-    ``before_create``: runs once a job is to be created (not when an explicit key adopts
-    one), before the first create; what it raises stops the submit with nothing created.
     ``labels``: more labels that, with the key, name the job (a fallback rung's number):
-    put on the job, and required of a job to adopt.
+    put on the job, and required of a job to adopt. (A job an explicit key already
+    names is found before, by ``adopt``: this is the create.)
 
     When the calls end in an error while a create's outcome is unknown, a last
     list settles it (see ``_settle``). A job just created is checked against the
@@ -130,13 +137,6 @@ def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str, exp
     """
     kind = kind_of_job(job)
     label = label_value(key)
-    if explicit:
-        existing = retrying(lambda: find_any_kind(backend, kind, parent, label, labels), backoff,
-                            f"list jobs labelled {LABEL_KEY}={label}", say)
-        if existing is not None:
-            return existing, True
-    if before_create is not None:
-        before_create()
     labelled = {**job, "labels": {**(job.get("labels") or {}), **(labels or {}), LABEL_KEY: label}}
     attempt = _CreateAttempt(backend, kind, parent, labelled, label, backoff, say, local, labels)
     try:

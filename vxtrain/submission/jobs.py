@@ -12,22 +12,28 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from vxtrain import errors
 from vxtrain.backends import open_backend, open_log_reader
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
 from vxtrain.backends.kinds import CUSTOM, TERMINAL_STATES, TUNING, kind_of_name
+from vxtrain.packaging.upload import UploadProgress
 from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, LogWatch, read_entries
-from vxtrain.submission.create import create_once
+from vxtrain.submission.create import adopt, create_once
 from vxtrain.submission.events import ProgressFn, Say, log_say
 from vxtrain.submission.names import parent_of, split_name
 from vxtrain.submission.placement import check_placement
+from vxtrain.submission.publish import Publication, images_json, publish
 from vxtrain.submission.quota import Read, check_quota
 from vxtrain.submission.retry import (
     LOCAL_POLL, LOCAL_RETRY, VERTEX_POLL, VERTEX_RETRY, Backoff, default_backoff, retrying,
 )
 from vxtrain.submission.views import job_view, raise_for_state
+
+if TYPE_CHECKING:
+    from vxtrain.images.publish import Pushed
 
 
 @contextmanager
@@ -45,8 +51,8 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
            backoff: Backoff | None = None, poll: Backoff | None = None,
            progress: ProgressFn | None = None, check: bool = True,
            logs: LogSink | None = None, local: LocalRun | None = None, say: Say = log_say,
-           before_create: Callable[[], object] | None = None, quota_check: bool = True,
-           labels: Mapping[str, str] | None = None, explicit: bool | None = None,
+           publication: Publication | None = None, upload_progress: UploadProgress | None = None,
+           quota_check: bool = True, labels: Mapping[str, str] | None = None, explicit: bool | None = None,
            quota_reads: dict[str, Read] | None = None) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
@@ -57,38 +63,33 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
 
     ``idempotency_key``: a re-submit with the same key under the same project and
     region returns the job it labels and creates none; without one, each call
-    creates a new job.
+    creates a new job. ``explicit``: whether the key is the caller's own, so the job it
+    already labels is adopted (default: whether a key was given; the fallback ladder
+    passes a key of its own to every rung, and says whether the user chose it).
+    ``labels``: more labels that, with the key, name the job (a fallback rung's number;
+    see vxtrain.submission.create.create_once).
 
-    A job with ``persistentResourceId`` is checked against that resource first
-    (vxtrain.submission.placement): SpecError, and no job, when it does not fit.
-    With ``quota_check``, the job's needs are set against the project's quota limits
-    (vxtrain.submission.quota): NoCapacity (exit 5), and no job, when one is above a
-    limit; a refused read is said through ``say`` and the submit goes on. ``quota_reads``:
-    the reads of the limits already made (see vxtrain.submission.quota.preflight); the
-    fallback ladder passes one for all its rungs.
-    ``before_create`` runs after those checks, once a job is to be created (the API
-    uploads the job's packages there). ``labels``: more labels that, with the key, name
-    the job (a fallback rung's number; see vxtrain.submission.create.create_once).
-    ``explicit``: whether the key is the caller's own, so the job it already labels is
-    adopted (default: whether a key was given; the fallback ladder passes a key of its
-    own to every rung, and says whether the user chose it).
+    Before a create, in this order (see ``prepare``): a job with ``persistentResourceId``
+    is checked against that resource (SpecError, and no job, when it does not fit); with
+    ``quota_check``, its needs are set against the project's quota limits (NoCapacity,
+    exit 5, and no job, when one is above a limit; a refused read is said through ``say``
+    and the submit goes on; ``quota_reads``: the reads already made, see
+    vxtrain.submission.quota.preflight); then ``publication`` is published
+    (vxtrain.submission.publish; ``upload_progress`` watches large uploads). With images
+    to publish, the view has ``images``: what this submit pushed or found there.
     """
     with using(backend, region, endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
         key = idempotency_key if idempotency_key is not None else uuid.uuid4().hex
-        # A job on a persistent resource must fit it: checked before anything is created
-        # (a re-submit that adopts the job its key labels creates nothing, and is not checked).
-        def fits() -> None:
-            check_placement(api, custom_job, project=project, region=region, backoff=retry, say=say)
-            if quota_check:
-                check_quota(api, custom_job, project=project, region=region, say=say, reads=quota_reads)
-            if before_create is not None:
-                before_create()
-
         mine = idempotency_key is not None if explicit is None else explicit
-        job, adopted = create_once(api, custom_job, parent=parent_of(project, region), key=key, explicit=mine,
-                                   backoff=retry, say=say, local=local, before_create=fits, labels=labels)
+        ready = prepare(api, custom_job, project=project, region=region, key=key, explicit=mine, backoff=retry,
+                        say=say, labels=labels, quota_check=quota_check, quota_reads=quota_reads,
+                        publication=publication, upload_progress=upload_progress)
+        job, adopted = create_prepared(api, ready, custom_job, parent=parent_of(project, region), key=key,
+                                       backoff=retry, say=say, local=local, labels=labels)
         view = job_view(job, emulated=api.emulated, adopted=adopted)
+        if publication is not None and publication.images:
+            view["images"] = images_json(ready.pushed)
         if not wait:
             return view
         final = wait_job(view["name"], backend=api, backoff=retry, poll=poll, progress=progress,
@@ -97,6 +98,46 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
     if check:
         raise_for_state(final)
     return final
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Where a submit stands just before its create: the job its explicit key already names
+    (adopted, so nothing is checked, published or created), else what was pushed for the
+    job about to be created."""
+
+    existing: JobDict | None = None
+    pushed: tuple[Pushed, ...] = ()
+
+
+def prepare(api: JobBackend, custom_job: JobDict, *, project: str, region: str, key: str, explicit: bool,
+            backoff: Backoff, say: Say, labels: Mapping[str, str] | None = None, quota_check: bool = True,
+            quota_reads: dict[str, Read] | None = None, publication: Publication | None = None,
+            upload_progress: UploadProgress | None = None) -> Prepared:
+    """Everything before a create, in order: adopt the job an explicit key names; else the
+    placement check (a persistent resource the job must fit), the quota check, and the
+    publication (images pushed, packages uploaded). What a check raises stops the submit
+    with nothing created or pushed."""
+    parent = parent_of(project, region)
+    if explicit:
+        existing = adopt(api, custom_job, parent=parent, key=key, backoff=backoff, say=say, labels=labels)
+        if existing is not None:
+            return Prepared(existing)
+    check_placement(api, custom_job, project=project, region=region, backoff=backoff, say=say)
+    if quota_check:
+        check_quota(api, custom_job, project=project, region=region, say=say, reads=quota_reads)
+    return Prepared(pushed=tuple(publish(publication, project, say, upload_progress)))
+
+
+def create_prepared(api: JobBackend, ready: Prepared, custom_job: JobDict, *, parent: str, key: str,
+                    backoff: Backoff, say: Say, local: LocalRun | None = None,
+                    labels: Mapping[str, str] | None = None) -> tuple[JobDict, bool]:
+    """The prepared submit's job: the one adopted, else ``custom_job`` created exactly once
+    (vxtrain.submission.create.create_once); with whether it was adopted."""
+    if ready.existing is not None:
+        return ready.existing, True
+    return create_once(api, custom_job, parent=parent, key=key, backoff=backoff, say=say, local=local,
+                       labels=labels)
 
 
 def get(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,

@@ -23,23 +23,28 @@ the stockout text is the one users report ("Resources are insufficient in region
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
 from vxtrain.backends.kinds import RESOURCE_EXHAUSTED, TERMINAL_STATES, kind_of_job
 from vxtrain.joblogs import LogSink
+from vxtrain.packaging.upload import UploadProgress
 from vxtrain.model import RUNG_LABEL
 from vxtrain.submission.create import find_any_kind
 from vxtrain.submission.events import ProgressFn, Say, log_say
-from vxtrain.submission.jobs import cancel, get, submit, using, wait_job
+from vxtrain.submission.jobs import cancel, create_prepared, get, prepare, using, wait_job
 from vxtrain.submission.names import label_value, parent_of
+from vxtrain.submission.publish import Publication, images_json
 from vxtrain.submission.quota import Read
 from vxtrain.submission.retry import LOCAL_RETRY, VERTEX_RETRY, Backoff, default_backoff, retrying
 from vxtrain.submission.views import job_view, raise_for_state
+
+if TYPE_CHECKING:
+    from vxtrain.images.publish import Pushed
 
 #: RESOURCE_EXHAUSTED texts that mean a quota, at create or in a FAILED job's error
 #: (observed: "The following quota metrics exceed quota limits: aiplatform.googleapis.com/…",
@@ -84,8 +89,8 @@ class Rung:
     job: JobDict
     #: How an emulator runs it on its host (vxtrain.backends.base.LocalRun).
     local: LocalRun | None = None
-    #: Runs once this rung's job is to be created (the API uploads packages there).
-    before_create: Callable[[], object] | None = None
+    #: What must be pushed and uploaded once this rung's job is to be created.
+    publication: Publication | None = None
 
 
 @dataclass
@@ -119,12 +124,16 @@ class Ladder:
     progress: ProgressFn | None = None
     logs: LogSink | None = None
     say: Say = log_say
+    #: Watches each large upload of a publication (the command line draws a bar).
+    upload_progress: UploadProgress | None = None
     #: Set each rung's needs against the project's quota limits before its create.
     quota_check: bool = True
     #: The limits read so far, by project: read once for the whole ladder, so an
     #: unreachable Cloud Quotas API costs its retries once, not once per rung.
     quota_reads: dict[str, Read] = field(default_factory=dict)
     attempts: list[Attempt] = field(default_factory=list)
+    #: The images the rungs pushed (or found there), in the order they were published.
+    pushed: list[Pushed] = field(default_factory=list)
     #: How many rungs the ladder has (set by ``climb``).
     size: int = 1
 
@@ -142,14 +151,22 @@ class Ladder:
 
 def climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
     """Try ``rungs`` in order until one's job gets its machines; return that job's view
-    with ``attempts``. Raises NoCapacity when every rung ran out of capacity (a spec
-    with ``fallback:``), JobFailedError when a job failed for another reason (under
-    a follow), and the ApiError of a create refused for anything but capacity.
+    with ``attempts`` (and ``images``, what the climb pushed, when a rung has images to
+    publish). Raises NoCapacity when every rung ran out of capacity (a spec with
+    ``fallback:``), JobFailedError when a job failed for another reason (under a follow),
+    and the ApiError of a create refused for anything but capacity.
 
     A single rung (no ``fallback:``) keeps the earlier contract: a quota refusal is
     the QuotaError (exit 4) and a stockout the JobFailedError (exit 3), each saying
     it was capacity and what ``fallback:`` would do.
     """
+    view = _climb(rungs, ladder)
+    if any(rung.publication is not None and rung.publication.images for rung in rungs):
+        view["images"] = images_json(ladder.pushed)
+    return view
+
+
+def _climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
     ladder.size = len(rungs)
     start = _resume(rungs, ladder) if ladder.explicit and len(rungs) > 1 else 0
     if isinstance(start, dict):
@@ -173,12 +190,7 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
     (None, why) when capacity moves it on."""
     with using(ladder.backend, rung.region, ladder.endpoint) as api:
         try:
-            view = submit(rung.job, project=rung.project, region=rung.region, backend=api,
-                          idempotency_key=ladder.key, explicit=ladder.explicit, backoff=ladder.backoff,
-                          local=rung.local,
-                          say=ladder.say, before_create=rung.before_create,
-                          labels={RUNG_LABEL: str(rung.number)} if labelled else None,
-                          quota_check=ladder.quota_check, quota_reads=ladder.quota_reads)
+            view = _create(api, rung, ladder, {RUNG_LABEL: str(rung.number)} if labelled else None)
         except errors.NoCapacity as short:  # the quota preflight: a need above a limit
             ladder.record(rung, None, Outcome.quota)
             ladder.moved(rung, str(short))  # its message says nothing was created
@@ -190,6 +202,22 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
             ladder.moved(rung, f"the create was refused for quota ({refused}); nothing created")
             return None, refused
         return _after_create(rung, ladder, api, view)
+
+
+def _create(api: JobBackend, rung: Rung, ladder: Ladder, labels: dict[str, str] | None) -> dict[str, Any]:
+    """The rung's job, adopted or created exactly once after its checks and its publication
+    (vxtrain.submission.jobs.prepare); what the publication pushed is recorded first, so it
+    is reported even when the create is then refused."""
+    retry = default_backoff(api, ladder.backoff, LOCAL_RETRY, VERTEX_RETRY)
+    ready = prepare(api, rung.job, project=rung.project, region=rung.region, key=ladder.key,
+                    explicit=ladder.explicit, backoff=retry, say=ladder.say, labels=labels,
+                    quota_check=ladder.quota_check, quota_reads=ladder.quota_reads,
+                    publication=rung.publication, upload_progress=ladder.upload_progress)
+    ladder.pushed += ready.pushed
+    job, adopted = create_prepared(api, ready, rung.job, parent=parent_of(rung.project, rung.region),
+                                   key=ladder.key, backoff=retry, say=ladder.say, local=rung.local,
+                                   labels=labels)
+    return job_view(job, emulated=api.emulated, adopted=adopted)
 
 
 def _after_create(rung: Rung, ladder: Ladder, api: JobBackend, view: dict[str, Any]) -> tuple[

@@ -1,0 +1,244 @@
+"""The check pipeline: load → detect → normalize → validate → plan → compile, for one spec.
+
+``check_file`` and ``check_document`` run it and never raise for bad input: what is
+wrong comes back as diagnostics in a ``Result``, beside what each stage made (the
+document, the typed model, the bandwidth and cost plans, the compiled jobs, and the
+packages and images a submit would publish). ``load_job`` is the same, raising
+SpecError when the spec is not valid.
+
+Each stage returns new values: the model the rules checked is the one ``Result.job``
+started from, and resolving (the Reduction Server's size, package URIs, image URIs)
+makes a new model rather than changing it. Nothing here imports google.*: ``validate``
+and ``plan`` stay fast (scripts/bench.py).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vxtrain import compiler, formats, model
+from vxtrain import diagnostics as dx
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.errors import SpecError
+from vxtrain.formats import package_flags
+from vxtrain.images import recipe
+from vxtrain.loading import load as load_document
+from vxtrain.loading.document import Document, NativeSpec, Position
+from vxtrain.loading.fallback import rungs
+from vxtrain.options import Options
+from vxtrain.planning import bandwidth
+from vxtrain.validation import rules, schema
+
+if TYPE_CHECKING:
+    from vxtrain.packaging.jobs import Package
+    from vxtrain.packaging.source import Source
+    from vxtrain.planning.cost import Cost
+
+@dataclass
+class Result:
+    """Everything known about one spec file after the pipeline ran."""
+
+    file: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    document: Document | None = None
+    native: NativeSpec | None = None
+    #: The typed model (after compile: with the Reduction Server sized and URIs resolved).
+    job: model.Job | None = None
+    plan: bandwidth.Plan | None = None
+    #: The cost plan, when Options.cost or max_hourly_cost asked for it.
+    cost: Cost | None = None
+    custom_job: dict[str, Any] | None = None
+    hyperparameter_tuning_job: dict[str, Any] | None = None
+    strict: bool = False
+    #: python_package.source folders and their URIs.
+    packages: list[Package] = field(default_factory=list)
+    #: The rungs of ``fallback:`` (1, 2, ...), each a Result of its own whole spec;
+    #: their diagnostics are also in this one's (see ``_check_rungs``).
+    fallback: list[Result] = field(default_factory=list)
+    #: build: images and their URIs.
+    images: list[recipe.ImageBuild] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        """No errors (and, under --strict, no warnings)."""
+        return not dx.has_errors(self.diagnostics, self.strict)
+
+    def raise_for_errors(self) -> None:
+        """Raise SpecError with the diagnostics when the spec is not valid."""
+        if not self.valid:
+            raise SpecError(self.diagnostics)
+
+    def slim(self) -> Result:
+        """Only the file and its diagnostics (what a bulk validate keeps of each file)."""
+        return Result(file=self.file, diagnostics=self.diagnostics, strict=self.strict)
+
+
+def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str, str]) -> None:
+    """Flags beat the spec, the spec beats the environment (README, "Keys"). A value
+    that came from a flag or variable is located there, so a bad one is reported
+    at ``--region`` (say), not at a line of the file that it replaced."""
+    for key, flag, env in (("display_name", "--display-name", None),
+                           ("project", "--project", "GOOGLE_CLOUD_PROJECT"),
+                           ("region", "--region", "CLOUD_ML_REGION"),
+                           ("staging_bucket", "--staging-bucket", None),
+                           ("image_repository", "--image-repository", None)):
+        value, origin = getattr(options, key), flag
+        if not value and env and not native.data.get(key) and environ.get(env):
+            value, origin = environ[env], f"${env}"
+        if value:
+            native.data[key] = value
+            native.source.positions[native.source_path((key,))] = Position(origin, 1, 1)
+
+
+def _load(path: str | Path, options: Options) -> tuple[Document | None, list[Diagnostic]]:
+    environ = os.environ if options.environ is None else options.environ
+    return load_document(path, overlays=options.overlays, sets=options.sets,
+                         variables=options.variables, environ=environ)
+
+
+def check_file(path: str | Path, options: Options | None = None, *, compile_job: bool = True) -> Result:
+    """Run the whole pipeline on one file; never raises for bad input."""
+    options = options or Options()
+    document, diags = _load(path, options)
+    result = Result(file=str(path), diagnostics=diags, document=document, strict=options.strict)
+    if document is None:
+        return _finish(result)
+    return check_document(document, options, result, compile_job=compile_job)
+
+
+def check_document(document: Document, options: Options | None = None, result: Result | None = None,
+                   *, compile_job: bool = True) -> Result:
+    """The pipeline from a loaded document on (normalize, validate, plan, compile)."""
+    options = options or Options()
+    environ = os.environ if options.environ is None else options.environ
+    result = result or Result(file=document.file, document=document, strict=options.strict)
+    stem = Path(document.file).stem
+    package = package_flags.from_flags(document, options.package_path, options.module_name)
+    native, diags = formats.to_native(document, display_name=options.display_name or stem, package=package)
+    result.diagnostics += diags
+    result.native = native
+    if native is None:
+        return _finish(result)
+    _apply_overrides(native, options, environ)
+    described: dict[Path, Source] = {}  # source folders hashed (the rungs share the spec's)
+    _check_native(native, options, result, described, compile_job=compile_job)
+    _check_rungs(native, options, result, described, compile_job=compile_job)
+    return _finish(result)
+
+
+def _check_native(native: NativeSpec, options: Options, result: Result, described: dict[Path, Source], *,
+                  compile_job: bool) -> None:
+    """Validate, plan and (when valid) compile one whole spec into ``result`` (``described``:
+    the source folders hashed so far in this check)."""
+    result.diagnostics += schema.check(native)
+    job = model.build(native.data)
+    result.job = job
+    result.diagnostics += rules.check(job, native)
+    planned = bandwidth.plan(job, native, gradient_bytes=options.gradient_size)
+    result.plan = planned
+    result.diagnostics += planned.diagnostics
+    if compile_job and not dx.has_errors(result.diagnostics):
+        _compile(result, described)
+        _price(result, options)
+
+
+def _check_rungs(native: NativeSpec, options: Options, result: Result, described: dict[Path, Source], *,
+                 compile_job: bool) -> None:
+    """Each rung of ``fallback:`` checked as a whole job (vxtrain.loading.fallback).
+
+    A rung's diagnostics join the spec's, except those rung 0 already has at the same
+    place (a rung that inherits a mistake does not repeat it: fix it once, in the spec).
+    One located outside the rung's own entry (a key it inherits, made wrong by what the
+    rung changed) says which rung in its message.
+    """
+    seen = {_place(d) for d in result.diagnostics}
+    for rung in rungs(native):
+        own = Result(file=result.file, document=result.document, native=rung.spec, strict=result.strict)
+        _check_native(rung.spec, options, own, described, compile_job=compile_job)
+        entry = rung.spec.where(rung.entry)["path"]
+        own.diagnostics = [d if _inside(d.path, entry) else _in_rung(d, entry, rung.number)
+                           for d in own.diagnostics if _place(d) not in seen]
+        result.diagnostics += own.diagnostics
+        result.fallback.append(own)
+    if any(dx.has_errors(rung.diagnostics) for rung in result.fallback):
+        # A bad rung makes the whole spec invalid: no job to send, not even rung 0's.
+        result.custom_job = result.hyperparameter_tuning_job = None
+
+
+def _inside(path: str, entry: str) -> bool:
+    """Whether the key path ``path`` is ``entry`` or under it (``fallback[1]`` is not under ``fallback[10]``)."""
+    return path == entry or path.startswith((f"{entry}.", f"{entry}["))
+
+
+def _place(d: Diagnostic) -> tuple[object, ...]:
+    """What makes two diagnostics the same finding: its code and where it points."""
+    return d.code, d.file, d.path, d.line, d.column
+
+
+def _in_rung(d: Diagnostic, entry: str, number: int) -> Diagnostic:
+    """``d`` (about a key the rung inherits) with the rung named in its message."""
+    return replace(d, message=f"in fallback rung {number} ({entry} merged over the spec): {d.message}")
+
+
+def _compile(result: Result, described: dict[Path, Source]) -> None:
+    """Resolve what the compiler needs from outside the model, then compile: each step a
+    new model, so ``result.job`` ends as the job that is compiled (``described``: the
+    source folders hashed so far in this check)."""
+    assert result.job is not None and result.plan is not None and result.native is not None
+    job = bandwidth.resolve(result.job, result.plan)
+    # Hashing reads files, so it happens here and the compiler stays pure: it only sees
+    # the content-addressed URIs (package_uris, image).
+    if any(p.python_package is not None and p.python_package.source for p in job.pools.values()):
+        # lazy: packaging.jobs and its upload module cost ~25 ms of imports (-X importtime),
+        # a tenth of validate's start-up, for the specs with python_package.source alone
+        from vxtrain.packaging import jobs
+
+        job, result.packages = jobs.resolve(job, result.native.source.folder, job.staging_bucket, described)
+    if any(p.build is not None for p in job.pools.values()):
+        job, result.images = recipe.resolve(job, result.native.source.folder, job.image_repository, described)
+    result.job = job
+    result.custom_job = compiler.compile_custom_job(job)
+    if job.study is not None:
+        result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
+
+
+def _price(result: Result, options: Options) -> None:
+    """The cost plan of the compiled job, its warnings, and the --max-hourly-cost guardrail."""
+    if not options.cost and options.max_hourly_cost is None:
+        return  # validate stays free of price warnings (and of the price catalog)
+    # lazy: planning.cost and the price catalog cost ~12 ms of imports (-X importtime), for
+    # plan and --max-hourly-cost alone
+    from vxtrain.planning import cost
+
+    assert result.job is not None
+    result.cost = cost.plan(result.job)
+    if options.cost:
+        result.diagnostics += cost.diagnostics(result.cost, result.native)
+    if options.max_hourly_cost is not None:
+        refused = cost.over_limit(result.cost, options.max_hourly_cost)
+        result.diagnostics += [refused] if refused is not None else []
+
+
+def _finish(result: Result) -> Result:
+    result.diagnostics = sorted((d.with_file(result.file) for d in result.diagnostics),
+                                key=dx.sort_key)
+    return result
+
+
+def load_job(path: str | Path, options: Options | None = None) -> Result:
+    """The compiled job of one valid spec; raises SpecError when it is not valid."""
+    result = check_file(path, options)
+    result.raise_for_errors()
+    return result
+
+
+
+def load(path: str | Path, options: Options | None = None) -> Document:
+    """The loaded document (overlays, --set and ${VAR} applied); raises SpecError."""
+    document, diags = _load(path, options or Options())
+    if document is None or dx.has_errors(diags):
+        raise SpecError([d.with_file(str(path)) for d in diags])
+    return document

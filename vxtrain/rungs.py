@@ -1,0 +1,157 @@
+"""Submit's preparation: a checked spec (a vxtrain.pipeline.Result) made into the rungs
+the fallback ladder climbs (vxtrain.submission.ladder), as plain data.
+
+Rung 0 is the spec, then each ``fallback:`` entry; each carries its project and region,
+its compiled job, how an emulator runs it here, and what must be published before its
+create (vxtrain.submission.publish.Publication: the images, the packages, and the
+refusal to give when no repository or bucket is set, located at the key that needs it).
+Nothing here talks to an API, pushes or uploads: vxtrain.submission does, in its order.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from vxtrain import diagnostics as dx
+from vxtrain.backends.base import LocalRun
+from vxtrain.errors import UsageError
+from vxtrain.images.recipe import UNSET_REPOSITORY
+from vxtrain.loading.document import NativeSpec, spec_folder
+from vxtrain.model import LocalSpec, key_path_of
+from vxtrain.packaging.jobs import UNSET_BUCKET
+from vxtrain.packaging.source import import_root
+from vxtrain.pipeline import Result
+from vxtrain.slots import POOL_INDEX
+from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
+from vxtrain.submission.ladder import Rung
+from vxtrain.submission.publish import Publication
+
+
+@dataclass(frozen=True)
+class Target:
+    """One rung of a checked spec, before it is made a Rung: its number (0: the spec),
+    its own Result, its compiled job (REST JSON), project and region."""
+
+    number: int
+    result: Result
+    job: dict[str, Any]
+    project: str
+    region: str
+
+
+def targets(result: Result, *, local: bool) -> Iterator[Target]:
+    """The spec, then each rung of its ``fallback:``, in the order submit climbs them (and
+    ``quota`` reports them). ``local``: an emulator here, which defaults project and region."""
+    for number, each in enumerate([result, *result.fallback]):
+        job = each.hyperparameter_tuning_job or each.custom_job
+        assert job is not None  # a valid result is compiled, every rung of it
+        project, region = project_region(each, local=local)
+        yield Target(number, each, job, project, region)
+
+
+def rungs(result: Result, *, emulated: bool, in_place: bool = False) -> list[Rung]:
+    """The ladder's rungs. ``emulated``: an emulator runs the jobs on this host (each rung
+    says how: its ``local:`` block and folder). ``in_place``: a local run uses each source
+    package's folder as it is and builds no image, so nothing is published."""
+    out = []
+    for target in targets(result, local=emulated):
+        job = _local_packages(target.job, target.result) if in_place else target.job
+        out.append(Rung(target.number, target.project, target.region, job,
+                        local=local_run(target.result) if emulated else None,
+                        publication=None if in_place else publication(target.result)))
+    return out
+
+
+def publication(result: Result) -> Publication | None:
+    """What ``result``'s job needs published before its create, None when nothing."""
+    if not result.images and not result.packages:
+        return None
+    return Publication(tuple(result.images), tuple(result.packages),
+                       no_repository=_no_repository(result), no_bucket=_no_bucket(result))
+
+
+def _no_repository(result: Result) -> dx.Diagnostic | None:
+    """The refusal of images that have no repository to go to, at the key that needs one."""
+    if not any(i.repository.startswith(UNSET_REPOSITORY) for i in result.images):
+        return None
+    return dx.error(
+        "no-image-repository", "build: images must be pushed before the job is created, and no image "
+        "repository is set: pass --image-repository HOST/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO) "
+        "or set image_repository: in the spec",
+        **_where(result, result.images[0].roles[0], "build"))
+
+
+def _no_bucket(result: Result) -> dx.Diagnostic | None:
+    """The refusal of source packages that have no staging bucket, at the key that needs one."""
+    if not any(p.uri.startswith(UNSET_BUCKET) for p in result.packages):
+        return None
+    return dx.error(
+        "no-staging-bucket", "python_package.source must be uploaded before the job is created, and no "
+        "staging bucket is set: pass --staging-bucket gs://BUCKET[/PREFIX] or set staging_bucket: in the spec",
+        **_where(result, result.packages[0].roles[0], "python_package", "source"))
+
+
+def _where(result: Result, role: str, *keys: str) -> dict[str, Any]:
+    """The location of pool ``role``'s key ``keys`` (written in the pool, else in ``defaults``)."""
+    native = _native(result)
+    return native.where(key_path_of(native.data, role, *keys))
+
+
+def _native(result: Result) -> NativeSpec:
+    assert result.native is not None  # a compiled result was normalized
+    return result.native
+
+
+def _local_packages(job: dict[str, Any], result: Result) -> dict[str, Any]:
+    """The job with each source package's URI replaced by its folder: local runs use DIR as it is."""
+    if not result.packages:
+        return job
+    text = json.dumps(job)
+    for p in result.packages:
+        text = text.replace(json.dumps(p.uri), json.dumps(str(import_root(p.source.path, p.module))))
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def project_region(result: Result, *, local: bool) -> tuple[str, str]:
+    """Project and region (flag > spec > env, applied by the pipeline); defaults locally."""
+    assert result.job is not None  # a compiled result has its model
+    project, region = result.job.project, result.job.region
+    if local:
+        return project or LOCAL_PROJECT, region or LOCAL_REGION
+    missing = [what for what, value in (("project", project), ("region", region)) if not value]
+    if missing:
+        raise UsageError(
+            f"no {' and no '.join(missing)} to submit to: pass --project/--region, set project:/region: "
+            f"in the spec, or export GOOGLE_CLOUD_PROJECT/CLOUD_ML_REGION (or use --target local)")
+    return str(project), str(region)
+
+
+def local_run(result: Result) -> LocalRun:
+    """How an emulator runs the spec's job on its host: the ``local:`` block and the spec's
+    folder (the CustomJob carries neither; see vxtrain.backends.base.LocalRun)."""
+    assert result.job is not None  # a compiled result has its model
+    local = result.job.local
+    if result.images:  # build: images run locally as their source folder, in place (nothing is built)
+        local = replace(local or LocalSpec(), image_sources={i.uri: str(i.source.path) for i in result.images})
+    return LocalRun(local, str(spec_folder(result.file)))
+
+
+_POOL_IN_MESSAGE = re.compile(r"(?:worker_pool_specs|workerPoolSpecs)\[(\d+)\]")
+
+
+def spec_location(result: Result, message: str) -> str:
+    """`` (at FILE:LINE:COL, key ROLE)`` for the pool a server message names, else ``""``."""
+    found = _POOL_IN_MESSAGE.search(message)
+    native = result.native
+    if not found or native is None:
+        return ""
+    index = int(found.group(1))
+    roles = [r for r, i in POOL_INDEX.items() if i == index and r in native.data]
+    if not roles:
+        return ""
+    at = native.where((roles[0],))
+    return f" (at {at['file']}:{at['line']}:{at['column']}, key {at['path']})"

@@ -1,0 +1,70 @@
+"""What a job needs in place before its create: its ``build:`` images pushed and its
+``python_package.source`` packages uploaded, each only where it is missing.
+
+A ``Publication`` is plain data, made from a checked spec (vxtrain.rungs) and carried
+by each rung of the ladder: the images and packages, and the refusal to give when a
+repository or bucket is not set. ``publish`` runs once a job is to be created, after
+the checks that can still refuse it (the persistent resource, the quota): nothing is
+pushed for a job that is not created, nor for a re-submit that adopts its job.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.errors import SpecError
+from vxtrain.images.recipe import ImageBuild
+from vxtrain.packaging import jobs as packages
+from vxtrain.packaging.upload import UploadProgress
+from vxtrain.submission.events import Say
+
+if TYPE_CHECKING:
+    from vxtrain.images.publish import Pushed
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What one job needs published before its create."""
+
+    images: tuple[ImageBuild, ...] = ()
+    packages: tuple[packages.Package, ...] = ()
+    #: Given instead of pushing when the images have no repository (at the key that needs one).
+    no_repository: Diagnostic | None = None
+    #: Given instead of uploading when the packages have no staging bucket.
+    no_bucket: Diagnostic | None = None
+
+
+def publish(publication: Publication | None, project: str, say: Say,
+            progress: UploadProgress | None = None) -> list[Pushed]:
+    """Push the images, then upload the packages, where they are missing; the images as
+    pushed (or found already there). Raises SpecError, with nothing pushed, when the
+    images have no repository; with the images pushed, when the packages have no bucket."""
+    if publication is None:
+        return []
+    pushed = _push_images(publication, say, progress) if publication.images else []
+    if publication.packages:
+        _refuse(publication.no_bucket)
+        packages.publish(list(publication.packages), project, say=say, progress=progress)
+    return pushed
+
+
+def _push_images(publication: Publication, say: Say, progress: UploadProgress | None) -> list[Pushed]:
+    """Build and push every image whose tag is not in its repository."""
+    _refuse(publication.no_repository)
+    # lazy: images.publish brings requests and dxf, ~100 ms of imports (-X importtime) that
+    # only a submit with build: images needs (status, wait, logs never do)
+    from vxtrain.images.publish import publish as push
+
+    return push(list(publication.images), say=say, progress=progress)
+
+
+def _refuse(refusal: Diagnostic | None) -> None:
+    if refusal is not None:
+        raise SpecError([refusal])
+
+
+def images_json(pushed: Sequence[Pushed]) -> list[dict[str, Any]]:
+    """submit's ``images``: one entry per pool of each image."""
+    return [entry for image in pushed for entry in image.to_json()]
