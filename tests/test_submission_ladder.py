@@ -20,8 +20,8 @@ from vxtrain import errors
 from vxtrain import submission
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.stockouts import Shortage
-from vxtrain.backends.kinds import CUSTOM
 from vxtrain.submission.ladder import Outcome, capacity_outcome
+from vxtrain.vocab.kinds import CUSTOM
 
 PROJECT = "p"
 REGIONS = ("us-central1", "us-east1", "europe-west4")

@@ -26,7 +26,7 @@ from vxtrain import submission as api
 from vxtrain.backends import open_backend
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
-from vxtrain.backends.kinds import CUSTOM
+from vxtrain.vocab.kinds import CUSTOM
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT, REGION = "p", "us-central1"

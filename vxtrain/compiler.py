@@ -18,6 +18,7 @@ from typing import Any
 from vxtrain import catalog, slots
 from vxtrain.model import (RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, Pool, PythonPackage, Reservation,
                            Scheduling, Study, StudyParameter)
+from vxtrain.vocab.kinds import CUSTOM, TUNING
 
 _ALGORITHMS = {
     None: "ALGORITHM_UNSPECIFIED",  # Vertex's default: Bayesian optimization
@@ -52,8 +53,8 @@ def compile_custom_job(job: Job) -> dict[str, Any]:
     :func:`compile_custom_job_spec`).
     """
     out = _job_header(job)
-    out["jobSpec"] = compile_custom_job_spec(job)
-    top = {k: v for k, v in job.extra.items() if k != "jobSpec"}
+    out[CUSTOM.spec_key] = compile_custom_job_spec(job)
+    top = {k: v for k, v in job.extra.items() if k != CUSTOM.spec_key}
     return deep_merge(out, top)
 
 
@@ -65,7 +66,7 @@ def compile_custom_job_spec(job: Job) -> dict[str, Any]:
     if scheduling:
         spec["scheduling"] = scheduling
     spec.update(_job_spec_scalars(job))
-    extra = job.extra.get("jobSpec")
+    extra = job.extra.get(CUSTOM.spec_key)  # `extra` spells a CustomJob's REST JSON
     return deep_merge(spec, extra) if isinstance(extra, Mapping) else spec
 
 
@@ -248,7 +249,7 @@ def compile_hpt_job(job: Job) -> dict[str, Any]:
     counts = (("maxTrialCount", study.max_trials), ("parallelTrialCount", study.parallel_trials),
               ("maxFailedTrialCount", study.max_failed_trials))
     out.update({key: value for key, value in counts if value is not None})
-    out["trialJobSpec"] = compile_custom_job_spec(job)
+    out[TUNING.spec_key] = compile_custom_job_spec(job)
     return out
 
 

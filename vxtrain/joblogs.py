@@ -29,9 +29,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from vxtrain import slots
-from vxtrain.backends.base import ML_JOB, SERVICE_TASK, LogReader, format_time, parse_time
+from vxtrain.backends.base import ML_JOB, SERVICE_TASK, LogReader
 from vxtrain.errors import ApiError, QuotaError, UsageError
 from vxtrain.model import duration_seconds
+from vxtrain.vocab.callbacks import Say
+from vxtrain.vocab.timestamps import format_time, parse_time
 
 
 
@@ -213,7 +215,7 @@ class LogWatch:
     logs, say) is reported once through ``warn`` and stops the reading, never the wait.
     """
 
-    def __init__(self, follower: Follower, sink: LogSink, *, warn: Callable[[str], None],
+    def __init__(self, follower: Follower, sink: LogSink, *, warn: Say,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
         self.follower, self.sink, self.warn = follower, sink, warn
         self._clock, self._sleep = clock, sleep

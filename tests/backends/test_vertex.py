@@ -17,8 +17,8 @@ from vxtrain import errors
 from vxtrain.backends import vertex
 from vxtrain.backends.base import JobBackend
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
-from vxtrain.backends.kinds import CUSTOM, TUNING
 from vxtrain.backends.vertex import ERROR_MAP, GoogleEndpointBlocked, VertexBackend, translate
+from vxtrain.vocab.kinds import CUSTOM, TUNING
 
 PARENT = "projects/p/locations/us-central1"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.polling import wait_for
-from vxtrain.backends.kinds import CUSTOM
 from vxtrain.runtime.signals import STOP_SIGNALS, interrupt_on_signals, on_stop_signal, stop_on_signals
+from vxtrain.vocab.kinds import CUSTOM
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

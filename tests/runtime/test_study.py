@@ -29,6 +29,7 @@ from vxtrain.diagnostics import Diagnostic
 from vxtrain import model
 from vxtrain.validation import rules
 from vxtrain.loading.document import Document, NativeSpec
+from vxtrain.vocab import studies
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "configs" / "examples" / "study.yaml"
@@ -173,7 +174,7 @@ def test_grid_enumerates_every_point_in_order() -> None:
     assert points[-1] == {"layers": 3, "batch": 64, "opt": "sgd"}
     assert study.suggest(SPEC, 5).points == points[:5]
     assert "fewer than max_trials" in study.suggest(SPEC, 100).notes[0]
-    assert study.trial_args(points[0]) == ["--layers=1", "--batch=32", "--opt=adam"]
+    assert studies.trial_args(points[0]) == ["--layers=1", "--batch=32", "--opt=adam"]
 
 
 def test_trial_args_and_the_documented_form_parse_alike_with_argparse() -> None:
@@ -184,7 +185,7 @@ def test_trial_args_and_the_documented_form_parse_alike_with_argparse() -> None:
     parser = argparse.ArgumentParser()
     for name in params:
         parser.add_argument(f"--{name}")
-    ours = study.trial_args(params)
+    ours = studies.trial_args(params)
     assert ours == ["--learning_rate=0.01", "--layers=3", "--opt=adam", "--flag=true"]
     spaced = [part for arg in ours for part in arg.split("=", 1)]
     assert vars(parser.parse_args(ours)) == vars(parser.parse_args(spaced)) == {
@@ -250,12 +251,12 @@ def test_read_metrics_takes_the_last_value_of_the_hypertune_format(tmp_path: Pat
 
 
 def test_best_trial_by_goal_excluding_failed_and_silent_trials() -> None:
-    t = study.TrialResult
+    t = studies.TrialResult
     trials = [t("1", {}, "SUCCEEDED", {"loss": 0.5}), t("2", {}, "INFEASIBLE", {"loss": 0.1}),
               t("3", {}, "SUCCEEDED", {"loss": 0.2}), t("4", {}, "SUCCEEDED", {}), t("5", {}, "SUCCEEDED", {"loss": 0.2})]
-    assert study.best_trial(trials, [study.MetricGoal("loss", maximize=False)]).id == "3"
-    assert study.best_trial(trials, [study.MetricGoal("loss", maximize=True)]).id == "1"
-    assert study.best_trial(trials, [study.MetricGoal("acc", maximize=True)]) is None
+    assert studies.best_trial(trials, [studies.MetricGoal("loss", maximize=False)]).id == "3"
+    assert studies.best_trial(trials, [studies.MetricGoal("loss", maximize=True)]).id == "1"
+    assert studies.best_trial(trials, [studies.MetricGoal("acc", maximize=True)]) is None
 
 
 # --- scheduling (pure: a plain function stands in for a trial) ----------------------------------
@@ -263,14 +264,14 @@ def test_best_trial_by_goal_excluding_failed_and_silent_trials() -> None:
 def test_schedule_keeps_at_most_parallel_trials_running() -> None:
     lock, running, peak = threading.Lock(), [0], [0]
 
-    def trial(trial_id: str, params: dict[str, Any]) -> study.TrialResult:
+    def trial(trial_id: str, params: dict[str, Any]) -> studies.TrialResult:
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
         time.sleep(0.03)
         with lock:
             running[0] -= 1
-        return study.TrialResult(trial_id, params, "SUCCEEDED")
+        return studies.TrialResult(trial_id, params, "SUCCEEDED")
 
     done = study.schedule([{"i": i} for i in range(9)], trial, parallel=3, failure_limit=9)
     assert [t.id for t in done] == [str(i) for i in range(1, 10)] and peak[0] == 3
@@ -278,7 +279,7 @@ def test_schedule_keeps_at_most_parallel_trials_running() -> None:
 
 def test_schedule_stops_after_the_failure_limit() -> None:
     started: list[str] = []
-    done = study.schedule([{}] * 10, lambda i, p: study.TrialResult(i, p, "INFEASIBLE", message="boom"),
+    done = study.schedule([{}] * 10, lambda i, p: studies.TrialResult(i, p, "INFEASIBLE", message="boom"),
                           parallel=1, failure_limit=3, on_start=lambda t: started.append(t.id))
     assert started == ["1", "2", "3"] and all(t.failed for t in done)
     config = study.StudyConfig({}, max_trials=10, max_failed_trials=3)
@@ -289,11 +290,11 @@ def test_schedule_stops_after_the_failure_limit() -> None:
 
 def test_a_study_whose_every_trial_failed_fails_even_below_the_limit() -> None:
     # A grid of 3 points under max_trials 10: the failure limit (10) can never be reached.
-    failed = [study.TrialResult(str(i), {"x": i}, "INFEASIBLE", message="boom") for i in (1, 2, 3)]
+    failed = [studies.TrialResult(str(i), {"x": i}, "INFEASIBLE", message="boom") for i in (1, 2, 3)]
     for config in (study.StudyConfig({}, max_trials=10), study.StudyConfig({}, max_trials=10, max_failed_trials=5)):
         verdict = study.judge(failed, [], config)
         assert not verdict.succeeded and "3 trial(s) failed (every trial failed); last: trial 3: boom" in verdict.message
-    one_ok = failed[:2] + [study.TrialResult("3", {"x": 3}, "SUCCEEDED")]
+    one_ok = failed[:2] + [studies.TrialResult("3", {"x": 3}, "SUCCEEDED")]
     assert study.judge(one_ok, [], study.StudyConfig({}, max_trials=10)).succeeded
 
 
@@ -374,7 +375,7 @@ def test_local_study_failures_are_bounded(trial_log: Path, monkeypatch: pytest.M
 def test_study_through_the_emulator_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from vxtrain.backends import vertex
     from vxtrain.backends.emulator import start_emulator
-    from vxtrain.backends.kinds import TUNING
+    from vxtrain.vocab.kinds import TUNING
     from vxtrain.submission import LABEL_KEY, submit
 
     result = api.load_job(EXAMPLE, Options(sets=["study.max_trials=8"]))
@@ -424,7 +425,7 @@ def test_plan_shows_the_search_space_and_the_study_size(capsys: pytest.CaptureFi
 def test_cancelling_a_study_stops_its_trials(monkeypatch: pytest.MonkeyPatch) -> None:
     from vxtrain.backends import vertex
     from vxtrain.backends.emulator import start_emulator
-    from vxtrain.backends.kinds import TUNING
+    from vxtrain.vocab.kinds import TUNING
     from vxtrain.submission import LABEL_KEY, submit
 
     monkeypatch.setenv("STUDY_SLEEP", "30")

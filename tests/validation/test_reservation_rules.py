@@ -14,6 +14,7 @@ from vxtrain import api, catalog, model
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import Document, NativeSpec
 from vxtrain.validation import reservation_rules, rules
+from vxtrain.vocab import resources
 from tests.validation.specs import E, W, changed
 
 IMAGE = "us-docker.pkg.dev/p/train/bert:1"
@@ -197,7 +198,7 @@ def test_message_names_the_value_and_what_is_accepted(data: dict[str, Any], code
 
 def test_the_id_pattern_is_the_schemas() -> None:
     schema = json.loads((Path(rules.__file__).parent / "schema.json").read_text())
-    assert schema["properties"]["persistent_resource"]["pattern"] == reservation_rules.PERSISTENT_RESOURCE_ID.pattern
+    assert schema["properties"]["persistent_resource"]["pattern"] == resources.PERSISTENT_RESOURCE_ID.pattern
 
 
 def test_reservation_requirements_are_sourced_and_known() -> None:

@@ -18,14 +18,12 @@ A transient failure (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL) is raised as
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
-from vxtrain.backends.kinds import JobKind
 from vxtrain.model import LocalSpec
+from vxtrain.vocab.kinds import JobKind
 
 #: A job as the REST API spells it (camelCase keys, enum names as strings).
 JobDict = dict[str, Any]
@@ -78,7 +76,7 @@ class LocalRun:
 @runtime_checkable
 class JobBackend(Protocol):
     """Create, read, list, cancel and delete Vertex AI training jobs of each kind
-    (``kinds.CUSTOM``: CustomJob, ``kinds.TUNING``: HyperparameterTuningJob)."""
+    (``vocab.kinds.CUSTOM``: CustomJob, ``vocab.kinds.TUNING``: HyperparameterTuningJob)."""
 
     #: True when the backend talks to an emulator rather than Vertex AI.
     emulated: bool
@@ -141,8 +139,6 @@ SERVICE_TASK = "service"
 #: (https://cloud.google.com/logging/docs/reference/v2/rest/v2/entries/list).
 MAX_PAGE_SIZE = 1000
 
-_STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)")
-
 
 @runtime_checkable
 class LogReader(Protocol):
@@ -159,20 +155,3 @@ class LogReader(Protocol):
     def close(self) -> None:
         """Release the connection (idempotent)."""
         ...
-
-
-def parse_time(text: str) -> datetime:
-    """An RFC 3339 timestamp (up to nanoseconds, read to microseconds) as an aware UTC
-    datetime; ValueError when it is not one."""
-    found = _STAMP.fullmatch(text.strip())
-    if not found:
-        raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
-    seconds, fraction, zone = found.groups()
-    parsed = datetime.fromisoformat(f"{seconds}.{(fraction or '0')[:6].ljust(6, '0')}"
-                                    f"{'+00:00' if zone == 'Z' else zone}")
-    return parsed.astimezone(timezone.utc)
-
-
-def format_time(when: datetime) -> str:
-    """RFC 3339 in UTC with microseconds: ``2024-05-01T12:00:00.000000Z``."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

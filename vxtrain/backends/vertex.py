@@ -29,7 +29,7 @@ from typing import Any
 
 from vxtrain import errors
 from vxtrain.backends.base import LOCAL_METADATA, JobDict, JobList, LocalRun, QuotaInfoList, ResourceDict
-from vxtrain.backends.kinds import JobKind
+from vxtrain.vocab.kinds import JobKind
 
 #: Set (to "1") by the test suite: any endpoint that is not loopback is refused.
 NO_GOOGLE_ENV = "VXTRAIN_NO_GOOGLE"

@@ -18,7 +18,7 @@ Nothing here prints: steps go to ``say`` and each large blob's upload to the
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,8 +31,7 @@ from vxtrain.images.reference import Reference, parse
 from vxtrain.images.registry import Repository
 from vxtrain.packaging.source import check_unchanged
 from vxtrain.packaging.upload import UploadProgress
-
-Say = Callable[[str], object]
+from vxtrain.vocab.callbacks import Say
 
 
 @dataclass

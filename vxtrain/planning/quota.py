@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from vxtrain import catalog
+from vxtrain.vocab.kinds import TUNING, job_spec_of, kind_of_job
 
 #: Strategies that use the preemptible quota ("preemptible quota is used only in name",
 #: https://cloud.google.com/vertex-ai/docs/training/schedule-jobs-dws#quota; Spot: use-spot-vms).
@@ -64,16 +65,16 @@ class Need:
 
 def strategy_of(job: Mapping[str, Any]) -> str:
     """The compiled job's ``scheduling.strategy`` (``SPOT``, ``FLEX_START``…), ``""`` when unset."""
-    spec = job.get("trialJobSpec") or job.get("jobSpec") or {}
+    spec = job_spec_of(job)
     return str((spec.get("scheduling") or {}).get("strategy") or "").upper()
 
 
 def needs(job: Mapping[str, Any]) -> list[Need]:
     """One Need per quota metric (and per unknown resource) of a compiled job, in pool order."""
-    spec = job.get("trialJobSpec") or job.get("jobSpec") or {}
+    spec = job_spec_of(job)
     if spec.get("persistentResourceId"):
         return []
-    trials = _int(job.get("parallelTrialCount"), 1) if "trialJobSpec" in job else 1
+    trials = _int(job.get("parallelTrialCount"), 1) if kind_of_job(job) is TUNING else 1
     strategy = strategy_of(job)
     preemptible = strategy in PREEMPTIBLE_STRATEGIES
     merged: dict[str, Need] = {}

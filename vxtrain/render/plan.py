@@ -16,6 +16,7 @@ from vxtrain.render import bandwidth, console, cost, diagnostics_text
 from vxtrain.render.packaging import image_lines, package_lines
 from vxtrain.render.study import search_space_lines
 from vxtrain.runtime.study import node_trials
+from vxtrain.vocab.kinds import TUNING
 
 
 def plan_text(result: Result) -> None:
@@ -32,7 +33,7 @@ def plan_text(result: Result) -> None:
         json.dumps(result.custom_job, indent=2), markup=False, highlight=False)
     if result.hyperparameter_tuning_job is not None:
         out.rule("HyperparameterTuningJob (studySpec)")
-        study = {k: v for k, v in result.hyperparameter_tuning_job.items() if k != "trialJobSpec"}
+        study = {k: v for k, v in result.hyperparameter_tuning_job.items() if k != TUNING.spec_key}
         out.print(json.dumps(study, indent=2), markup=False, highlight=False)
         for line in study_lines(result):
             out.print(line, markup=False, highlight=False)

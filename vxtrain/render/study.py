@@ -1,7 +1,7 @@
 """A study's text for people: the search space, the trial table and the best trial.
 
-The study itself (sampling, trials, metrics, the best trial) is
-:mod:`vxtrain.runtime.study`; the job views it fills are data. Here they are
+The study's words (search space, trials, metrics, the best trial) are
+:mod:`vxtrain.vocab.studies`; the job views they fill are data. Here they are
 laid out as plain text columns (no rich: the lines also go to log files).
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from vxtrain.runtime.study import SUCCEEDED, format_value, grid_values, search_space, trial_args
+from vxtrain.vocab.studies import SUCCEEDED, format_value, grid_values, search_space, trial_args
 
 
 def trial_table(trials: Sequence[Mapping[str, Any]], metric_ids: Sequence[str],

@@ -1,4 +1,7 @@
-"""Hyperparameter studies on this host: sampling, scheduling, metrics, best trial.
+"""Hyperparameter studies on this host: sampling, scheduling, measuring, judging.
+
+The study's words (its search space, trials, metric goals, best trial) are
+:mod:`vxtrain.vocab.studies`, which submission's job views and render share.
 
 Used by ``vxtrain local-run`` on a spec with ``study:`` and by the emulator
 (which ``submit --target local`` starts). Both hand over the study in its REST
@@ -43,6 +46,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vxtrain.errors import LocalRunError
+# The study's words (search space, trials, metrics) are shared with submission's views and
+# render: their home is the vocabulary floor.
+from vxtrain.vocab.studies import (INFEASIBLE, SUCCEEDED, MetricGoal, SearchParam, TrialResult, best_trial,
+                                   discrete_number, grid_values, metric_goals, search_space)
+# Re-exported: vxtrain.api and vxtrain.commands.local_run call ``study.trial_args``; it goes
+# once they import it from vxtrain.vocab.studies.
+from vxtrain.vocab.studies import trial_args as trial_args
 
 if TYPE_CHECKING:
     from vxtrain.runtime.gpus import GpuOptions, GpuPlan, TrialGpus
@@ -54,51 +64,8 @@ DEFAULT_METRIC_FILE = "/tmp/hypertune/output.metrics"
 #: The tag cloudml-hypertune uses when none is given.
 DEFAULT_METRIC_TAG = "training/hptuning/metric"
 
-SUCCEEDED = "SUCCEEDED"
-#: Vertex AI's Trial.State for a trial that ran but could not be measured (its job failed).
-INFEASIBLE = "INFEASIBLE"
-ACTIVE = "ACTIVE"
-
 _GRID = "GRID_SEARCH"
 _RANDOM = "RANDOM_SEARCH"
-
-
-# --- the search space ----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SearchParam:
-    """One parameter of a StudySpec: kind is double, integer, discrete or categorical."""
-
-    id: str
-    kind: str
-    min: float | None = None
-    max: float | None = None
-    values: tuple[Any, ...] = ()
-    scale: str = "UNIT_LINEAR_SCALE"
-
-
-_VALUE_SPECS = {"doubleValueSpec": "double", "integerValueSpec": "integer",
-                "discreteValueSpec": "discrete", "categoricalValueSpec": "categorical"}
-
-
-def search_space(study_spec: Mapping[str, Any]) -> list[SearchParam]:
-    """The parameters of a REST ``studySpec`` (camelCase)."""
-    return [_param(p) for p in study_spec.get("parameters", [])]
-
-
-def _param(raw: Mapping[str, Any]) -> SearchParam:
-    for key, kind in _VALUE_SPECS.items():
-        if key in raw:
-            spec = raw[key]
-            low, high = spec.get("minValue"), spec.get("maxValue")
-            return SearchParam(raw["parameterId"], kind, _float(low), _float(high),
-                               tuple(spec.get("values", ())), raw.get("scaleType") or "UNIT_LINEAR_SCALE")
-    raise ValueError(f"parameter {raw.get('parameterId')!r} has no value spec")
-
-
-def _float(value: Any) -> float | None:
-    # int64 fields come back from MessageToDict as strings ("4").
-    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -135,18 +102,6 @@ def suggest(study_spec: Mapping[str, Any], count: int, *, seed: int | None = Non
     return Suggestions([random_point(space, rng) for _ in range(count)], algorithm, notes)
 
 
-def grid_values(param: SearchParam) -> list[Any]:
-    """The values grid search tries for ``param`` (a double has none: not griddable)."""
-    if param.kind == "integer" and param.min is not None and param.max is not None:
-        return list(range(int(param.min), int(param.max) + 1))
-    if param.kind == "discrete":
-        return [_number(v) for v in param.values]
-    if param.kind == "categorical":
-        return list(param.values)
-    raise ValueError(f"grid search cannot enumerate {param.kind} parameter {param.id!r}: "
-                     "use type integer, discrete or categorical")
-
-
 def grid_points(space: Sequence[SearchParam]) -> list[dict[str, Any]]:
     """Every combination, in the order written, the last parameter varying fastest."""
     axes = [grid_values(p) for p in space]
@@ -161,7 +116,7 @@ def random_point(space: Sequence[SearchParam], rng: random.Random) -> dict[str, 
 def _draw(param: SearchParam, rng: random.Random) -> Any:
     if param.kind in ("discrete", "categorical"):
         value = rng.choice(list(param.values))
-        return _number(value) if param.kind == "discrete" else value
+        return discrete_number(value) if param.kind == "discrete" else value
     low, high = float(param.min or 0.0), float(param.max or 0.0)
     if param.kind == "integer" and param.scale == "UNIT_LINEAR_SCALE":
         return rng.randint(int(low), int(high))  # every integer equally likely, the bounds included
@@ -182,32 +137,6 @@ def _scaled(low: float, high: float, scale: str, rng: random.Random) -> float:
     x = math.exp(rng.uniform(math.log(low), math.log(high)))
     x = low + high - x if scale == "UNIT_REVERSE_LOG_SCALE" else x
     return min(high, max(low, x))
-
-
-def _number(value: Any) -> Any:
-    """Discrete values are doubles on Vertex; whole ones print as integers (``32``, not ``32.0``)."""
-    if isinstance(value, str):
-        value = float(value)
-    return int(value) if float(value).is_integer() else float(value)
-
-
-def format_value(value: Any) -> str:
-    """A parameter value as the trial's ``--name=value`` argument shows it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def trial_args(params: Mapping[str, Any]) -> list[str]:
-    """``--name=value`` for each parameter, appended to the container args.
-
-    Vertex AI's form is not settled by any source: Google's page shows ``--name value``,
-    a first-hand report ``--name=value`` (docs/decisions.md, "Studies"); trainers
-    should accept both, as argparse does.
-    """
-    return [f"--{name}={format_value(value)}" for name, value in params.items()]
 
 
 # --- metrics ---------------------------------------------------------------------------
@@ -265,60 +194,6 @@ def _as_float(value: Any) -> float | None:
 def _as_int(value: Any, default: int | None) -> int | None:
     number = _as_float(value)
     return int(number) if number is not None else default
-
-
-# --- trials and their results ------------------------------------------------------------
-
-@dataclass
-class TrialResult:
-    """One trial: id ("1".."N"), parameters, state (Vertex's Trial.State name), metrics."""
-
-    id: str
-    parameters: dict[str, Any]
-    state: str = ACTIVE
-    metrics: dict[str, float] = field(default_factory=dict)
-    step: int | None = None
-    message: str = ""
-
-    @property
-    def failed(self) -> bool:
-        """The trial ended without success (its job failed or could not start)."""
-        return self.state == INFEASIBLE
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"id", "state", "parameters", "metrics", "message"}``."""
-        return {"id": self.id, "state": self.state, "parameters": dict(self.parameters),
-                "metrics": dict(self.metrics), "message": self.message}
-
-
-@dataclass(frozen=True)
-class MetricGoal:
-    """A study metric and whether larger is better."""
-
-    id: str
-    maximize: bool
-
-
-def metric_goals(study_spec: Mapping[str, Any]) -> list[MetricGoal]:
-    """The study's metrics; the first one ranks trials."""
-    return [MetricGoal(m["metricId"], str(m.get("goal", "MAXIMIZE")).upper() != "MINIMIZE")
-            for m in study_spec.get("metrics", []) if m.get("metricId")]
-
-
-def best_trial(trials: Iterable[TrialResult], goals: Sequence[MetricGoal]) -> TrialResult | None:
-    """The succeeded trial with the best value of the first metric (ties: the earliest)."""
-    if not goals:
-        return None
-    goal = goals[0]
-    scored = [t for t in trials if t.state == SUCCEEDED and goal.id in t.metrics]
-    if not scored:
-        return None
-    sign = -1.0 if goal.maximize else 1.0
-    return min(scored, key=lambda t: (sign * t.metrics[goal.id], _trial_number(t.id)))
-
-
-def _trial_number(trial_id: str) -> int:
-    return int(trial_id) if trial_id.isascii() and trial_id.isdigit() else 0
 
 
 # --- scheduling ---------------------------------------------------------------------------

@@ -48,12 +48,13 @@ from vxtrain.submission.views import job_view, raise_for_state, study_fields, tr
 #: ``vxtrain.submission.wait(name)`` reads like the CLI; ``submit(wait=True)`` needs the other name.
 wait = wait_job
 
-__all__ = sorted([
-    "Backoff", "CONSOLE_URL", "CUSTOM", "FAILED_STATES", "JobDict", "JobKind", "LABEL_KEY", "LOCAL_POLL",
-    "LOCAL_PROJECT", "LOCAL_REGION", "LOCAL_RETRY", "ProgressFn", "Say", "TERMINAL_STATES", "TUNING",
-    "VERTEX_POLL", "VERTEX_RETRY", "build_filter", "cancel", "check_placement", "console_url", "create_once", "find_labelled",
-    "get", "job_view", "kind_of_job", "kind_of_name", "label_value", "list_jobs", "normalize_state",
-    "parent_of", "placement_problems", "pool_shape", "preflight", "quota_parent", "QuotaReport", "QuotaRow",
-    "check_quota", "raise_for_state", "read_logs", "resolve_name", "resource_id_of", "retrying", "split_name", "log_say",
-    "study_fields", "submit", "trials_from_json", "wait", "wait_job",
-])
+__all__ = [
+    "Backoff", "CONSOLE_URL", "CUSTOM", "FAILED_STATES", "JobDict", "JobKind", "LABEL_KEY",
+    "LOCAL_POLL", "LOCAL_PROJECT", "LOCAL_REGION", "LOCAL_RETRY", "ProgressFn", "QuotaReport",
+    "QuotaRow", "Say", "TERMINAL_STATES", "TUNING", "VERTEX_POLL", "VERTEX_RETRY", "build_filter",
+    "cancel", "check_placement", "check_quota", "console_url", "create_once", "find_labelled",
+    "get", "job_view", "kind_of_job", "kind_of_name", "label_value", "list_jobs", "log_say",
+    "normalize_state", "parent_of", "placement_problems", "pool_shape", "preflight",
+    "quota_parent", "raise_for_state", "read_logs", "resolve_name", "resource_id_of", "retrying",
+    "split_name", "study_fields", "submit", "trials_from_json", "wait", "wait_job",
+]

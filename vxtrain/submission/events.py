@@ -3,7 +3,7 @@
 Submission is a library layer: it prints nothing. The command line decides how
 its reports look (vxtrain.render.progress implements them; the commands pass
 them in); a Python caller that passes none gets them on the ``vxtrain`` logger. Three
-channels, each a plain callable:
+channels, each a plain callable (the types: :mod:`vxtrain.vocab.callbacks`):
 
 * ``Say``: one line of vxtrain's own as it happens (a retry and its wait, a
   notice such as "listing again for 2.0 s before creating another"), worded
@@ -15,14 +15,13 @@ channels, each a plain callable:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
-from vxtrain.backends.base import JobDict
+# The callback types' home is vxtrain.vocab.callbacks (images' publish says through Say too).
+# Re-exported for vxtrain.submission's __init__, jobs and ladder, which import them from here;
+# this line goes once they import from vxtrain.vocab.callbacks.
+from vxtrain.vocab.callbacks import ProgressFn as ProgressFn
+from vxtrain.vocab.callbacks import Say as Say
 
-#: One line of vxtrain's own, reported as it happens (no ``vxtrain:`` prefix).
-Say = Callable[[str], None]
-#: A followed job's view after each poll, and the seconds since following began.
-ProgressFn = Callable[[JobDict, float], None]
 #: Where a Python API call given no ``Say`` reports.
 LOGGER = logging.getLogger("vxtrain")
 

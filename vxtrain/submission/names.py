@@ -6,8 +6,8 @@ import hashlib
 import re
 
 from vxtrain import errors
-from vxtrain.backends.kinds import CUSTOM, KINDS, JobKind
 from vxtrain.model import IDEMPOTENCY_LABEL
+from vxtrain.vocab.kinds import CUSTOM, KINDS, JobKind
 
 #: The label that makes a create idempotent (Vertex label keys: lowercase,
 #: [a-z0-9_-], ≤ 63: https://cloud.google.com/vertex-ai/docs/general/resource-labels).

@@ -6,7 +6,7 @@ waited, when it does not fit; ``submit`` reads the resource first
 (PersistentResourceService.GetPersistentResource, through the backend) and
 refuses the job itself, creating nothing, when:
 
-* the ID is not one (``^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$``), or the resource
+* the ID is not one (vxtrain.vocab.resources.PERSISTENT_RESOURCE_ID), or the resource
   ``projects/P/locations/R/persistentResources/ID`` (the job's project and
   region) does not exist;
 * the resource is not RUNNING;
@@ -34,7 +34,6 @@ SpecError (exit 1) with them.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,14 +44,13 @@ from vxtrain.backends.base import JobBackend, JobDict, ResourceDict
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.model import DEFAULT_DISK_GB, DEFAULT_DISK_TYPE
 from vxtrain.slots import role_of
-from vxtrain.submission.events import Say, log_say
+from vxtrain.submission.events import log_say
 from vxtrain.submission.names import parent_of
 from vxtrain.submission.retry import Backoff, retrying
+from vxtrain.vocab.callbacks import Say
+from vxtrain.vocab.kinds import job_spec_of, kind_of_job
+from vxtrain.vocab.resources import PERSISTENT_RESOURCE_ID
 
-#: CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
-#: characters, and valid characters are `/^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/`"
-#: (CreatePersistentResourceRequest, https://github.com/googleapis/python-aiplatform/blob/main/google/cloud/aiplatform_v1/types/persistent_resource_service.py).
-RESOURCE_ID = re.compile(r"[a-z]([a-z0-9-]{0,61}[a-z0-9])?")
 #: DiskSpec.boot_disk_type: "The default value is `pd-ssd` (`hyperdisk-balanced` is the
 #: default for `a3-ultragpu-8g` and `a4-highgpu-8g`)"; boot_disk_size_gb defaults to 100
 #: (https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/configure-compute;
@@ -68,8 +66,7 @@ _UNSET = "(not set)"
 
 def resource_id_of(job: Mapping[str, Any]) -> str | None:
     """The ``persistentResourceId`` of a CustomJob's ``jobSpec`` or a tuning job's ``trialJobSpec``."""
-    spec = job.get("trialJobSpec") or job.get("jobSpec") or {}
-    found = spec.get("persistentResourceId") if isinstance(spec, Mapping) else None
+    found = job_spec_of(job).get("persistentResourceId")
     return str(found) if found else None
 
 
@@ -157,8 +154,8 @@ def placement_problems(job: Mapping[str, Any], resource: Mapping[str, Any], *, n
     both values; [] when it fits. ``notes`` collects what is worth saying but is no
     error (machines other jobs use now)."""
     name = name or str(resource.get("name", "the persistent resource"))
-    spec_key = "trialJobSpec" if "trialJobSpec" in job else "jobSpec"
-    spec: Mapping[str, Any] = job.get(spec_key) or {}
+    spec_key = kind_of_job(job).spec_key
+    spec = job_spec_of(job)
     state = str(resource.get("state") or "STATE_UNSPECIFIED")
     if state != "RUNNING":
         reason = (resource.get("error") or {}).get("message")
@@ -278,13 +275,12 @@ def check_placement(backend: JobBackend, job: JobDict, *, project: str, region: 
     resource_id = resource_id_of(job)
     if resource_id is None:
         return None
-    spec_key = "trialJobSpec" if "trialJobSpec" in job else "jobSpec"
-    path = f"{spec_key}.persistentResourceId"
-    if not RESOURCE_ID.fullmatch(resource_id):
+    path = f"{kind_of_job(job).spec_key}.persistentResourceId"
+    if not PERSISTENT_RESOURCE_ID.fullmatch(resource_id):
         raise errors.SpecError([dx.error(
             "persistent-resource-id", f"persistent resource ID {resource_id!r} is not one: 1 to 63 characters, "
             "lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen "
-            "(^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$), not a resource path; nothing was created", path)])
+            f"({PERSISTENT_RESOURCE_ID.pattern}), not a resource path; nothing was created", path)])
     name = resource_name(project, region, resource_id)
     if backend.in_process:
         say(f"the job names persistent resource {name}: --target local runs it on this host instead "

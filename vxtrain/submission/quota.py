@@ -24,8 +24,9 @@ from typing import Any
 from vxtrain import catalog, errors
 from vxtrain.backends.base import JobBackend, JobDict, QuotaInfoDict
 from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES, Need, needs, strategy_of
-from vxtrain.submission.events import Say, log_say
+from vxtrain.submission.events import log_say
 from vxtrain.submission.retry import LOCAL_RETRY, Backoff, default_backoff, retrying
+from vxtrain.vocab.callbacks import Say
 
 #: Reading limits on Google: a short, bounded retry (the limit is advice, the submit goes on without it).
 QUOTA_READ_RETRY = Backoff(initial=1.0, maximum=8.0, deadline=30.0, unresolved=10.0)

@@ -10,7 +10,8 @@ from typing import TypeVar
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend
-from vxtrain.submission.events import Say, log_say
+from vxtrain.submission.events import log_say
+from vxtrain.vocab.callbacks import Say
 
 T = TypeVar("T")
 
@@ -106,8 +107,9 @@ def retrying(call: Callable[[], T], backoff: Backoff, what: str = "the call",
 
     report = _RetryReport(what, backoff, say)
     try:
-        return retry_target(call, report.should_retry, report.delays(), timeout=backoff.deadline,
-                            on_error=report.failed)
+        result: T = retry_target(call, report.should_retry, report.delays(), timeout=backoff.deadline,
+                                 on_error=report.failed)
+        return result
     except gexc.RetryError as exc:
         raise errors.UnavailableError(
             f"{exc.cause} (still failing after retrying for {backoff.deadline:.0f} s)") from exc

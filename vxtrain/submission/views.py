@@ -4,15 +4,13 @@ end states that make ``wait`` fail."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vxtrain import errors
 from vxtrain.backends.base import JobDict
-from vxtrain.backends.kinds import FAILED_STATES, TUNING
 from vxtrain.submission.names import LABEL_KEY, console_url
-
-if TYPE_CHECKING:
-    from vxtrain.runtime.study import TrialResult
+from vxtrain.vocab.kinds import FAILED_STATES, TUNING
+from vxtrain.vocab.studies import TrialResult, best_trial, metric_goals, search_space
 
 
 def job_view(job: JobDict, *, emulated: bool = False, adopted: bool = False) -> dict[str, Any]:
@@ -48,9 +46,6 @@ def raise_for_state(view: Mapping[str, Any]) -> None:
 
 def trials_from_json(job: Mapping[str, Any]) -> list[TrialResult]:
     """The trials of a HyperparameterTuningJob's REST JSON."""
-    # Lazy: only tuning jobs need the study's helpers (~15 ms on every job command otherwise).
-    from vxtrain.runtime.study import TrialResult, search_space
-
     kinds = {p.id: p.kind for p in search_space(job.get("studySpec", {}))}
     out = []
     for raw in job.get("trials", []):
@@ -73,8 +68,6 @@ def _typed(value: Any, kind: str | None) -> Any:
 
 def study_fields(job: Mapping[str, Any]) -> dict[str, Any]:
     """``{"trials": [...], "best_trial": {...} | None}`` for the view of a tuning job."""
-    from vxtrain.runtime.study import best_trial, metric_goals  # lazy: as in trials_from_json
-
     trials = trials_from_json(job)
     best = best_trial(trials, metric_goals(job.get("studySpec", {})))
     return {"trials": [t.to_json() for t in trials], "best_trial": best.to_json() if best else None}

@@ -25,6 +25,9 @@ from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec, format_path, get_path
 from vxtrain.model import RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, Pool, job_written_at, written_at
 from vxtrain.validation._common import RS, TRAINING_MACHINES_DOC, key_path, pool_accelerator, scheduling_value
+# The ID's pattern, as the JSON Schema checks the native key with it (``match``: the schema's
+# ``$`` alone also lets a trailing newline through, so the two agree).
+from vxtrain.vocab.resources import PERSISTENT_RESOURCE_ID
 
 RESERVATIONS_DOC = ("https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/"
                     "use-reservations")
@@ -33,10 +36,6 @@ PERSISTENT_DOC = ("https://docs.cloud.google.com/gemini-enterprise-agent-platfor
 #: The resource pattern of a reservation (reservation_affinity.proto's ``values``).
 RESERVATION_NAME = re.compile(r"projects/([^/\s]+)/zones/([^/\s]+)/reservations/([^/\s]+)")
 RESERVATION_SHAPE = "projects/PROJECT/zones/ZONE/reservations/NAME"
-#: A PersistentResource ID: "valid characters are `/^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/`"
-#: (CreatePersistentResourceRequest.persistent_resource_id); the JSON Schema's pattern for
-#: the native key (tests/validation/test_reservation_rules.py keeps the two equal).
-PERSISTENT_RESOURCE_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 #: use-reservations, "Limitations and requirements", verbatim: whether it forbids a reservation
 #: with FLEX_START or a persistent resource, or says they work apart from it, is unclear
 #: (hence a warning, docs/decisions.md).

@@ -19,7 +19,7 @@ from vxtrain import errors
 from vxtrain.backends import vertex
 from vxtrain.backends.emulator import EmulatorHandle
 from vxtrain.backends.emulator.persistent_resources import STATE_LABEL
-from vxtrain.backends.kinds import CUSTOM
+from vxtrain.vocab.kinds import CUSTOM
 
 Resource = v1.PersistentResource
 

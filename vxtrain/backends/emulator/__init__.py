@@ -39,7 +39,7 @@ Where each part lives:
   failure Vertex can produce;
 * :mod:`~vxtrain.backends.emulator.common`: the error type, the job states and
   message helpers they all share (the job kinds and terminal states are the
-  seam's: :mod:`vxtrain.backends.kinds`).
+  seam's: :mod:`vxtrain.vocab.kinds`).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ from vxtrain.backends.emulator.faults import Fault, FaultPlan, faults_from_env, 
 from vxtrain.backends.emulator.filters import parse_filter
 from vxtrain.backends.emulator.server import DEFAULT_HOST, DEFAULT_PORT, EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.store import Emulator
-from vxtrain.backends.kinds import CUSTOM, KINDS, TUNING, JobKind
+from vxtrain.vocab.kinds import CUSTOM, KINDS, TUNING, JobKind
 
 __all__ = [
     "CUSTOM", "DEFAULT_HOST", "DEFAULT_PORT", "KINDS", "TERMINAL_STATES", "TUNING", "Emulator", "EmulatorHandle",

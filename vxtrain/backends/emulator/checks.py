@@ -15,7 +15,7 @@ from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
 
 from vxtrain.backends.emulator.common import RpcError, spec_of
-from vxtrain.backends.kinds import TUNING, JobKind
+from vxtrain.vocab.kinds import TUNING, JobKind
 
 _PARENT = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)$")
 

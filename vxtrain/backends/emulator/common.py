@@ -1,7 +1,7 @@
 """What every part of the emulator shares: the error its RPCs answer with, the
 job states it walks through (as ``JobState`` members), page tokens (cursors, not
 offsets) and message helpers. The job kinds and which states are terminal are
-the seam's (:mod:`vxtrain.backends.kinds`), shared with the client."""
+the seam's (:mod:`vxtrain.vocab.kinds`), shared with the client."""
 from __future__ import annotations
 
 import base64
@@ -18,7 +18,7 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.longrunning import operations_pb2
 from google.protobuf import any_pb2, empty_pb2
 
-from vxtrain.backends.kinds import TERMINAL_STATES as TERMINAL_STATE_NAMES
+from vxtrain.vocab.kinds import TERMINAL_STATES as TERMINAL_STATE_NAMES
 
 # proto-plus publishes no type information, so mypy sees JobState's members as
 # plain ints (the class derives from an untyped base). JobState(member) is the
@@ -32,7 +32,7 @@ CANCELLING = JobState(JobState.JOB_STATE_CANCELLING)
 CANCELLED = JobState(JobState.JOB_STATE_CANCELLED)
 EXPIRED = JobState(JobState.JOB_STATE_EXPIRED)
 PARTIALLY_SUCCEEDED = JobState(JobState.JOB_STATE_PARTIALLY_SUCCEEDED)
-#: :data:`vxtrain.backends.kinds.TERMINAL_STATES` as JobState members.
+#: :data:`vxtrain.vocab.kinds.TERMINAL_STATES` as JobState members.
 TERMINAL_STATES: frozenset[JobState] = frozenset(JobState(getattr(JobState, name)) for name in TERMINAL_STATE_NAMES)
 
 

@@ -25,7 +25,7 @@ from google.protobuf import empty_pb2
 from vxtrain.backends.base import LOCAL_METADATA, LocalRun
 from vxtrain.backends.emulator.common import unary_handler
 from vxtrain.backends.emulator.store import Emulator
-from vxtrain.backends.kinds import CUSTOM, TUNING, JobKind
+from vxtrain.vocab.kinds import CUSTOM, TUNING, JobKind
 
 SERVICE = "google.cloud.aiplatform.v1.JobService"
 

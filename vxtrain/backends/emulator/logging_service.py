@@ -30,8 +30,9 @@ from google.cloud.logging_v2.types import logging as lg
 from google.logging.type import log_severity_pb2
 
 from vxtrain import slots
-from vxtrain.backends.base import ML_JOB, SERVICE_TASK, parse_time
+from vxtrain.backends.base import ML_JOB, SERVICE_TASK
 from vxtrain.backends.emulator.common import RpcError, decode_cursor, encode_cursor, unary_handler, unquote
+from vxtrain.vocab.timestamps import parse_time
 
 SERVICE = "google.logging.v2.LoggingServiceV2"
 #: ListLogEntriesRequest.page_size: "Default is 50. Maximum is 1000"

@@ -45,12 +45,10 @@ from vxtrain.backends.emulator.common import (
     RpcError, copy, decode_cursor, done_operation, encode_cursor, now, operation_id, unary_handler,
 )
 from vxtrain.backends.emulator.filters import DEFAULT_PAGE_SIZE
+# CreatePersistentResourceRequest.persistent_resource_id's rule: the ID that submit and validate check.
+from vxtrain.vocab.resources import PERSISTENT_RESOURCE_ID
 
 SERVICE = "google.cloud.aiplatform.v1.PersistentResourceService"
-#: CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
-#: characters, and valid characters are `/^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/`"
-#: (https://github.com/googleapis/python-aiplatform/blob/main/google/cloud/aiplatform_v1/types/persistent_resource_service.py).
-ID_PATTERN = re.compile(r"[a-z]([a-z0-9-]{0,61}[a-z0-9])?")
 #: The label that creates a resource in a state other than RUNNING (the emulator's, for tests).
 STATE_LABEL = "vxtrain_emulator_state"
 COLLECTION = "persistentResources"
@@ -66,9 +64,9 @@ _NAME = re.compile(rf"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)
 
 def check_id(resource_id: str, field: str = "persistent_resource_id") -> None:
     """INVALID_ARGUMENT unless ``resource_id`` is a valid persistent resource ID."""
-    if not ID_PATTERN.fullmatch(resource_id or ""):
+    if not PERSISTENT_RESOURCE_ID.fullmatch(resource_id or ""):
         raise invalid_argument([(field, f"The ID {resource_id!r} is invalid: the maximum length is 63 characters, "
-                                        "and valid characters are /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/.")])
+                                        f"and valid characters are /{PERSISTENT_RESOURCE_ID.pattern}/.")])
 
 
 def parse_name(name: str) -> tuple[str, str, str]:

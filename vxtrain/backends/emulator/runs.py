@@ -27,12 +27,12 @@ from google.protobuf import json_format
 from vxtrain import slots
 from vxtrain.backends.emulator.common import CANCELLED, FAILED, SUCCEEDED, now, spec_of
 from vxtrain.backends.emulator.logging_service import LogStore
-from vxtrain.backends.kinds import TUNING, JobKind
 from vxtrain.errors import GpuShortageError, LocalRunError
 from vxtrain.formats.gcloud import job_from_custom_job
 from vxtrain.model import Job, LocalSpec
 from vxtrain.runtime import runner, study
 from vxtrain.runtime.gpus import GpuOptions, GpuPlan, resolve
+from vxtrain.vocab.kinds import CUSTOM, TUNING, JobKind
 
 
 class RunningJob(Protocol):
@@ -57,7 +57,7 @@ def job_model(job: Any, local: LocalSpec | None = None) -> tuple[Job, dict[str, 
     spec_msg = spec_of(job)
     spec = json_format.MessageToDict(type(spec_msg).pb(spec_msg))
     model = job_from_custom_job({"displayName": job.display_name, "labels": dict(job.labels),
-                                 "jobSpec": _with_replica_counts(spec)})
+                                 CUSTOM.spec_key: _with_replica_counts(spec)})
     model.local = local
     _check_runnable(model)
     return model, spec

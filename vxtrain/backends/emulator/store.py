@@ -34,9 +34,9 @@ from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
 from vxtrain.backends.emulator.stockouts import Shortage, Stockouts, stockout_message
-from vxtrain.backends.kinds import RESOURCE_EXHAUSTED, JobKind
 from vxtrain.model import LocalSpec
 from vxtrain.runtime.gpus import GpuOptions
+from vxtrain.vocab.kinds import RESOURCE_EXHAUSTED, JobKind
 
 #: Pause between the states of a job that really runs, so a poller can see them.
 STEP_SECONDS = 0.05

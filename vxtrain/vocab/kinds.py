@@ -1,0 +1,78 @@
+"""The kinds of training job the Job API serves, and the states a job ends in: the
+one table that the compiler, the quota plan, the seam (``backends.base.JobBackend``),
+its backends, the emulator and ``vxtrain.submission`` all read.
+
+Vertex AI's JobService serves each kind under its own collection and methods
+(``customJobs``: CreateCustomJob…; ``hyperparameterTuningJobs``:
+CreateHyperparameterTuningJob…,
+https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs,
+https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.hyperparameterTuningJobs).
+Plain strings only: importing this costs nothing (``validate`` stays fast).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """One kind of job and every name it goes by."""
+
+    #: The short name the emulator's ``jobs(kind)`` takes: "custom" | "hpt".
+    key: str
+    #: The resource-name segment: ``projects/P/locations/R/{collection}/ID``.
+    collection: str
+    #: The message type, as Vertex names it in its messages: "CustomJob".
+    label: str
+    #: snake_case: the create request's field, and JobServiceClient's method suffix
+    #: (``create_custom_job``, ``list_custom_jobs``).
+    field: str
+    #: Where the job's CustomJobSpec is, in REST JSON: "jobSpec" | "trialJobSpec".
+    spec_key: str
+    #: The same in the proto (and in Vertex's field paths): "job_spec" | "trial_job_spec".
+    spec_field: str
+
+    @property
+    def noun(self) -> str:
+        """``custom job``: how messages for people name it."""
+        return self.field.replace("_", " ")
+
+
+CUSTOM = JobKind("custom", "customJobs", "CustomJob", "custom_job", "jobSpec", "job_spec")
+TUNING = JobKind("hpt", "hyperparameterTuningJobs", "HyperparameterTuningJob", "hyperparameter_tuning_job",
+                 "trialJobSpec", "trial_job_spec")
+#: Every kind, by its short name.
+KINDS: dict[str, JobKind] = {kind.key: kind for kind in (CUSTOM, TUNING)}
+
+#: States after which a job never changes again (``JobState`` names).
+TERMINAL_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
+                             "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
+#: Terminal states in which a job did not do its work (``wait`` exits 3).
+FAILED_STATES = frozenset({"JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
+#: google.rpc.Code.RESOURCE_EXHAUSTED: the ``error.code`` of a job that failed for capacity
+#: (what the emulator's stockouts set, and what the fallback ladder moves on for).
+RESOURCE_EXHAUSTED = 8
+
+
+def kind_of_job(job: Mapping[str, Any]) -> JobKind:
+    """A HyperparameterTuningJob has a ``trialJobSpec``; anything else is a CustomJob."""
+    return TUNING if TUNING.spec_key in job else CUSTOM
+
+
+def job_spec_of(job: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The CustomJobSpec a job runs (REST JSON): a tuning job's ``trialJobSpec``, a custom
+    job's ``jobSpec``; ``{}`` when it has none."""
+    spec = job.get(kind_of_job(job).spec_key)
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def kind_of_name(name: str) -> JobKind:
+    """The kind a full resource name points at."""
+    return TUNING if f"/{TUNING.collection}/" in name else CUSTOM
+
+
+def other(kind: JobKind) -> JobKind:
+    """The other kind (a bare id or a label may name a job of either)."""
+    return TUNING if kind is CUSTOM else CUSTOM
