@@ -50,8 +50,8 @@ from vxtrain.errors import LocalRunError
 # render: their home is the vocabulary floor.
 from vxtrain.vocab.studies import (INFEASIBLE, SUCCEEDED, MetricGoal, SearchParam, TrialResult, best_trial,
                                    discrete_number, grid_values, metric_goals, search_space)
-# Re-exported: vxtrain.api and vxtrain.commands.local_run call ``study.trial_args``; it goes
-# once they import it from vxtrain.vocab.studies.
+# Re-exported: vxtrain.api calls ``study.trial_args``; it goes once api imports it from
+# vxtrain.vocab.studies.
 from vxtrain.vocab.studies import trial_args as trial_args
 
 if TYPE_CHECKING:

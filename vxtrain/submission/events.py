@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 
 # The callback types' home is vxtrain.vocab.callbacks (images' publish says through Say too).
-# Re-exported for vxtrain.submission's __init__, jobs and ladder, which import them from here;
-# this line goes once they import from vxtrain.vocab.callbacks.
+# Re-exported for vxtrain.submission's __init__, create, jobs, ladder and publish, which import
+# them from here; these lines go once they import from vxtrain.vocab.callbacks.
 from vxtrain.vocab.callbacks import ProgressFn as ProgressFn
 from vxtrain.vocab.callbacks import Say as Say
 
