@@ -26,6 +26,8 @@ from vxtrain.errors import InvalidArgumentError, NoCapacity, UsageError
 from vxtrain.loading.document import spec_folder
 from vxtrain.options import Options
 from vxtrain.pipeline import Result, check_file, load, load_job
+from vxtrain.vocab.kinds import job_spec_of
+from vxtrain.vocab.studies import trial_args
 
 if TYPE_CHECKING:
     from vxtrain.joblogs import LogSink
@@ -206,10 +208,10 @@ def local_run(path: str | Path, options: Options | None = None, *, trial: str | 
     hpt = result.hyperparameter_tuning_job
     if hpt is not None and trial is None:
         config = study.StudyConfig.from_hpt_json(hpt)
-        return study.run_study(result.job, hpt["trialJobSpec"], config, seed=seed, stop=stop, out=out,
+        return study.run_study(result.job, job_spec_of(hpt), config, seed=seed, stop=stop, out=out,
                                base_dir=base_dir, gpus=gpus)
     extra_args = _trial_args(hpt, trial, seed) if hpt is not None and trial is not None else []
-    return runner.run_job(result.job, result.custom_job.get("jobSpec", {}), trial=trial, extra_args=extra_args,
+    return runner.run_job(result.job, job_spec_of(result.custom_job), trial=trial, extra_args=extra_args,
                           stop=stop, out=out, base_dir=base_dir, gpus=gpus)
 
 
@@ -221,4 +223,4 @@ def _trial_args(hpt: dict[str, Any], trial: str, seed: int | None) -> list[str]:
     points = study.suggest(config.study_spec, config.max_trials, seed=seed).points
     if int(trial) > len(points):
         raise UsageError(f"--trial {trial}: the study has {len(points)} trial(s), numbered from 1")
-    return study.trial_args(points[int(trial) - 1])
+    return trial_args(points[int(trial) - 1])

@@ -49,10 +49,7 @@ from vxtrain.errors import LocalRunError
 # The study's words (search space, trials, metrics) are shared with submission's views and
 # render: their home is the vocabulary floor.
 from vxtrain.vocab.studies import (INFEASIBLE, SUCCEEDED, MetricGoal, SearchParam, TrialResult, best_trial,
-                                   discrete_number, grid_values, metric_goals, search_space)
-# Re-exported: vxtrain.api calls ``study.trial_args``; it goes once api imports it from
-# vxtrain.vocab.studies.
-from vxtrain.vocab.studies import trial_args as trial_args
+                                   discrete_number, grid_values, metric_goals, search_space, trial_args)
 
 if TYPE_CHECKING:
     from vxtrain.runtime.gpus import GpuOptions, GpuPlan, TrialGpus

@@ -24,15 +24,14 @@ Its rooms:
   through vxtrain.render.progress. Nothing here prints for people.
 
 Calls go through a ``JobBackend`` (vxtrain.backends.base) for a job kind
-(vxtrain.backends.kinds). Nothing here imports google.cloud.aiplatform: the
+(vxtrain.vocab.kinds). Nothing here imports google.cloud.aiplatform: the
 backend does, when it first talks to an API.
 """
 from __future__ import annotations
 
 from vxtrain.backends.base import JobDict
-from vxtrain.backends.kinds import CUSTOM, FAILED_STATES, TERMINAL_STATES, TUNING, JobKind, kind_of_job, kind_of_name
 from vxtrain.submission.create import create_once, find_labelled
-from vxtrain.submission.events import ProgressFn, Say, log_say
+from vxtrain.submission.events import log_say
 from vxtrain.submission.jobs import (
     build_filter, cancel, get, list_jobs, normalize_state, read_logs, submit, wait_job,
 )
@@ -44,6 +43,8 @@ from vxtrain.submission.names import (
 )
 from vxtrain.submission.retry import LOCAL_POLL, LOCAL_RETRY, VERTEX_POLL, VERTEX_RETRY, Backoff, retrying
 from vxtrain.submission.views import job_view, raise_for_state, study_fields, trials_from_json
+from vxtrain.vocab.callbacks import ProgressFn, Say
+from vxtrain.vocab.kinds import CUSTOM, FAILED_STATES, TERMINAL_STATES, TUNING, JobKind, kind_of_job, kind_of_name
 
 #: ``vxtrain.submission.wait(name)`` reads like the CLI; ``submit(wait=True)`` needs the other name.
 wait = wait_job

@@ -10,29 +10,18 @@ state) and none is created.
 """
 from __future__ import annotations
 
-import re
 import shlex
 import time
 from collections.abc import Mapping
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
-from vxtrain.backends.kinds import JobKind, kind_of_job, other
-from vxtrain.submission.events import Say, log_say
+from vxtrain.submission.events import log_say
 from vxtrain.submission.names import LABEL_KEY, label_value
 from vxtrain.submission.retry import Backoff, retrying
-
-_TIMESTAMP = re.compile(r"^(?P<seconds>[^.Z]*)(?:\.(?P<fraction>\d+))?Z?$")
-
-
-def _time_key(timestamp: str) -> tuple[str, str]:
-    """An RFC 3339 timestamp as the API writes it (0, 3, 6 or 9 fractional digits,
-    none when zero) in a form that sorts by time: "…:05Z" before "…:05.1Z"."""
-    found = _TIMESTAMP.match(timestamp)
-    if not found:
-        return timestamp, ""
-    return found.group("seconds"), (found.group("fraction") or "").ljust(9, "0")
-
+from vxtrain.vocab.callbacks import Say
+from vxtrain.vocab.kinds import JobKind, kind_of_job, other
+from vxtrain.vocab.timestamps import time_key
 
 def find_labelled(backend: JobBackend, kind: JobKind, parent: str, label: str,
                   extra: Mapping[str, str] | None = None) -> JobDict | None:
@@ -44,7 +33,7 @@ def find_labelled(backend: JobBackend, kind: JobKind, parent: str, label: str,
     jobs = backend.list(kind, parent, " AND ".join(f'labels.{k}="{v}"' for k, v in wanted.items()))
     # Filter here too: the filter is a convenience of the server, the labels the truth.
     mine = [j for j in jobs if all((j.get("labels") or {}).get(k) == v for k, v in wanted.items())]
-    return min(mine, key=lambda j: (_time_key(j.get("createTime", "")), j.get("name", ""))) if mine else None
+    return min(mine, key=lambda j: (time_key(j.get("createTime", "")), j.get("name", ""))) if mine else None
 
 
 def find_any_kind(backend: JobBackend, kind: JobKind, parent: str, label: str,
@@ -175,7 +164,7 @@ def _keep_oldest(backend: JobBackend, kind: JobKind, parent: str, label: str, cr
 
 def _order(job: JobDict) -> tuple[tuple[str, str], str]:
     """Jobs in creation order: create time, then name (as find_labelled picks the oldest)."""
-    return _time_key(job.get("createTime", "")), job.get("name", "")
+    return time_key(job.get("createTime", "")), job.get("name", "")
 
 
 def _settle(attempt: _CreateAttempt, key: str, exc: errors.ApiError) -> tuple[JobDict, bool]:

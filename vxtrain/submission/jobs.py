@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any
 from vxtrain import errors
 from vxtrain.backends import open_backend, open_log_reader
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
-from vxtrain.backends.kinds import CUSTOM, TERMINAL_STATES, TUNING, kind_of_name
 from vxtrain.packaging.upload import UploadProgress
 from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, LogWatch, read_entries
 from vxtrain.submission.create import adopt, create_once
-from vxtrain.submission.events import ProgressFn, Say, log_say
+from vxtrain.submission.events import log_say
 from vxtrain.submission.names import parent_of, split_name
 from vxtrain.submission.placement import check_placement
 from vxtrain.submission.publish import Publication, images_json, publish
@@ -31,6 +30,8 @@ from vxtrain.submission.retry import (
     LOCAL_POLL, LOCAL_RETRY, VERTEX_POLL, VERTEX_RETRY, Backoff, default_backoff, retrying,
 )
 from vxtrain.submission.views import job_view, raise_for_state
+from vxtrain.vocab.callbacks import ProgressFn, Say
+from vxtrain.vocab.kinds import CUSTOM, TERMINAL_STATES, TUNING, kind_of_name
 
 if TYPE_CHECKING:
     from vxtrain.images.publish import Pushed

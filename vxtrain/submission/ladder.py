@@ -30,18 +30,19 @@ from typing import TYPE_CHECKING, Any
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
-from vxtrain.backends.kinds import RESOURCE_EXHAUSTED, TERMINAL_STATES, kind_of_job
 from vxtrain.joblogs import LogSink
 from vxtrain.packaging.upload import UploadProgress
 from vxtrain.model import RUNG_LABEL
 from vxtrain.submission.create import find_any_kind
-from vxtrain.submission.events import ProgressFn, Say, log_say
+from vxtrain.submission.events import log_say
 from vxtrain.submission.jobs import cancel, create_prepared, get, prepare, using, wait_job
 from vxtrain.submission.names import label_value, parent_of
 from vxtrain.submission.publish import Publication, images_json
 from vxtrain.submission.quota import Read
 from vxtrain.submission.retry import LOCAL_RETRY, VERTEX_RETRY, Backoff, default_backoff, retrying
 from vxtrain.submission.views import job_view, raise_for_state
+from vxtrain.vocab.callbacks import ProgressFn, Say
+from vxtrain.vocab.kinds import RESOURCE_EXHAUSTED, TERMINAL_STATES, kind_of_job
 
 if TYPE_CHECKING:
     from vxtrain.images.publish import Pushed

@@ -18,7 +18,7 @@ from vxtrain.errors import SpecError
 from vxtrain.images.recipe import ImageBuild
 from vxtrain.packaging import jobs as packages
 from vxtrain.packaging.upload import UploadProgress
-from vxtrain.submission.events import Say
+from vxtrain.vocab.callbacks import Say
 
 if TYPE_CHECKING:
     from vxtrain.images.publish import Pushed
