@@ -16,12 +16,6 @@ from __future__ import annotations
 
 import logging
 
-# The callback types' home is vxtrain.vocab.callbacks (images' publish says through Say too).
-# Re-exported for vxtrain.submission's __init__, create, jobs, ladder and publish, which import
-# them from here; these lines go once they import from vxtrain.vocab.callbacks.
-from vxtrain.vocab.callbacks import ProgressFn as ProgressFn
-from vxtrain.vocab.callbacks import Say as Say
-
 #: Where a Python API call given no ``Say`` reports.
 LOGGER = logging.getLogger("vxtrain")
 
