@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+import yaml
 
 from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.diagnostics import Diagnostic, warning
+from vxtrain.formats import native_document
 from vxtrain.loading.document import NativeSpec
+from vxtrain.loading.fallback import FALLBACK_KEY
 
 
 class ConvertTarget(str, Enum):
@@ -34,8 +37,6 @@ class ConvertTarget(str, Enum):
 def _yaml(data: Any) -> str:
     """YAML as a person would write it: keys in order, block style, and multi-line strings
     (a ``bash -c`` script, say) as ``|`` block scalars instead of escaped one-liners."""
-    import yaml  # lazy: the CLI imports every command at start-up
-
     class Dumper(yaml.SafeDumper):
         """SafeDumper with block scalars for multi-line strings."""
 
@@ -53,8 +54,6 @@ def _yaml(data: Any) -> str:
 
 def convert(path: str, to: ConvertTarget, options: Options) -> int:
     """Print ``path`` in the target form; exit 1 (with diagnostics) when it is invalid."""
-    from vxtrain.formats import native_document  # lazy: the CLI imports every command at start-up
-
     result = api.load_job(path, options)
     native, custom_job = result.native, result.custom_job
     assert native is not None and custom_job is not None  # load_job returns compiled results only
@@ -74,8 +73,6 @@ def convert(path: str, to: ConvertTarget, options: Options) -> int:
 
 def _ladder_dropped(native: NativeSpec, rungs: int, to: ConvertTarget) -> Diagnostic:
     """The warning that ``--to gcloud``/``gcloud-command`` writes rung 0 only: gcloud has no fallback."""
-    from vxtrain.loading.fallback import FALLBACK_KEY  # lazy: it loads the YAML reader; the CLI imports every command
-
     return warning("fallback-dropped", f"--to {to.value} writes the spec itself (rung 0) only: gcloud has no "
                    f"fallback, so the {rungs} `fallback:` {'entry is' if rungs == 1 else 'entries are'} left out; "
                    "`vxtrain submit` climbs them "

@@ -28,6 +28,7 @@ import typer
 from vxtrain import api
 from vxtrain.api import Options, Result
 from vxtrain.commands import _common as c
+from vxtrain.planning import cost
 from vxtrain.render import styled_lines
 
 Change = dict[str, Any]
@@ -71,8 +72,6 @@ def _bandwidth(result: Result) -> dict[str, Any] | None:
 
 def _cost(result: Result) -> dict[str, Any]:
     """The cost plan of a compiled job (priced here, so diff's diagnostics stay the spec's own)."""
-    from vxtrain.planning import cost  # lazy: the CLI imports every command at start-up
-
     return cost.plan(result.job).to_json()
 
 

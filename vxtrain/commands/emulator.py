@@ -2,28 +2,25 @@
 LoggingServiceV2 with its jobs' lines, and the Cloud Quotas API with the ``--quota``
 limits, on the same port) until Ctrl-C.
 
-grpc and google.cloud.aiplatform are imported only when the command runs: the
-CLI imports every command module for ``vxtrain --help`` (and for shell completion),
-which must stay fast.
+``vxtrain --help`` and shell completion of command names never import this module
+(vxtrain.commands.COMMANDS), so it imports the emulator (grpc, the API's protos) at its top.
 """
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
+from vxtrain.backends.emulator import DEFAULT_PORT, parse_fault, start_emulator
+from vxtrain.backends.emulator.quotas import parse_quota, unmatched
+from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
+from vxtrain.backends.emulator.stockouts import region_warnings
 from vxtrain.commands import _common as c
+from vxtrain.runtime.gpus import GpuOptions
 from vxtrain.runtime.signals import interrupt_on_signals
-
-if TYPE_CHECKING:
-    from vxtrain.runtime.gpus import GpuOptions
-
-#: The port ``vxtrain emulator`` listens on when none is given (``--endpoint 127.0.0.1:8470``);
-#: the same as vxtrain.backends.emulator.DEFAULT_PORT, repeated to keep this import light.
-DEFAULT_PORT = 8470
 
 
 def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
@@ -41,13 +38,6 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     ``stockout`` region fail for capacity after ``stockout_after`` seconds; in a
     ``pending`` one they stay PENDING until cancelled.
     """
-    # lazy: the CLI imports every command at start-up, and the emulator loads grpc
-    from vxtrain.backends.emulator import parse_fault, start_emulator
-    from vxtrain.backends.emulator.quotas import parse_quota, unmatched
-    from vxtrain.backends.emulator.stockouts import region_warnings
-    from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
-    from vxtrain.runtime.gpus import GpuOptions
-
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
     limits = [parse_quota(q) for q in quota]  # and bad --quota values
     warnings = [*filter(None, map(unmatched, limits)), *region_warnings(stockout, pending)]

@@ -6,7 +6,7 @@ the job id is a placeholder until the job exists.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -16,10 +16,9 @@ from vxtrain.commands import _common as c
 from vxtrain.commands._common import parse_trial
 from vxtrain.errors import UsageError, VxtrainError
 from vxtrain import slots
+from vxtrain.model import Job
+from vxtrain.runtime import cluster_env
 from vxtrain.slots import POOL_INDEX
-
-if TYPE_CHECKING:
-    from vxtrain.model import Job
 
 
 def parse_replica(text: str) -> tuple[int, int]:
@@ -33,8 +32,6 @@ def parse_replica(text: str) -> tuple[int, int]:
 
 def _existing(job: Job) -> str:
     """``workerpool0:0, workerpool1:0..3``: the replicas a message can offer."""
-    from vxtrain.runtime import cluster_env  # lazy: the CLI imports every command at start-up
-
     counts = cluster_env.pool_replicas(job)
     return ", ".join(f"workerpool{k}:0..{n - 1}" if n > 1 else f"workerpool{k}:0"
                      for k, n in counts.items() if n) or "none"
@@ -42,8 +39,6 @@ def _existing(job: Job) -> str:
 
 def compute_env(path: str, replica: str, options: Options, trial: str | None = None) -> dict[str, str]:
     """The variables of one replica of the spec at ``path`` (raises for a missing replica)."""
-    from vxtrain.runtime import cluster_env  # lazy: as in _existing()
-
     pool_index, replica_index = parse_replica(replica)
     trial = parse_trial(trial)
     result = api.load_job(path, options)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import yaml
 
 from vxtrain.commands import _common as c
 from vxtrain.errors import VxtrainError
@@ -32,8 +34,6 @@ class Shape(str, Enum):
 
 def template_text(shape: Shape, display_name: str | None = None) -> str:
     """The starter spec of ``shape`` (with ``display_name`` set when given)."""
-    from importlib import resources  # here: every command imports this module at start-up
-
     # One name per joinpath: several at once need Python 3.11, and 3.10 is supported.
     source = resources.files("vxtrain").joinpath("templates").joinpath(f"{shape.value}.yaml")
     text = source.read_text(encoding="utf-8")
@@ -44,8 +44,6 @@ def template_text(shape: Shape, display_name: str | None = None) -> str:
 
 def _quote(value: str) -> str:
     """A YAML scalar for ``value`` (quoted only when it needs to be)."""
-    import yaml  # lazy: the CLI imports every command at start-up
-
     return str(yaml.safe_dump(value, default_style=None).splitlines()[0])
 
 

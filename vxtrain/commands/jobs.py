@@ -13,15 +13,14 @@ import typer
 
 from vxtrain.commands import _common as c
 from vxtrain.errors import JobFailedError, UsageError
+from vxtrain.render.progress import say
+from vxtrain.submission import build_filter, get, list_jobs, wait_job
+from vxtrain.submission import cancel as cancel_job
 
 
 def status(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
-    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
-    from vxtrain.render.progress import say
-    from vxtrain.submission import get
-
     c.print_view(c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint, say=say)),
                  output)
     return 0
@@ -32,10 +31,6 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
          timeout: float | None = None, logs: bool = True) -> int:
     """Follow the job to its end, its log lines on stderr (unless not ``logs``):
     0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
-    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
-    from vxtrain.render.progress import say
-    from vxtrain.submission import wait_job
-
     with c.progress(True) as progress:
         sink = progress.log if logs else None
         try:
@@ -52,10 +47,6 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
 def cancel(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Ask for the job to be cancelled and print its state (CANCELLING, later CANCELLED)."""
-    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
-    from vxtrain.render.progress import say
-    from vxtrain.submission import cancel as cancel_job
-
     c.print_view(c.on_job(name, project, region, endpoint, lambda full: cancel_job(full, endpoint=endpoint, say=say)),
                  output)
     return 0
@@ -66,10 +57,6 @@ def list_(*, project: str | None = None, region: str | None = None, endpoint: st
           state: str | None = None, tuning: bool = False,
           output: c.OutputFormat = c.OutputFormat.text) -> int:
     """List jobs in the project/region (newest first, as the API returns them)."""
-    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
-    from vxtrain.render.progress import say
-    from vxtrain.submission import build_filter, list_jobs
-
     project, region = c.where(project, region, endpoint)
     if not project or not region:
         raise UsageError("list needs a project and a region: pass --project/--region or export "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -16,11 +16,9 @@ from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.errors import LocalRunError
 from vxtrain.render.study import summary_lines
+from vxtrain.runtime.gpus import GpuOptions
 from vxtrain.runtime.signals import stop_on_signals
 from vxtrain.runtime.study import StudyResult
-
-if TYPE_CHECKING:
-    from vxtrain.runtime.gpus import GpuOptions
 
 def local_run(path: str, options: Options, trial: str | None = None,
               output: c.OutputFormat = c.OutputFormat.text, seed: int | None = None,

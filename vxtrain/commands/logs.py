@@ -17,17 +17,15 @@ from typing import Annotated, Any, Optional
 import typer
 
 from vxtrain.commands import _common as c
+from vxtrain.joblogs import check_replica, parse_since
+from vxtrain.render.progress import say
+from vxtrain.submission import get, read_logs, wait_job
 
 
 def logs(name: str, *, project: str | None = None, region: str | None = None, endpoint: str | None = None,
          follow: bool = False, replica: str | None = None, since: str | None = None,
          output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Print the job's log lines; with ``follow``, until the job ends (0 whatever its state)."""
-    # Lazy: the CLI imports every command at start-up (rich, grpc and aiplatform cost time).
-    from vxtrain.joblogs import check_replica, parse_since
-    from vxtrain.render.progress import say
-    from vxtrain.submission import get, read_logs, wait_job
-
     if replica:
         check_replica(replica)
     start = parse_since(since) if since else None

@@ -12,19 +12,17 @@ from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.errors import NoCapacity
+from vxtrain.render.progress import say
+from vxtrain.render.quota import quota_text
 
 
 def quota(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
           endpoint: str | None = None) -> int:
     """Print the quota report; 5 when a need is above a limit."""
-    from vxtrain.render.progress import say  # lazy: the CLI imports every command at start-up
-
     report = api.quota(path, options, endpoint=endpoint, say=say)
     if output is c.OutputFormat.json:
         c.emit_json(report.to_json())
     else:
-        from vxtrain.render.quota import quota_text  # lazy: rich tables, for text only
-
         quota_text(report)
     return 0 if report.fits else NoCapacity.exit_code  # README, "Exit codes": no capacity
 

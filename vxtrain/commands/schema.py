@@ -26,17 +26,15 @@ from typing import Any
 
 import typer
 
+from vxtrain import catalog
 from vxtrain.commands import _common as c
+from vxtrain.validation.schema import schema as native_schema
 
 _MACHINE_KEYS = ("machine_type",)
 
 
 def enriched_schema() -> dict[str, Any]:
     """The shipped native schema plus catalog enums for editors (a new dict each call)."""
-    # lazy: the CLI imports every command at start-up
-    from vxtrain import catalog
-    from vxtrain.validation.schema import schema as native_schema
-
     out = copy.deepcopy(native_schema())
     machines = catalog.training_machine_types()
     for prop in _properties_named(out, _MACHINE_KEYS):

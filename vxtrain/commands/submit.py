@@ -9,7 +9,7 @@ google.cloud.aiplatform is imported by the backend only when the call is made.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -17,10 +17,10 @@ from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.errors import JobFailedError, SpecError, UsageError
+from vxtrain.render.packaging import upload_bar
+from vxtrain.render.progress import say
+from vxtrain.runtime.gpus import GpuOptions
 from vxtrain.runtime.signals import interrupt_on_signals
-
-if TYPE_CHECKING:
-    from vxtrain.runtime.gpus import GpuOptions
 
 
 def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
@@ -34,10 +34,6 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
     need above a limit (unless not ``quota_check``). While it waits, the job's log lines
     stream to stderr unless not ``logs``. ``gpus`` (``--target local`` only): how this
     host's GPUs are handed out."""
-    # lazy: the CLI imports every command at start-up
-    from vxtrain.render.packaging import upload_bar
-    from vxtrain.render.progress import say
-
     local = target is c.Target.local
     pending = c.parse_duration_option(max_pending, "--max-pending")
     if pending is not None and not (wait or until_running or local):
