@@ -9,13 +9,17 @@ targets, like the job backend:
   with anonymous credentials (``vxtrain emulator`` serves LoggingServiceV2 on
   its JobService port).
 
-google-cloud-logging is imported inside functions only: validate and plan never
-pay for it.
+This module imports google-cloud-logging at its top: only
+vxtrain.backends.open_log_reader imports it, on the logs path; validate and plan never do.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
+from google.cloud.logging_v2.services.logging_service_v2.transports.grpc import LoggingServiceV2GrpcTransport
+from google.protobuf import json_format
 
 from vxtrain import errors
 from vxtrain.backends.base import MAX_PAGE_SIZE, EntryDict
@@ -50,10 +54,6 @@ class CloudLoggingReader:
         return self._client_obj
 
     def _make_client(self) -> Any:
-        # Lazy: google-cloud-logging is imported on the logs path alone (see pyproject.toml).
-        from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
-        from google.cloud.logging_v2.services.logging_service_v2.transports import LoggingServiceV2GrpcTransport
-
         return gapic_client(LoggingServiceV2Client, LoggingServiceV2GrpcTransport, host=self._host,
                             endpoint=self.endpoint, credentials=self._credentials)
 
@@ -63,8 +63,6 @@ class CloudLoggingReader:
     def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
                      page_size: int = MAX_PAGE_SIZE) -> Iterator[EntryDict]:
         """Every matching entry, all pages; see base.LogReader."""
-        from google.protobuf import json_format  # lazy: protobuf costs start-up time
-
         client = self._client()
         request = {"resource_names": [f"projects/{project}"], "filter": filter, "order_by": order_by,
                    "page_size": page_size}

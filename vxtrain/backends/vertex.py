@@ -16,8 +16,9 @@ Jobs go in and come out as REST-JSON dicts (``json_format.ParseDict`` /
 ``google.api_core.exceptions`` class is translated into ``vxtrain.errors``
 here and nowhere else (``ERROR_MAP``; a test fails when one is missing).
 
-google.cloud.aiplatform is imported inside functions only, so importing this
-module costs nothing (validate/plan must stay fast: README "Performance").
+This module imports google.cloud.aiplatform (about 0.75 s) at its top: only
+vxtrain.backends.open_backend (and the log reader) import it, when a command talks
+to an API; validate and plan never do (README "Performance").
 """
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import grpc
+from google.api_core import exceptions as gexc
+from google.auth import exceptions as auth_exc
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import aiplatform_v1
+from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
+from google.cloud.aiplatform_v1.services.job_service.transports.grpc import JobServiceGrpcTransport
+from google.cloud.aiplatform_v1.services.persistent_resource_service import PersistentResourceServiceClient
+from google.cloud.aiplatform_v1.services.persistent_resource_service.transports.grpc import (
+    PersistentResourceServiceGrpcTransport)
+from google.protobuf import json_format
 
 from vxtrain import errors
 from vxtrain.backends.base import LOCAL_METADATA, JobDict, JobList, LocalRun, QuotaInfoList, ResourceDict
@@ -202,12 +215,9 @@ def gapic_client(client_cls: Any, transport_cls: Any, *, host: str, endpoint: st
     channel with anonymous credentials, which the real client talks to unchanged."""
     if endpoint is None:
         return client_cls(credentials=credentials, client_options={"api_endpoint": host})
-    # Lazy (as every google import here): importing this module costs nothing.
-    import grpc
-    from google.auth.credentials import AnonymousCredentials
-
     channel = grpc.insecure_channel(endpoint)
-    return client_cls(transport=transport_cls(channel=channel, credentials=AnonymousCredentials()))
+    anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]  # google-auth's __init__ is unannotated
+    return client_cls(transport=transport_cls(channel=channel, credentials=anonymous))
 
 
 def guarded(call: Callable[[], Any], *, host: str, region: str | None = None, api: str = JOB_API,
@@ -215,9 +225,6 @@ def guarded(call: Callable[[], Any], *, host: str, region: str | None = None, ap
     """Run ``call``, translating every google.api_core / google.auth error into
     vxtrain.errors (``api``: the service's name in their messages; ``explain`` rewords a
     translated API error for its service)."""
-    from google.api_core import exceptions as gexc  # lazy: see the module docstring
-    from google.auth import exceptions as auth_exc
-
     try:
         return call()
     except gexc.GoogleAPICallError as exc:
@@ -308,22 +315,17 @@ class VertexBackend:
         return QUOTAS_HOST if service == "quotas" and not self.emulated else self._host
 
     def _make_client(self) -> Any:
-        # Lazy: google.cloud.aiplatform costs about a second; only a call to the API needs it.
-        from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
-        from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
-
         return gapic_client(JobServiceClient, JobServiceGrpcTransport, host=self._host,
                             endpoint=self.endpoint, credentials=self._credentials)
 
     def _make_resource_client(self) -> Any:
-        # Lazy: as _make_client. The same regional endpoint (or emulator) serves PersistentResourceService.
-        from google.cloud.aiplatform_v1.services.persistent_resource_service import client, transports
-
-        return gapic_client(client.PersistentResourceServiceClient, transports.PersistentResourceServiceGrpcTransport,
+        # The same regional endpoint (or emulator) serves PersistentResourceService.
+        return gapic_client(PersistentResourceServiceClient, PersistentResourceServiceGrpcTransport,
                             host=self._host, endpoint=self.endpoint, credentials=self._credentials)
 
     def _make_quotas_client(self) -> Any:
-        # Lazy: google-cloud-quotas is needed only by the quota preflight and `vxtrain quota`.
+        # lazy: google-cloud-quotas costs +21 ms after aiplatform; only the quota preflight and
+        # `vxtrain quota` need it (status, wait, cancel, list and logs never do)
         from google.cloud.cloudquotas_v1.services.cloud_quotas import client, transports
 
         return gapic_client(client.CloudQuotasClient, transports.CloudQuotasGrpcTransport,
@@ -348,7 +350,8 @@ class VertexBackend:
         if filter_:
             request["filter"] = filter_
         pager = self._rpc(method, parent, **request)
-        return self._guarded(lambda: [_to_dict(job) for job in pager], region_of(parent))
+        jobs: JobList = self._guarded(lambda: [_to_dict(job) for job in pager], region_of(parent))
+        return jobs
 
     # -- the seam: each verb dispatched to the client's method for the job's kind
 
@@ -439,15 +442,11 @@ def _method(verb: str, kind: JobKind) -> str:
 
 
 def _message_class(name: str) -> Any:
-    from google.cloud import aiplatform_v1  # lazy: see the module docstring
-
     return getattr(aiplatform_v1, name)
 
 
 def _from_dict(message: str, data: JobDict) -> Any:
     """REST-JSON dict → proto-plus message (strict: unknown fields are refused)."""
-    from google.protobuf import json_format  # lazy: see the module docstring
-
     cls = _message_class(message)
     raw = cls.pb()()
     try:
@@ -459,8 +458,6 @@ def _from_dict(message: str, data: JobDict) -> Any:
 
 def _to_dict(message: Any) -> JobDict:
     """proto-plus message → REST-JSON dict (camelCase, enum names)."""
-    from google.protobuf import json_format  # lazy: see the module docstring
-
     result: JobDict = json_format.MessageToDict(type(message).pb(message))
     return result
 
