@@ -51,8 +51,11 @@ def gcs(gcs_server_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import storage
 
+    from vxtrain.packaging.upload import without_background_lookups
+
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_server_url)
-    client = storage.Client(project="vxtrain-test", credentials=AnonymousCredentials())
+    # as vxtrain's own clients: else the client's bucket lookups run on in a thread after the test
+    client = without_background_lookups(storage.Client(project="vxtrain-test", credentials=AnonymousCredentials()))
     yield client
     client.close()  # its HTTP session's sockets, else a ResourceWarning (an error in this suite)
 

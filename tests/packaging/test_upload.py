@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from vxtrain.errors import NotFoundError, PermissionError_
-from vxtrain.packaging.upload import CHUNK_SIZE, PROGRESS_THRESHOLD, Position, split_gs_uri, upload_if_missing
+from vxtrain.packaging.upload import (CHUNK_SIZE, PROGRESS_THRESHOLD, Position, split_gs_uri, storage_client,
+                                      upload_if_missing, without_background_lookups)
 from vxtrain.render.packaging import upload_bar
 
 pytestmark = pytest.mark.slow
@@ -95,6 +96,31 @@ def test_missing_bucket_is_an_api_error_that_says_what_to_do(gcs: Any, package: 
     assert "gs://no-such-bucket-vxtrain does not exist" in str(err.value) and "--staging-bucket" in str(err.value)
 
 
+def test_an_upload_starts_no_thread_even_when_it_fails(gcs_server_url: str, package: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """google-cloud-storage 3.x looks a bucket up in a thread nothing joins (for tracing):
+    vxtrain's clients turn that off, or a failed upload leaves it retrying for minutes."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_server_url)
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    uri = f"gs://no-such-bucket-vxtrain/{package.name}"
+    client = storage_client()
+    try:
+        with pytest.raises(NotFoundError):
+            upload_if_missing(package, uri, client=client)
+    finally:
+        client.close()
+    with pytest.raises(NotFoundError):
+        upload_if_missing(package, uri)  # with the client it makes itself
+    assert started == []
+
+
 def test_permission_denied_is_an_api_error_naming_the_permissions(package: Path) -> None:
     """fake-gcs-server has no IAM, so a 403 comes from a one-line local HTTP server."""
     import http.server
@@ -117,8 +143,9 @@ def test_permission_denied_is_an_api_error_naming_the_permissions(package: Path)
         from google.auth.credentials import AnonymousCredentials
         from google.cloud import storage
 
-        client = storage.Client(project="p", credentials=AnonymousCredentials(),
-                                client_options={"api_endpoint": f"http://127.0.0.1:{server.server_port}"})
+        client = without_background_lookups(storage.Client(
+            project="p", credentials=AnonymousCredentials(),
+            client_options={"api_endpoint": f"http://127.0.0.1:{server.server_port}"}))
         with pytest.raises(PermissionError_) as err:
             upload_if_missing(package, f"gs://b/{package.name}", client=client)
         client.close()

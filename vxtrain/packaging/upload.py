@@ -72,12 +72,32 @@ def storage_client(project: str | None = None, purpose: str = "upload the packag
     from google.cloud import storage
 
     try:
-        return storage.Client(project=project)
+        client = storage.Client(project=project)
     except GoogleAuthError as exc:
         raise PermissionError_(
             f"no Google Cloud credentials to {purpose} with ({exc}); "
             "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS "
             "(for a GCS emulator: set STORAGE_EMULATOR_HOST where this runs)") from exc
+    return without_background_lookups(client)
+
+
+def without_background_lookups(client: Client) -> Client:
+    """``client``, made to start no thread of its own: every storage call runs in its caller.
+
+    google-cloud-storage 3.x (googleapis/google-cloud-python#17221) looks a bucket's
+    project and location up in a daemon thread the first time a call names the bucket,
+    for OpenTelemetry span attributes, whether tracing is on or not. Nothing joins that
+    thread: it outlives the upload or download that started it, a failed one too, and on
+    a connection error it keeps retrying for up to 120 s (the storage DEFAULT_RETRY; its
+    backoff draws from the global ``random``). vxtrain traces nothing, so the lookup is
+    a request (needing storage.buckets.get) for nothing. No-op on versions without it.
+    """
+    # Private, but the only complete switch: every use in the library is guarded by the
+    # attribute being truthy, whereas the DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA
+    # environment variable stops only the lookups, not the eviction checks on a 404.
+    if getattr(client, "_bucket_metadata_cache", None) is not None:
+        client._bucket_metadata_cache = None
+    return client
 
 
 def existing_generation(uri: str, client: Client) -> int | None:
