@@ -152,3 +152,26 @@ def emulator() -> Iterator[Any]:
         yield handle
     finally:
         handle.stop(grace=None)
+
+
+# --- nothing left running ----------------------------------------------------------
+# A thread or process that outlives its test runs on during the next ones (issue 26:
+# a storage client's retrying thread drew from the global `random` inside hypothesis
+# tests). Function-scoped and autouse, so it is set up after any session or module
+# fixture (pytest sets broader scopes up first): an emulator or registry such a fixture
+# keeps for many tests is in `before`, never a leftover.
+
+@pytest.fixture(autouse=True)
+def _no_leaks() -> Iterator[None]:
+    """Fail a test that leaves a thread or a child process running (tests/leaks.py);
+    the processes it left are killed, with their process groups."""
+    from tests import leaks
+
+    before = leaks.snapshot()
+    yield
+    threads, children = leaks.leftovers(before)
+    if threads or children:
+        message = leaks.describe(threads, children)  # before the kill: it reads their command lines
+        leaks.kill(children)
+        pytest.fail(f"the test left running after it ended (+{leaks.GRACE:g} s):\n  {message}\n"
+                    "stop what a test starts in a `finally:` block or in a fixture's teardown", pytrace=False)
