@@ -14,6 +14,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tarfile
@@ -27,6 +28,7 @@ from typing import Any
 import requests
 
 from tests.polling import wait_for
+from tests.processes import stop
 
 REGISTRY_BINARY = "docker-registry"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
@@ -72,8 +74,7 @@ def running_registry(binary: str) -> Iterator[str]:
         assert proc.poll() is None, (root / "registry.log").read_text()
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc, signal.SIGTERM, timeout=10)  # SIGKILL after 10 s: never left running
         log.close()
         shutil.rmtree(root, ignore_errors=True)
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import vxtrain
+from tests.processes import stop
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = """\
@@ -31,9 +32,13 @@ study:
 
 @contextmanager
 def emulator(*flags: str) -> Iterator[str]:
-    """Start `vxtrain emulator --port 0 FLAGS`; yield its address once it listens."""
+    """Start `vxtrain emulator --port 0 FLAGS`; yield its address once it listens.
+
+    Stopped with Ctrl-C's SIGINT when the block ends, passed or failed (killed, with its
+    process group, if it has not exited 30 s later); a clean exit is checked only after
+    a block that passed, so a failure is not hidden behind the exit status it caused."""
     proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "emulator", "--port", "0", *flags],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         assert proc.stderr is not None
@@ -41,9 +46,8 @@ def emulator(*flags: str) -> Iterator[str]:
         assert "listening on" in line, line
         yield line.rsplit(" ", 1)[1].strip()
     finally:
-        proc.send_signal(signal.SIGINT)
-        _, rest = proc.communicate(timeout=30)  # drains and closes stderr
-        assert proc.returncode == 0, rest
+        _, rest = stop(proc, signal.SIGINT, timeout=30)  # drains and closes stderr
+    assert proc.returncode == 0, rest
 
 
 def _trial_parameters(address: str, spec: Path) -> list[Any]:

@@ -6,6 +6,7 @@ commands through the real local runner.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -57,18 +58,17 @@ def hpt_job(pools: list[dict[str, Any]] | None = None, trials: int = 2) -> dict[
 
 @pytest.fixture
 def make_emulator() -> Iterator[Any]:
-    """Start emulators (environment faults ignored); all are stopped at teardown."""
-    handles: list[EmulatorHandle] = []
+    """Start emulators (environment faults ignored); all are stopped at teardown, however
+    the test ended (an ExitStack: one stop that raises does not skip the others)."""
+    with contextlib.ExitStack() as stack:
 
-    def make(**kwargs: Any) -> EmulatorHandle:
-        kwargs.setdefault("environ", {})
-        handle = start_emulator(**kwargs)
-        handles.append(handle)
-        return handle
+        def make(**kwargs: Any) -> EmulatorHandle:
+            kwargs.setdefault("environ", {})
+            handle = start_emulator(**kwargs)
+            stack.callback(handle.stop, grace=0)
+            return handle
 
-    yield make
-    for handle in handles:
-        handle.stop(grace=0)
+        yield make
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from google.api_core import exceptions as gexc
 from google.cloud import aiplatform_v1 as v1
 
 from tests.polling import wait_for
+from tests.processes import stop
 from tests.backends.emulator.conftest import PARENT, TERMINAL, State, custom_job, pool, py, wait_until
 from tests.conftest import ROOT
 from vxtrain.backends.emulator import CUSTOM, EmulatorHandle, RpcError, start_emulator
@@ -51,8 +52,9 @@ def test_a_name_binds_all_its_addresses_or_none(make_emulator: Any) -> None:
 def _cli(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("VXTRAIN_EMULATOR_FAULTS", None)
+    # its own session: a test's teardown can kill it with anything it started in its group
     return subprocess.Popen([sys.executable, "-m", "vxtrain", *args], stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT)
+                            env=env, cwd=ROOT, start_new_session=True)
 
 
 def test_emulator_command_serves_until_interrupted(connect: Any) -> None:
@@ -68,10 +70,8 @@ def test_emulator_command_serves_until_interrupted(connect: Any) -> None:
             client.get_custom_job(name=name)
         assert wait_until(client, name, TERMINAL).state == State.JOB_STATE_SUCCEEDED
     finally:
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
-        if proc.stderr:
-            proc.stderr.close()
+        stop(proc, signal.SIGINT, timeout=10)  # killed if Ctrl-C does not stop it: never left running
+    assert proc.returncode == 0
 
 
 def _emulator_threads() -> set[threading.Thread]:
@@ -82,12 +82,15 @@ def test_stop_leaves_no_thread_behind(connect: Any) -> None:
     """grpc never shuts down the executor it is given; stop() does, and joins the jobs."""
     before = _emulator_threads()
     handle = start_emulator(environ={}, out=io.StringIO())
-    client = connect(handle)
-    done = client.create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py("pass"))])).name
-    wait_until(client, done, TERMINAL)
-    client.create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py("import time; time.sleep(60)"))]))
-    assert _emulator_threads() - before
-    handle.stop(grace=0)
+    try:
+        client = connect(handle)
+        done = client.create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py("pass"))])).name
+        wait_until(client, done, TERMINAL)
+        client.create_custom_job(parent=PARENT,
+                                 custom_job=custom_job(pools=[pool(py("import time; time.sleep(60)"))]))
+        assert _emulator_threads() - before
+    finally:  # stop() is what is tested, but a failure above must not leave the emulator running
+        handle.stop(grace=0)
     assert _emulator_threads() - before == set()
     with pytest.raises(RpcError) as info:  # and nothing can start behind it
         handle.emulator.create(CUSTOM, PARENT, v1.CustomJob(custom_job(pools=[pool(py("pass"))])))
@@ -110,10 +113,7 @@ def test_sigterm_stops_the_emulator_and_the_processes_of_its_jobs(connect: Any, 
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        if proc.stderr:
-            proc.stderr.close()
+        stop(proc, signal.SIGKILL)  # a no-op once it exited: else killed (and reaped) here
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
 
