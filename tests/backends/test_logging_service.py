@@ -27,18 +27,24 @@ class Served:
 
     def __init__(self) -> None:
         self.store = LogStore()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=[("grpc.so_reuseport", 0)])
+        self.executor = futures.ThreadPoolExecutor(max_workers=4)
+        self.server = grpc.server(self.executor, options=[("grpc.so_reuseport", 0)])
         self.server.add_generic_rpc_handlers((generic_handler(self.store),))
         self.port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()
         self.address = f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        """Stop serving, and end the handler threads: grpc never shuts down the executor it is given."""
+        self.server.stop(None).wait()
+        self.executor.shutdown(wait=True)
 
 
 @pytest.fixture
 def served() -> Iterator[Served]:
     s = Served()
     yield s
-    s.server.stop(None)
+    s.stop()
 
 
 @pytest.fixture
