@@ -218,9 +218,7 @@ def test_a_retried_create_lists_by_the_label_before_creating_again() -> None:
         def create(self, kind: JobKind, parent: str, custom_job: dict[str, Any], local: Any = None) -> dict[str, Any]:
             self.creates += 1
             self.jobs.append({**custom_job, "name": f"{parent}/customJobs/{len(self.jobs) + 1}"})
-            lost = errors.UnavailableError("deadline exceeded")
-            lost.transient = True
-            raise lost
+            raise errors.UnavailableError("deadline exceeded", transient=True)
 
         def list(self, kind: JobKind, parent: str, filter: str = "") -> list[dict[str, Any]]:  # noqa: A002
             assert filter == f'labels.{api.LABEL_KEY}="{api.label_value("k")}"'

@@ -20,15 +20,15 @@ line (or a list of diagnostics) and an exit code, never a traceback::
         └── UnavailableError          transient errors that outlived the retries
 
 Lower-level exceptions (google.api_core, grpc, OSError) are translated at the
-boundary that meets them (``raise Mapped(msg) from exc``).
+boundary that meets them (``raise Mapped(msg) from exc``). Each exception is
+complete from its constructor: every attribute it carries is an argument of
+``__init__``, never set on it afterwards.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from vxtrain.diagnostics import Diagnostic
+from vxtrain.diagnostics import Diagnostic
 
 
 class VxtrainError(Exception):
@@ -91,18 +91,30 @@ class NoCapacity(VxtrainError):  # noqa: N818 - the Contract's JSON error type i
 
 
 class ApiError(VxtrainError):
-    """The Job API refused a call, or transient errors outlived the retries."""
+    """The Job API refused a call, or transient errors outlived the retries.
+
+    ``transient``: retrying may help (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL), as the
+    backend that translated the error says; retry predicates read it.
+    ``unresolved_host``: the host name whose lookup failed, when that is the error
+    (retried for a bounded time only). ``timed_out``: DEADLINE_EXCEEDED, the caller
+    stopped waiting but the server may still act on the call. ``attempts``: raised
+    part-way up a ``fallback:`` ladder, what became of the rungs before (their jobs exist).
+    """
 
     exit_code = 4
-    #: True when retrying may help (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL):
-    #: set by the backend that translated the error, read by retry predicates.
-    transient: bool = False
-    #: The host name whose lookup failed, when that is the error (retried for a bounded time).
-    unresolved_host: str | None = None
-    #: DEADLINE_EXCEEDED: the caller stopped waiting, but the server may still act on the call.
-    timed_out: bool = False
-    #: Raised part-way up a ``fallback:`` ladder: what became of the rungs before (their jobs exist).
-    attempts: Sequence[Mapping[str, object]] = ()
+
+    def __init__(self, message: str, *, transient: bool = False, unresolved_host: str | None = None,
+                 timed_out: bool = False, attempts: Sequence[Mapping[str, object]] = ()) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.unresolved_host = unresolved_host
+        self.timed_out = timed_out
+        self.attempts = [dict(a) for a in attempts]
+
+    def reworded(self, message: str) -> ApiError:
+        """The same error (its class, retry flags and attempts) with another message."""
+        return type(self)(message, transient=self.transient, unresolved_host=self.unresolved_host,
+                          timed_out=self.timed_out, attempts=self.attempts)
 
 
 class QuotaError(ApiError):

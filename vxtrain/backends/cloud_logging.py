@@ -97,9 +97,7 @@ def _explain(mapped: errors.ApiError, exc: BaseException) -> errors.ApiError:
         text = str(mapped)
     else:
         text = f"Cloud Logging ({kind}): {message}"
-    out = type(mapped)(text)
-    out.transient, out.unresolved_host, out.timed_out = mapped.transient, mapped.unresolved_host, mapped.timed_out
-    return out
+    return mapped.reworded(text)
 
 
 def connect_logs(endpoint: str | None = None, **kwargs: Any) -> CloudLoggingReader:

@@ -128,16 +128,17 @@ ERROR_MAP: dict[str, tuple[type[errors.ApiError], bool]] = {
 }
 
 
-def translate(exc: BaseException, *, region: str | None = None, api: str = JOB_API) -> errors.ApiError:
+def translate(exc: BaseException, *, region: str | None = None, api: str = JOB_API,
+              host: str | None = None) -> errors.ApiError:
     """The vxtrain error for a google.api_core exception, with a message that says what to do
-    (``api``: the service's name in it)."""
+    (``api``: the service's name in it; ``host``: the host called, named as unresolved when
+    a transient error says its lookup failed, so that it is retried for a bounded time only)."""
     cls, transient = _lookup(type(exc))
     message = _server_message(exc)
     text = _explain(cls, type(exc).__name__, message, exc, region, api)
-    mapped = cls(text)
-    mapped.transient = transient
-    mapped.timed_out = any(k.__name__ == "DeadlineExceeded" for k in type(exc).__mro__)
-    return mapped
+    unresolved = host if transient and _UNRESOLVED.search(str(exc)) else None
+    return cls(text, transient=transient, unresolved_host=unresolved,
+               timed_out=any(k.__name__ == "DeadlineExceeded" for k in type(exc).__mro__))
 
 
 def _lookup(exc_type: type[BaseException]) -> tuple[type[errors.ApiError], bool]:
@@ -228,9 +229,7 @@ def guarded(call: Callable[[], Any], *, host: str, region: str | None = None, ap
     try:
         return call()
     except gexc.GoogleAPICallError as exc:
-        mapped = translate(exc, region=region, api=api)
-        if mapped.transient and _UNRESOLVED.search(str(exc)):
-            mapped.unresolved_host = host  # retried for a bounded time only
+        mapped = translate(exc, region=region, api=api, host=host)
         raise (explain(mapped, exc) if explain else mapped) from exc
     except auth_exc.DefaultCredentialsError as exc:
         raise errors.PermissionError_(
@@ -410,8 +409,8 @@ def _resource_not_found(mapped: errors.ApiError, exc: BaseException) -> errors.A
     if not isinstance(mapped, errors.NotFoundError):
         return mapped
     where = region_of(str(exc))
-    return _reworded(mapped, f"persistent resource not found{f' in {where}' if where else ''}: "
-                             f"{_server_message(exc)} (check its ID, the project and the region)")
+    return mapped.reworded(f"persistent resource not found{f' in {where}' if where else ''}: "
+                           f"{_server_message(exc)} (check its ID, the project and the region)")
 
 
 def _quotas_refused(mapped: errors.ApiError, exc: BaseException) -> errors.ApiError:
@@ -419,20 +418,12 @@ def _quotas_refused(mapped: errors.ApiError, exc: BaseException) -> errors.ApiEr
     needs ``cloudquotas.quotas.get`` (roles/cloudquotas.viewer) and the API enabled."""
     kind, message = type(exc).__name__, _server_message(exc)
     if isinstance(mapped, errors.PermissionError_) and kind not in ("Unauthenticated", "Unauthorized"):
-        return _reworded(mapped, f"the Cloud Quotas API refused to read the quota limits: {message}; the caller "
-                                 f"needs cloudquotas.quotas.get (roles/cloudquotas.viewer) on the project and the "
-                                 f"API cloudquotas.googleapis.com enabled: {_QUOTAS_PERMISSIONS_HELP}")
+        return mapped.reworded(f"the Cloud Quotas API refused to read the quota limits: {message}; the caller "
+                               f"needs cloudquotas.quotas.get (roles/cloudquotas.viewer) on the project and the "
+                               f"API cloudquotas.googleapis.com enabled: {_QUOTAS_PERMISSIONS_HELP}")
     if kind == "MethodNotImplemented":
-        return _reworded(mapped, f"the endpoint does not serve the Cloud Quotas API: {message}")
+        return mapped.reworded(f"the endpoint does not serve the Cloud Quotas API: {message}")
     return mapped
-
-
-def _reworded(mapped: errors.ApiError, text: str) -> errors.ApiError:
-    """``mapped`` with the message ``text``: the same class, the same retry flags."""
-    reworded = type(mapped)(text)
-    reworded.transient, reworded.timed_out = mapped.transient, mapped.timed_out
-    reworded.unresolved_host = mapped.unresolved_host
-    return reworded
 
 
 def _method(verb: str, kind: JobKind) -> str:

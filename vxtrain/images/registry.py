@@ -23,9 +23,12 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+import google.auth
 import requests
 from dxf import DXF, DXFBase
 from dxf import exceptions as dxf_errors
+from google.auth.exceptions import GoogleAuthError
+from google.auth.transport.requests import Request
 
 from vxtrain.errors import ApiError, NotFoundError, PermissionError_, UnavailableError
 from vxtrain.images.layers import digest_of
@@ -45,14 +48,9 @@ PROGRESS_THRESHOLD = 1024 * 1024
 
 def google_token() -> str:
     """An access token from Application Default Credentials (PermissionError_ when there are none)."""
-    # lazy: google-auth only for a push to Artifact Registry or Container Registry
-    import google.auth
-    from google.auth.exceptions import GoogleAuthError
-    from google.auth.transport.requests import Request
-
     try:
         creds, _ = google.auth.default(scopes=[CLOUD_PLATFORM])
-        creds.refresh(Request())
+        creds.refresh(Request())  # type: ignore[no-untyped-call]  # google-auth's refresh is unannotated
     except GoogleAuthError as exc:
         raise PermissionError_(
             f"no Google Cloud credentials to push images with ({exc}); run `gcloud auth "
@@ -211,10 +209,9 @@ def mapped_error(exc: Exception, ref: Reference, doing: str) -> ApiError:
     """A registry error while ``doing`` something in ``ref``'s repository, as vxtrain's (exit 4)."""
     where = f"{ref.host}/{ref.repository}"
     if isinstance(exc, requests.ConnectionError | requests.Timeout):
-        err = UnavailableError(f"cannot reach the registry {ref.host} ({doing} in {where}): {_reason(exc)}; "
-                               "check the host name and the network (or start the local registry)")
-        err.transient = True
-        return err
+        return UnavailableError(f"cannot reach the registry {ref.host} ({doing} in {where}): {_reason(exc)}; "
+                                "check the host name and the network (or start the local registry)",
+                                transient=True)
     status = exc.response.status_code if isinstance(exc, requests.HTTPError) and exc.response is not None else None
     if status in (401, 403) or isinstance(exc, dxf_errors.DXFUnauthorizedError | dxf_errors.DXFAuthInsecureError):
         return PermissionError_(f"the registry {ref.host} refused {doing} in {where} (HTTP {status or 401}): "
