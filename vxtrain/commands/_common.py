@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar, get_type_hi
 
 import typer
 
-from vxtrain.api import Options
 from vxtrain.commands import COMMANDS
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import NotFoundError, UsageError
 from vxtrain.model import DURATION_EXAMPLES, duration_seconds
+from vxtrain.options import Options
 from vxtrain.render import diagnostics_text
 
 if TYPE_CHECKING:

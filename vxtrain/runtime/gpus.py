@@ -31,14 +31,11 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from vxtrain import catalog, slots
 from vxtrain.diagnostics import plural
 from vxtrain.errors import GpuShortageError, UsageError
-
-if TYPE_CHECKING:
-    from vxtrain.model import Job, Pool
+from vxtrain.model import Job, Pool
 
 #: The variable CUDA reads, for vxtrain's own inventory and for each replica.
 VISIBLE = "CUDA_VISIBLE_DEVICES"

@@ -40,17 +40,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO, Union
+from typing import IO, Any, TextIO, Union
 
 from vxtrain import catalog, slots
 from vxtrain.errors import LocalRunError
+from vxtrain.model import Job, Pool
 from vxtrain.packaging.install import package_path_entries
 from vxtrain.packaging.source import import_root, source_folder
 from vxtrain.runtime import cluster_env, reaper
 from vxtrain.runtime.gpus import VISIBLE, GpuOptions, GpuPlan, resolve
-
-if TYPE_CHECKING:
-    from vxtrain.model import Job, Pool
 
 Output = Union[TextIO, Callable[[str], Any]]
 #: Seconds between SIGTERM and SIGKILL when stopping replicas.

@@ -72,6 +72,21 @@ def compile_validator(definition: Mapping[str, Any], folder: Path | None = None)
     return _validator(code)
 
 
+def compile_predicate(definition: Mapping[str, Any], folder: Path | None = None) -> Callable[[Any], bool]:
+    """Whether data conforms to ``definition``: compile_validator's validator as a predicate
+    (fastjsonschema stops at the first error, so it answers only that)."""
+    validate = compile_validator(definition, folder)
+
+    def conforms(data: Any) -> bool:
+        try:
+            validate(data)
+        except fastjsonschema.JsonSchemaException:
+            return False
+        return True
+
+    return conforms
+
+
 def _validator(code: CodeType) -> Callable[[Any], Any]:
     """Run the compiled module and return its entry point, as fastjsonschema.compile does."""
     namespace: dict[str, Any] = {}

@@ -33,7 +33,8 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _images() -> tuple[ModuleType, ModuleType]:
     """vxtrain.images.recipe and vxtrain.images.reference."""
-    # lazy: only a spec with build: or image_repository loads them (validate's cold start)
+    # lazy: +5.6 ms on validate's path (recipe 3.7 ms, reference 1.9 ms, measured before pipeline.py
+    # imported recipe at its top); only a spec with build: or image_repository needs them
     from vxtrain.images import recipe, reference
 
     return recipe, reference
