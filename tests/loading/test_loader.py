@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -102,3 +104,31 @@ def test_the_package_exports_the_loader_without_importing_yaml_up_front() -> Non
             "from vxtrain.loading import load, load_text, loader\n"
             "assert (load, load_text) == (loader.load, loader.load_text) and 'yaml' in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
+
+
+def test_a_bug_of_ours_reaches_the_one_error_handler_not_a_diagnostic(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The loader turns bad input into diagnostics, and nothing else: a bug in one of its
+    steps propagates to cli.main's handler ("unexpected error", the traceback in a log file)."""
+    from vxtrain.cli import main
+    from vxtrain.loading import loader
+
+    def buggy(*args: Any, **kwargs: Any) -> Any:
+        return 1 / 0
+
+    monkeypatch.setattr(loader, "parse", buggy)
+    monkeypatch.setenv("VXTRAIN_LOG_DIR", str(tmp_path))
+    code = main(["validate", str(ROOT / "configs" / "examples" / "quickstart.yaml")])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert err.startswith("vxtrain: unexpected error: ZeroDivisionError: division by zero (details in ")
+    (log,) = tmp_path.glob("vxtrain-error-*.log")
+    assert f"(details in {log})" in err
+    assert "ZeroDivisionError" in log.read_text() and "buggy" in log.read_text()
+
+
+def test_a_path_no_file_can_have_is_a_diagnostic() -> None:
+    from vxtrain.loading import load
+
+    doc, diags = load("spec\0.yaml")
+    assert doc is None and [d.code for d in diags] == ["file-unreadable"]

@@ -388,7 +388,7 @@ class _Builder:
             return event.value
         try:
             return construct(tag, event.value)
-        except Exception:  # PyYAML raises ValueError/KeyError/IndexError on bad text
+        except (ValueError, LookupError):  # what PyYAML's int/float/bool constructors raise on bad text
             self._report(self._diag(
                 "yaml-tag", f"{event.value!r} is not a valid {tag.replace(TAG, '!!')}: "
                 "fix the value or drop the tag", event.start_mark, path))

@@ -1,4 +1,4 @@
-"""Load a spec: the steps in order, and the promise never to raise.
+"""Load a spec: the steps in order, and the promise never to raise for bad input.
 
 1. ``read.py`` reads the file, bounded by ``MAX_FILE_BYTES`` (``limits.py``),
    and decodes it as UTF-8.
@@ -9,7 +9,12 @@
    then applies the ``--set`` assignments.
 
 Every file is checked and all its problems are reported (up to
-``MAX_ERRORS``), each naming its own file.
+``MAX_ERRORS``), each naming its own file. Each step turns the errors that mean
+bad input (an unreadable or missing file, bytes that are not UTF-8, YAML that
+does not parse, a value its tag refuses, a limit passed) into diagnostics where
+it meets them; anything else is a bug of vxtrain's and propagates, to the
+command line's one handler ("unexpected error" and a log file), never dressed
+as a problem of the spec.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from vxtrain.diagnostics import Diagnostic, error
+from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import Document
 from vxtrain.loading.events import parse
 from vxtrain.loading.limits import MAX_FILE_BYTES
@@ -32,29 +37,20 @@ def load_text(text: str | bytes, file: str = "<string>", *, variables: Mapping[s
     """Load one spec from text (or UTF-8 bytes): steps 1–2 of the module docstring.
 
     Returns ``(Document, warnings)``, or ``(None, diagnostics)`` with at least
-    one error when the text cannot be used. Never raises for any input.
+    one error when the text cannot be used. Never raises for bad input.
     """
     env = os.environ if environ is None else environ
-    try:
-        if isinstance(text, bytes):
-            if len(text) > MAX_FILE_BYTES:
-                return None, [too_large(len(text), file)]
-            decoded, diags = decode(text, file)
-            if decoded is None:
-                return None, diags
-            text = decoded
-        data, positions, diags = parse(text, file, variables, env)
-    except Exception as exc:  # a bug in vxtrain: report it, never a traceback
-        return None, [_internal(exc, file)]
+    if isinstance(text, bytes):
+        if len(text) > MAX_FILE_BYTES:
+            return None, [too_large(len(text), file)]
+        decoded, diags = decode(text, file)
+        if decoded is None:
+            return None, diags
+        text = decoded
+    data, positions, diags = parse(text, file, variables, env)
     if data is None:
         return None, diags
     return Document(data=data, file=file, positions=positions), diags
-
-
-def _internal(exc: Exception, file: str) -> Diagnostic:
-    """An ``internal-error``: a bug in vxtrain, reported like a problem of the file."""
-    return error("internal-error", f"vxtrain could not load this file ({type(exc).__name__}: "
-                 f"{exc}); please report it", file=file)
 
 
 def _load_file(path: str | Path, variables: Mapping[str, str],
@@ -74,21 +70,12 @@ def load(path: str | Path, *, overlays: Sequence[str | Path] = (), sets: Sequenc
     Overlay semantics: mappings merge recursively, lists and scalars replace,
     and an overlay value of ``null`` deletes the key from the result. Every
     file is checked (all problems are reported, each naming its own file).
-    Returns ``(Document, warnings)`` or ``(None, diagnostics)``; never raises.
+    Returns ``(Document, warnings)`` or ``(None, diagnostics)``; never raises for bad input.
     """
     env = os.environ if environ is None else environ
-    try:
-        return _load(path, overlays, sets, variables, env)
-    except Exception as exc:  # a bug in vxtrain: report it, never a traceback
-        return None, [_internal(exc, str(path))]
-
-
-def _load(path: str | Path, overlays: Sequence[str | Path], sets: Sequence[str],
-          variables: Mapping[str, str],
-          environ: Mapping[str, str]) -> tuple[Document | None, list[Diagnostic]]:
-    doc, diags = _load_file(path, variables, environ)
+    doc, diags = _load_file(path, variables, env)
     for overlay in overlays:
-        over, more = _load_file(overlay, variables, environ)
+        over, more = _load_file(overlay, variables, env)
         diags += more
         if doc is not None and over is not None:
             merge(doc.data, over.data, (), doc.positions, over.positions)

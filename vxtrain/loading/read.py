@@ -29,6 +29,8 @@ def read(path: str | Path) -> tuple[str | None, list[Diagnostic]]:
         fd = os.open(path, _FLAGS)
     except OSError:
         return _read_named(path)
+    except ValueError as exc:  # a path no file can have (a NUL byte in it): bad input, said as such
+        return None, [error("file-unreadable", f"cannot read {str(path)!r}: {exc}", file=str(path))]
     return _read_open(fd, str(path))
 
 
