@@ -72,5 +72,7 @@ def all_prices() -> list[Price]:
     return list(_prices().values())
 
 
-__all__ = ["ACCELERATOR", "FLEX_START", "MACHINE", "ON_DEMAND", "SPOT", "Price", "accelerator_price", "all_prices",
-           "machine_price", "price"]
+__all__ = [
+    "ACCELERATOR", "FLEX_START", "MACHINE", "ON_DEMAND", "Price", "SPOT", "accelerator_price", "all_prices",
+    "machine_price", "price",
+]

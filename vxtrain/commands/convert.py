@@ -55,14 +55,14 @@ def _yaml(data: Any) -> str:
 def convert(path: str, to: ConvertTarget, options: Options) -> int:
     """Print ``path`` in the target form; exit 1 (with diagnostics) when it is invalid."""
     result = api.load_job(path, options)
-    native, custom_job = result.native, result.custom_job
-    assert native is not None and custom_job is not None  # load_job returns compiled results only
+    native, custom_job, job = result.native, result.custom_job, result.job
+    assert native is not None and custom_job is not None and job is not None  # load_job returns compiled results only
     if to is ConvertTarget.native:
         text = _yaml(native_document(native))
     elif to is ConvertTarget.gcloud:
         text = _yaml(custom_job["jobSpec"])
     else:
-        text = gcloud_command(custom_job, result.job.project, result.job.region, Path(path).stem)
+        text = gcloud_command(custom_job, job.project, job.region, Path(path).stem)
     warnings = [d for d in result.diagnostics if d.severity == "warning"]
     if to is not ConvertTarget.native and result.fallback:
         warnings.append(_ladder_dropped(native, len(result.fallback), to))

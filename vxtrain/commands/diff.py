@@ -72,6 +72,7 @@ def _bandwidth(result: Result) -> dict[str, Any] | None:
 
 def _cost(result: Result) -> dict[str, Any]:
     """The cost plan of a compiled job (priced here, so diff's diagnostics stay the spec's own)."""
+    assert result.job is not None  # called for valid results only
     return cost.plan(result.job).to_json()
 
 

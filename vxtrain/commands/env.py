@@ -42,11 +42,13 @@ def compute_env(path: str, replica: str, options: Options, trial: str | None = N
     pool_index, replica_index = parse_replica(replica)
     trial = parse_trial(trial)
     result = api.load_job(path, options)
-    if not cluster_env.has_replica(result.job, pool_index, replica_index):
+    job = result.job
+    assert job is not None  # load_job returns compiled results only
+    if not cluster_env.has_replica(job, pool_index, replica_index):
         raise VxtrainError(f"{path}: the job has no replica workerpool{pool_index}:{replica_index}; "
-                         f"its replicas are {_existing(result.job)}")
+                           f"its replicas are {_existing(job)}")
     job_spec = (result.custom_job or {}).get("jobSpec", {})
-    return cluster_env.replica_env(result.job, job_spec, pool_index, replica_index, trial=trial)
+    return cluster_env.replica_env(job, job_spec, pool_index, replica_index, trial=trial)
 
 
 def env(path: str, replica: str, options: Options, trial: str | None = None,

@@ -87,7 +87,7 @@ def write_layer(files: Iterable[tuple[PurePosixPath, Path]], dest: Path) -> Laye
     entries = _with_parents(dict(files))
     with dest.open("wb") as raw:
         outer = _Hashing(raw)
-        with gzip.GzipFile(filename="", mode="wb", fileobj=outer, mtime=0, compresslevel=GZIP_LEVEL) as gz:  # type: ignore[arg-type]
+        with gzip.GzipFile(filename="", mode="wb", fileobj=outer, mtime=0, compresslevel=GZIP_LEVEL) as gz:
             inner = _Hashing(gz)  # type: ignore[arg-type]
             with tarfile.open(fileobj=inner, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
                 for name in sorted(entries, key=lambda n: n.encode("utf-8", "surrogateescape")):

@@ -25,6 +25,7 @@ def plan_text(result: Result) -> None:
     diagnostics_text(result.diagnostics)
     if not result.valid:
         return
+    assert result.job is not None and result.plan is not None  # a valid result went through every stage
     out = console()
     # The job's own strings are data, not rich markup: `args: ["--filter=[abc]"]` must print as
     # written (markup would drop "[abc]"), and a "[/x]" in them must not raise MarkupError.
@@ -64,7 +65,7 @@ def plan_text(result: Result) -> None:
 def study_lines(result: Result) -> list[str]:
     """The search space and the study's size: node-trials per machine type (hours are unknown ahead)."""
     hpt = result.hyperparameter_tuning_job
-    assert hpt is not None  # called for valid study specs only
+    assert hpt is not None and result.job is not None  # called for valid study specs only
     trials = int(hpt.get("maxTrialCount") or 0)
     lines = ["Search space", *search_space_lines(hpt.get("studySpec", {})), "",
              f"Study cost: up to {trials} trials, {hpt.get('parallelTrialCount') or 1} at a time"]
@@ -83,6 +84,7 @@ def ladder_lines(result: Result) -> list[str]:
 def _rung_line(rung: Result) -> str:
     """``REGION · chief 1 x a2-highgpu-8g + 8 x NVIDIA_A100_80GB, ... · $X/h (STRATEGY)``."""
     job = rung.job
+    assert job is not None  # the rungs of a valid result are valid
     pools = ", ".join(_pool_text(pool) for pool in job.ordered_pools())
     per_hour = rung.cost.per_hour if rung.cost is not None else None
     price = f"${per_hour:,.2f}/h" if per_hour is not None else "cost unknown"

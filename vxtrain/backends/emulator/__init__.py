@@ -51,7 +51,7 @@ from vxtrain.backends.emulator.store import Emulator
 from vxtrain.vocab.kinds import CUSTOM, KINDS, TUNING, JobKind
 
 __all__ = [
-    "CUSTOM", "DEFAULT_HOST", "DEFAULT_PORT", "KINDS", "TERMINAL_STATES", "TUNING", "Emulator", "EmulatorHandle",
-    "Fault", "FaultPlan", "JobKind", "RpcError", "faults_from_env", "parse_fault", "parse_filter",
+    "CUSTOM", "DEFAULT_HOST", "DEFAULT_PORT", "Emulator", "EmulatorHandle", "Fault", "FaultPlan", "JobKind",
+    "KINDS", "RpcError", "TERMINAL_STATES", "TUNING", "faults_from_env", "parse_fault", "parse_filter",
     "quota_metric", "start_emulator",
 ]

@@ -22,7 +22,8 @@ _PARENT = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+
 
 def _is_empty(pool: cj.WorkerPoolSpec) -> bool:
     """``{}`` in workerPoolSpecs: a slot left empty on purpose."""
-    return cj.WorkerPoolSpec.pb(pool).ByteSize() == 0
+    size: int = cj.WorkerPoolSpec.pb(pool).ByteSize()
+    return size == 0
 
 
 def parse_parent(parent: str) -> tuple[str, str]:

@@ -9,7 +9,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
@@ -75,10 +75,15 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def copy(message: Any) -> Any:
+#: A proto-plus message class.
+M = TypeVar("M")
+
+
+def copy(message: M) -> M:
     """A deep copy of a proto-plus message (stored jobs are never handed out)."""
-    cls = type(message)
-    return cls.deserialize(cls.serialize(message))
+    cls: Any = type(message)  # proto-plus declares serialize/deserialize on its metaclass, untyped
+    copied: M = cls.deserialize(cls.serialize(message))
+    return copied
 
 
 def operation_id() -> int:

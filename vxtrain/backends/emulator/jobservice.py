@@ -31,7 +31,8 @@ SERVICE = "google.cloud.aiplatform.v1.JobService"
 
 
 def _pb_serialize(message: Any) -> bytes:
-    return message.SerializeToString()
+    serialized: bytes = message.SerializeToString()
+    return serialized
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,8 @@ class EmulatorHandle:
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:
         """Block while the server serves (True when it stopped)."""
-        return self.server.wait_for_termination(timeout)
+        stopped: bool = self.server.wait_for_termination(timeout)
+        return stopped
 
     def __enter__(self) -> EmulatorHandle:
         return self
