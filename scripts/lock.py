@@ -3,6 +3,8 @@
 
     python3.11 scripts/lock.py            # write the lock (a few minutes: it downloads)
     python3.11 scripts/lock.py --verify   # then install from it in a second fresh venv
+    python3.11 scripts/lock.py --verify-only --python python3.12 --python python3.13
+                                          # install the lock as it is under each Python
 
 The package's own ranges (pyproject.toml) stay open; the lock is what the README's
 install command and CI (``.ci/run``) use as pip constraints (``pip install -c``), so a
@@ -12,16 +14,23 @@ How: a fresh temporary venv, ``pip install -e '.[test]'`` without constraints (t
 newest versions the ranges allow), then the real frameworks exactly as ``.ci/run``
 installs them (so their own dependencies, numpy, protobuf, grpcio..., are resolved
 together with the test extra's and both install from one lock), then ``pip list
---format=freeze``, sorted. Run it with CI's Python (3.11): environment markers
-(``python_version < "3.11"``) make the set depend on it.
+--format=freeze``, sorted. Run it with the oldest Python ``requires-python`` admits
+(3.11, CI's): every pin then supports it, and environment markers
+(``python_version < "3.12"``) make the set depend on it.
 
-``--verify`` installs the written lock as README and ``.ci/run`` do into a second fresh
-venv and fails when pip installs a version other than the locked one, or a package the
-lock lacks.
+One lock serves every admitted Python: the README's command is the same on each, and
+newer Pythons install the same pins (``--verify`` under each proves it, since a pin
+without a wheel or a release for some Python fails there). ``--verify`` installs the
+lock as README and ``.ci/run`` do into a fresh venv per Python: under the lock's own
+Python the test extra and the frameworks, failing when pip installs a version other
+than the locked one or a package the lock lacks; under any other Python the README's
+command alone (``-e '.[test]'``; CI installs the frameworks under the lock's Python
+only), failing on a package the lock lacks or holds at another version.
 """
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import tempfile
@@ -63,9 +72,20 @@ def _pip(python: Path, *args: str) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT)
 
 
-def _fresh_venv(where: Path) -> Path:
-    venv.create(where, with_pip=True, clear=True)
+def _fresh_venv(where: Path, base: Path | None = None) -> Path:
+    """A new venv at ``where`` made by ``base`` (default: the running interpreter)."""
+    if base is None:
+        venv.create(where, with_pip=True, clear=True)
+    else:
+        # The venv module of the Python under test: a venv is tied to its maker's version.
+        subprocess.run([str(base), "-m", "venv", "--clear", str(where)], check=True)
     return where / "bin" / "python"
+
+
+def _version(python: Path) -> str:
+    """``major.minor`` of the interpreter ``python``."""
+    return subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
 
 
 def _frozen(python: Path) -> list[str]:
@@ -84,15 +104,18 @@ def _frozen(python: Path) -> list[str]:
     return sorted(pins, key=_name)
 
 
-def _install(python: Path, constraints: Path | None) -> None:
+def _install(python: Path, constraints: Path | None, frameworks: bool = True) -> None:
     """The tested set: the frameworks at the versions chosen here, or, given ``constraints``,
-    by name with the lock as README and .ci/run install them."""
+    by name with the lock as README and .ci/run install them (without ``frameworks``: the
+    README's install command alone)."""
     c = ["-c", str(constraints.relative_to(ROOT))] if constraints else []
 
     def names(pins: list[str]) -> list[str]:
         return [p.split("==", 1)[0] for p in pins] if constraints else pins
 
     _pip(python, "install", "--quiet", *c, "-e", ".[test]")
+    if not frameworks:
+        return
     _pip(python, "install", "--quiet", *c, *names(FRAMEWORKS))
     _pip(python, "install", "--quiet", *c, "--no-deps", *names(NO_DEPS))
 
@@ -104,35 +127,69 @@ def lock(tmp: Path) -> list[str]:
     return _frozen(python)
 
 
-def verify(tmp: Path, pins: list[str]) -> list[str]:
-    """Install from the lock in a fresh venv; return what differs from it (empty: none)."""
-    python = _fresh_venv(tmp / "verify")
-    _install(python, LOCK)
+def lock_python() -> str:
+    """The Python (``major.minor``) the written lock was resolved under, from its header."""
+    found = re.search(r"under CPython (\d+\.\d+)", LOCK.read_text())
+    if not found:
+        raise SystemExit(f"{LOCK.relative_to(ROOT)}: the header names no Python (rewrite it)")
+    return found[1]
+
+
+def locked_pins() -> list[str]:
+    """The written lock's ``name==version`` lines."""
+    return [line.strip() for line in LOCK.read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def verify(tmp: Path, pins: list[str], base: Path | None = None) -> list[str]:
+    """Install from the lock in a fresh venv made by ``base``; return what differs (empty: none).
+
+    Under the lock's own Python the whole tested set must be exactly the lock. Under
+    another, the README's command alone: markers may leave some pins out, but nothing
+    may be installed that the lock lacks or at another version.
+    """
+    python = _fresh_venv(tmp / f"verify-{_version(base or Path(sys.executable))}", base)
+    own = _version(python) == lock_python()
+    _install(python, LOCK, frameworks=own)
     got = _frozen(python)
-    return sorted(set(got) ^ set(pins), key=_name)
+    if own:
+        return sorted(set(got) ^ set(pins), key=_name)
+    return sorted(set(got) - set(pins), key=_name)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verify", action="store_true",
-                        help="then install from the new lock in a second fresh venv and compare")
+                        help="then install the new lock in a fresh venv per Python and compare")
+    parser.add_argument("--verify-only", action="store_true",
+                        help="verify the lock as it is, without refreshing it")
+    parser.add_argument("--python", action="append", type=Path, default=[], metavar="PATH",
+                        help="verify under this interpreter too (repeatable; "
+                             "the running one is always verified)")
     args = parser.parse_args()
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     start = time.monotonic()
+    failed = False
     with tempfile.TemporaryDirectory(prefix="vxtrain-lock-") as tmp:
-        pins = lock(Path(tmp))
-        LOCK.parent.mkdir(exist_ok=True)
-        LOCK.write_text(HEADER.format(python=python) + "".join(p + "\n" for p in pins))
-        print(f"wrote {LOCK.relative_to(ROOT)}: {len(pins)} pins "
-              f"({time.monotonic() - start:.0f} s)", flush=True)
-        if args.verify:
-            diff = verify(Path(tmp), pins)
-            if diff:
-                print("installing from the lock gave other versions:", *diff, sep="\n  ")
-                return 1
-            print(f"verified: a fresh venv installs exactly the lock "
-                  f"({time.monotonic() - start:.0f} s in all)")
-    return 0
+        if not args.verify_only:
+            pins = lock(Path(tmp))
+            LOCK.parent.mkdir(exist_ok=True)
+            LOCK.write_text(HEADER.format(python=python) + "".join(p + "\n" for p in pins))
+            print(f"wrote {LOCK.relative_to(ROOT)}: {len(pins)} pins "
+                  f"({time.monotonic() - start:.0f} s)", flush=True)
+        if args.verify or args.verify_only:
+            pins = locked_pins()
+            for base in [None, *args.python]:
+                label = f"Python {_version(base or Path(sys.executable))}"
+                diff = verify(Path(tmp), pins, base)
+                if diff:
+                    failed = True
+                    print(f"{label}: installing from the lock gave other versions:",
+                          *diff, sep="\n  ", flush=True)
+                else:
+                    print(f"{label}: verified, a fresh venv installs from the lock "
+                          f"({time.monotonic() - start:.0f} s in all)", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

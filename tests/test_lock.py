@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import re
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from tests.environment import under_ci
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pytest itself depends on tomli before 3.11
-    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements" / "lock.txt"
@@ -73,6 +70,14 @@ def test_every_requirement_is_pinned_inside_its_range() -> None:
                if canonicalize_name(r.name) in pins
                and not r.specifier.contains(pins[canonicalize_name(r.name)], prereleases=True)]
     assert (unpinned, outside) == ([], [])
+
+
+def test_the_lock_is_resolved_under_the_oldest_admitted_python() -> None:
+    """Every pin then supports the floor; newer Pythons install the same lock
+    (scripts/lock.py --verify --python ..., and tests/test_installs.py, check that)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    floors = [s.version for s in SpecifierSet(project["requires-python"]) if s.operator == ">="]
+    assert floors == [lock_python()]
 
 
 def test_the_ranges_stay_open() -> None:
