@@ -24,7 +24,7 @@ from typing_extensions import Annotated
 from vxtrain import __version__
 from vxtrain.commands import COMMANDS
 from vxtrain.commands._common import INTERRUPTED, emit_json, print_diagnostics
-from vxtrain.errors import JobFailedError, LocalRunError, SpecError, VxtrainError
+from vxtrain.errors import ApiError, JobFailedError, LocalRunError, NoCapacity, SpecError, VxtrainError
 
 
 def _version(value: bool) -> None:
@@ -135,12 +135,10 @@ def _error_document(exc: VxtrainError) -> None:
     if isinstance(exc, SpecError):
         error["diagnostics"] = [d.to_json() for d in exc.diagnostics]
     document: dict[str, object] = {"error": error}
-    attempts = getattr(exc, "attempts", None)  # NoCapacity: what each rung of fallback: did
-    if attempts:
-        document["attempts"] = attempts
-    report = getattr(exc, "report", None)  # NoCapacity from the preflight: which need is above which limit
-    if report is not None:
-        document["quota"] = report.to_json()
+    if isinstance(exc, (ApiError, NoCapacity)) and exc.attempts:  # what each rung of fallback: did
+        document["attempts"] = exc.attempts
+    if isinstance(exc, NoCapacity) and exc.report is not None:  # the preflight's: which need is above which limit
+        document["quota"] = exc.report.to_json()
     emit_json(document)
 
 

@@ -27,8 +27,16 @@ complete from its constructor: every attribute it carries is an argument of
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from vxtrain.diagnostics import Diagnostic
+
+
+class Report(Protocol):
+    """What an error carries to explain itself in ``--output json`` (submission's QuotaReport)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as the JSON document shows it."""
 
 
 class VxtrainError(Exception):
@@ -83,7 +91,7 @@ class NoCapacity(VxtrainError):  # noqa: N818 - the Contract's JSON error type i
 
     exit_code = 5
 
-    def __init__(self, message: str, report: object = None,
+    def __init__(self, message: str, report: Report | None = None,
                  attempts: Sequence[Mapping[str, object]] = ()) -> None:
         super().__init__(message)
         self.report = report
