@@ -49,22 +49,29 @@ def test_the_command_table_names_the_module_of_every_command() -> None:
         assert contract in COMMANDS
 
 
-def _command_modules_loaded(argv: list[str], env: dict[str, str] | None = None) -> list[str]:
-    """The vxtrain.commands.* modules a fresh ``vxtrain ARGV`` process has imported when it ends."""
-    code = ("import atexit, sys; atexit.register(lambda: print(sorted(m for m in sys.modules "
-            "if m.startswith('vxtrain.commands.')), file=sys.stderr)); from vxtrain.cli import run; run()")
+def _modules_loaded(argv: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """The modules a fresh ``vxtrain ARGV`` process has imported when it ends."""
+    code = ("import atexit, json, sys; atexit.register(lambda: print(json.dumps(sorted(sys.modules)), "
+            "file=sys.stderr)); from vxtrain.cli import run; run()")
     res = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, **(env or {})})
-    return json.loads(res.stderr.strip().splitlines()[-1].replace("'", '"'))
+    loaded: list[str] = json.loads(res.stderr.strip().splitlines()[-1])
+    return loaded
+
+
+def _command_modules_loaded(argv: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """The vxtrain.commands.* modules a fresh ``vxtrain ARGV`` process has imported."""
+    return [m for m in _modules_loaded(argv, env) if m.startswith("vxtrain.commands.")]
 
 
 def test_root_help_and_completion_of_command_names_come_from_the_table() -> None:
     """``vxtrain --help``, ``vxtrain`` alone and completing a command's name import no
-    command module (the error handler's helpers in _common only)."""
+    command module (the error handler's helpers in _common only), nor the check pipeline."""
     complete = {"_VXTRAIN_COMPLETE": "complete_bash", "COMP_WORDS": "vxtrain ", "COMP_CWORD": "1"}
-    assert _command_modules_loaded(["--help"]) == ["vxtrain.commands._common"]
-    assert _command_modules_loaded([]) == ["vxtrain.commands._common"]
-    assert _command_modules_loaded([], complete) == ["vxtrain.commands._common"]
+    for argv, env in ((["--help"], None), ([], None), ([], complete)):
+        loaded = _modules_loaded(argv, env)
+        assert [m for m in loaded if m.startswith("vxtrain.commands.")] == ["vxtrain.commands._common"], argv
+        assert "vxtrain.api" not in loaded and "vxtrain.pipeline" not in loaded, argv
 
 
 def test_a_command_line_imports_the_module_of_its_command_alone() -> None:
@@ -72,6 +79,17 @@ def test_a_command_line_imports_the_module_of_its_command_alone() -> None:
     assert _command_modules_loaded(["validate", "--help"]) == ["vxtrain.commands._common",
                                                                 "vxtrain.commands.validate"]
     assert _command_modules_loaded([], complete) == ["vxtrain.commands._common", "vxtrain.commands.jobs"]
+
+
+def test_the_emulator_s_help_does_not_load_the_emulator() -> None:
+    """grpc and aiplatform's protos cost `vxtrain emulator --help` (and completing its options)
+    over a second: the command imports the emulator when it runs."""
+    from vxtrain.backends.emulator import DEFAULT_PORT
+    from vxtrain.commands import emulator
+
+    assert emulator.DEFAULT_PORT == DEFAULT_PORT  # the command's copy, kept to stay light
+    loaded = _modules_loaded(["emulator", "--help"])
+    assert not [m for m in loaded if m.startswith(("grpc", "google.cloud.aiplatform", "vxtrain.backends.emulator"))]
 
 
 def test_validate_folder_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

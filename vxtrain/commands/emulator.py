@@ -2,8 +2,9 @@
 LoggingServiceV2 with its jobs' lines, and the Cloud Quotas API with the ``--quota``
 limits, on the same port) until Ctrl-C.
 
-``vxtrain --help`` and shell completion of command names never import this module
-(vxtrain.commands.COMMANDS), so it imports the emulator (grpc, the API's protos) at its top.
+The emulator (grpc and google.cloud.aiplatform's protos) is imported only when the
+command runs: ``vxtrain emulator --help`` and completing its options import this
+module, and would take 1.2 s longer with it.
 """
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from vxtrain.backends.emulator import DEFAULT_PORT, parse_fault, start_emulator
-from vxtrain.backends.emulator.quotas import parse_quota, unmatched
-from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
-from vxtrain.backends.emulator.stockouts import region_warnings
 from vxtrain.commands import _common as c
 from vxtrain.runtime.gpus import GpuOptions
 from vxtrain.runtime.signals import interrupt_on_signals
+
+#: The port ``vxtrain emulator`` listens on when none is given (``--endpoint 127.0.0.1:8470``):
+#: vxtrain.backends.emulator.DEFAULT_PORT, repeated to keep this module light (the docstring says
+#: why; tests/test_cli.py checks that the two agree).
+DEFAULT_PORT = 8470
 
 
 def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[str] = (),
@@ -38,6 +40,12 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     ``stockout`` region fail for capacity after ``stockout_after`` seconds; in a
     ``pending`` one they stay PENDING until cancelled.
     """
+    # lazy: grpc and aiplatform's protos, +1.2 s for `vxtrain emulator --help` (see the module docstring)
+    from vxtrain.backends.emulator import parse_fault, start_emulator
+    from vxtrain.backends.emulator.quotas import parse_quota, unmatched
+    from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
+    from vxtrain.backends.emulator.stockouts import region_warnings
+
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
     limits = [parse_quota(q) for q in quota]  # and bad --quota values
     warnings = [*filter(None, map(unmatched, limits)), *region_warnings(stockout, pending)]
