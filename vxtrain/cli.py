@@ -48,8 +48,8 @@ class _CommandTable(TyperGroup):
     """The root group, answered from the command table (click's lazy subcommands).
 
     ``vxtrain --help``, ``vxtrain`` alone and shell completion of command names
-    read each command's name and help line from vxtrain.commands.COMMANDS and
-    import no command module. A command line that names a command (to run it,
+    read each command's name and help line from vxtrain.commands.COMMANDS, and no
+    command module is imported. A command line that names a command (to run it,
     print its help or complete its options) imports that command's module and
     builds that command alone: typer reads a command's signature and type hints
     to build it, and its siblings are never looked at.
