@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -193,10 +192,7 @@ def package_name(root: Path) -> str:
 def _pyproject_name(pyproject: Path) -> str | None:
     if not pyproject.is_file():
         return None
-    if sys.version_info >= (3, 11):  # tomllib is new in 3.11; read only for a pyproject.toml
-        import tomllib
-    else:  # pragma: no cover - Python 3.10 (tomli comes with pypa build)
-        import tomli as tomllib
+    import tomllib  # lazy: +2 ms on validate's path (this module is on it); only a pyproject.toml needs it
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
