@@ -72,7 +72,11 @@ def _check_address(address: Any) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Environment for every test (and the processes tests start): no way to Google."""
+    """Environment for every test (and the processes tests start): no way to Google.
+    Thread pools are numbered as they are made, for the leak check (tests/leaks.py)."""
+    from tests import leaks
+
+    leaks.number_pools()
     config.addinivalue_line("markers", "allow_google: the test may reach Google endpoints (none should)")
     empty = tempfile.mkdtemp(prefix="vxtrain-no-google-")
     os.environ["VXTRAIN_NO_GOOGLE"] = "1"

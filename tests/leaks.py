@@ -14,7 +14,9 @@ no longer run, and subprocess reaps them.
 """
 from __future__ import annotations
 
+import functools
 import gc
+import itertools
 import os
 import signal
 import subprocess
@@ -22,19 +24,18 @@ import sys
 import threading
 import time
 import traceback
+import weakref
+from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 #: How long what a test started may take to finish after it (a thread's last write,
 #: a process reacting to its SIGTERM). Paid only by a test that leaves something.
 GRACE = 2.0
 
-#: Threads that are process-wide by design, started by whichever test first needs them
-#: and meant to live until the interpreter exits: (module of the thread's target, name prefix).
-KNOWN_THREADS: tuple[tuple[str, str], ...] = ()
-
-_TASKS = Path(f"/proc/{os.getpid()}/task")
+_TASKS = Path("/proc/self/task")  # this process's threads (self: whichever process reads it)
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,44 @@ class Snapshot:
 
     threads: frozenset[threading.Thread]
     children: frozenset[Child]
+    pools: int  # the number the next thread pool made will get (see number_pools)
 
 
 def snapshot() -> Snapshot:
     """What runs now (cheap: one listing of this process's threads, and a read per child)."""
-    return Snapshot(frozenset(threading.enumerate()), frozenset(running_children()))
+    return Snapshot(frozenset(threading.enumerate()), frozenset(running_children()), next(_POOL_NUMBERS))
+
+
+# A thread pool starts its workers lazily, one per task while it has fewer than
+# max_workers: an emulator that a module or session fixture keeps (its grpc server's
+# executor) gains threads during whichever tests first send it requests. Those belong
+# to a pool older than the test, not to the test; so pools are numbered as they are
+# made, and a worker counts only when its pool was made during the test.
+_POOL_NUMBERS = itertools.count()
+
+
+def number_pools() -> None:
+    """Have every ThreadPoolExecutor made from now on carry its number (pytest_configure calls this)."""
+    init = futures.ThreadPoolExecutor.__init__
+    if getattr(init, "_numbers_pools", False):
+        return
+
+    @functools.wraps(init)
+    def numbered(self: futures.ThreadPoolExecutor, *args: Any, **kwargs: Any) -> None:
+        self._leaks_number = next(_POOL_NUMBERS)  # type: ignore[attr-defined]
+        init(self, *args, **kwargs)
+
+    numbered._numbers_pools = True  # type: ignore[attr-defined]
+    futures.ThreadPoolExecutor.__init__ = numbered  # type: ignore[method-assign]
+
+
+def _pool_number(thread: threading.Thread) -> int | None:
+    """The number of the pool ``thread`` works for; None when it is no pool's worker (or an unnumbered one's)."""
+    # concurrent.futures.thread._worker's first argument is a weak reference to its executor
+    args = getattr(thread, "_args", ())
+    ref = args[0] if args and isinstance(args[0], weakref.ref) else None
+    pool = ref() if ref is not None else None
+    return getattr(pool, "_leaks_number", None)
 
 
 def running_children() -> list[Child]:
@@ -69,6 +103,7 @@ def running_children() -> list[Child]:
 
 
 def _child_pids() -> set[int]:
+    """The pids of every thread's children (zombies included)."""
     pids: set[int] = set()
     try:
         tasks = os.listdir(_TASKS)
@@ -94,9 +129,10 @@ def _running(pid: int) -> Child | None:
 
 def leftovers(before: Snapshot, grace: float = GRACE) -> tuple[list[threading.Thread], list[Child]]:
     """The threads and children started since ``before`` that still run ``grace`` seconds on
-    (the wait ends as soon as none is left; known process-wide ones are not counted)."""
+    (the wait ends as soon as none is left). Not counted: foreign threads, the workers of
+    pools made before ``before``, vxtrain's process-wide watchdog."""
     deadline = time.monotonic() + grace
-    threads = [t for t in threading.enumerate() if t not in before.threads and _counts(t)]
+    threads = [t for t in threading.enumerate() if t not in before.threads and _counts(t, before)]
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
     children = _new_children(before)
@@ -106,14 +142,16 @@ def leftovers(before: Snapshot, grace: float = GRACE) -> tuple[list[threading.Th
     return [t for t in threads if t.is_alive()], children
 
 
-def _counts(thread: threading.Thread) -> bool:
-    """Whether ``thread`` is one a test must not leave: not a foreign thread, not a known one."""
+def _counts(thread: threading.Thread, before: Snapshot) -> bool:
+    """Whether ``thread`` is one the test must not leave: not a foreign thread, not a worker
+    of a pool older than the test. (No library thread of the suite's is process-wide by
+    design; vxtrain's one process-wide helper is a process: see _watchdog_pid.)"""
     # _DummyThread: a thread Python did not start (gRPC's C core calling back into Python)
     # gets one the first time, and it is never removed; there is nothing to join.
     if isinstance(thread, threading._DummyThread) or not thread.is_alive():
         return False
-    module = getattr(getattr(thread, "_target", None), "__module__", "") or ""
-    return not any(module.startswith(m) and thread.name.startswith(n) for m, n in KNOWN_THREADS)
+    pool = _pool_number(thread)
+    return pool is None or pool >= before.pools
 
 
 def _new_children(before: Snapshot) -> list[Child]:
