@@ -55,7 +55,8 @@ def compile_custom_job(job: Job) -> dict[str, Any]:
     out = _job_header(job)
     out[CUSTOM.spec_key] = compile_custom_job_spec(job)
     top = {k: v for k, v in job.extra.items() if k != CUSTOM.spec_key}
-    return deep_merge(out, top)
+    merged: dict[str, Any] = deep_merge(out, top)  # two mappings merge into a mapping
+    return merged
 
 
 def compile_custom_job_spec(job: Job) -> dict[str, Any]:
