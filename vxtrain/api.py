@@ -113,8 +113,8 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         if local_target:
             return _submit_local(result, ladder, gpus)
         return ladders.climb(rungs.rungs(result, emulated=endpoint is not None), ladder)
-    except InvalidArgumentError as exc:
-        raise InvalidArgumentError(f"{exc}{rungs.spec_location(result, str(exc))}") from exc
+    except InvalidArgumentError as exc:  # reworded: its class and the ladder's attempts kept
+        raise exc.reworded(f"{exc}{rungs.spec_location(result, str(exc))}") from exc
     except NoCapacity as exc:
         if exc.report is None:  # the ladder ran out: its attempts say where
             raise

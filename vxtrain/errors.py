@@ -124,6 +124,11 @@ class ApiError(VxtrainError):
         return type(self)(message, transient=self.transient, unresolved_host=self.unresolved_host,
                           timed_out=self.timed_out, attempts=self.attempts)
 
+    def with_attempts(self, attempts: Sequence[Mapping[str, object]]) -> ApiError:
+        """The same error, raised part-way up a ``fallback:`` ladder: with what became of the rungs before."""
+        return type(self)(str(self), transient=self.transient, unresolved_host=self.unresolved_host,
+                          timed_out=self.timed_out, attempts=attempts)
+
 
 class QuotaError(ApiError):
     """RESOURCE_EXHAUSTED: a quota (named in the message) is used up."""

@@ -442,3 +442,24 @@ def test_cancelling_a_study_stops_its_trials(monkeypatch: pytest.MonkeyPatch) ->
             ended = handle.emulator.wait(view["name"], timeout=15)
     assert ended.state.name == "JOB_STATE_CANCELLED" and time.monotonic() - started < 10
     assert len(ended.trials) == 3 and all(t.state.name == "INFEASIBLE" for t in ended.trials)
+
+
+def test_a_bug_in_running_a_trial_is_not_a_failed_trial(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug of ours reaches the command line's one error handler (issue 26): only a trial whose
+    files cannot be written or read (OSError) is a failed trial."""
+    def bug(*args: Any, **kwargs: Any) -> Any:
+        raise ZeroDivisionError("a bug of ours")
+
+    monkeypatch.setattr(study, "trial_job", bug)
+    with pytest.raises(ZeroDivisionError):
+        api.local_run(EXAMPLE, Options(environ={}), out=io.StringIO())
+
+
+def test_a_trial_whose_folder_cannot_be_written_fails_as_a_trial(monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(study, "trial_job", full)
+    run = api.local_run(EXAMPLE, Options(environ={}), out=io.StringIO())
+    assert not run.succeeded
+    assert all("could not run: [Errno 28] No space left on device" in t.message for t in run.trials)

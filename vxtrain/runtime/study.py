@@ -272,7 +272,9 @@ def _reap(running: dict[futures.Future[TrialResult], int], started: list[TrialRe
 def _result_of(future: futures.Future[TrialResult], trial: TrialResult) -> TrialResult:
     try:
         return future.result()
-    except Exception as exc:  # noqa: BLE001 - a trial that crashed the runner is a failed trial
+    except OSError as exc:  # its folder or metrics file could not be written or read: the trial failed
+        # (a replica that cannot start is LocalTrials' LocalRunError; anything else is a bug of
+        # ours and reaches the command line's one error handler)
         return dataclasses.replace(trial, state=INFEASIBLE, message=f"the trial could not run: {exc}")
 
 

@@ -179,8 +179,7 @@ def _climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
         try:
             view, last = _try(rung, ladder, labelled=len(rungs) > 1)
         except errors.ApiError as stopped:  # not capacity: the ladder ends, saying what the rungs before did
-            stopped.attempts = _attempts(ladder)
-            raise
+            raise stopped.with_attempts(_attempts(ladder)) from stopped
         if view is not None:
             return view
     return _out_of_capacity(rungs, ladder, last)
