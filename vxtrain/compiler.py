@@ -193,7 +193,7 @@ def compile_scheduling(scheduling: Scheduling | None) -> dict[str, Any]:
     return out
 
 
-#: How lists in ``extra`` merge into the compiled ones (README, "extra: merge rules").
+#: How lists in ``extra`` merge into the compiled ones (docs/spec.md, "`extra:` merge rules").
 #: workerPoolSpecs by position: a pool's position is its role (slots.SLOTS), so
 #: ``[{}, {...}]`` changes pool 1 only. env by ``name``: an entry replaces the
 #: compiled one of the same name, new names are appended, the others are kept

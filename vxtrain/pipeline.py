@@ -77,7 +77,7 @@ class Result:
 
 
 def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str, str]) -> None:
-    """Flags beat the spec, the spec beats the environment (README, "Keys"). A value
+    """Flags beat the spec, the spec beats the environment (docs/spec.md, "Keys"). A value
     that came from a flag or variable is located there, so a bad one is reported
     at ``--region`` (say), not at a line of the file that it replaced."""
     for key, flag, env in (("display_name", "--display-name", None),

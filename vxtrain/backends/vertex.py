@@ -18,7 +18,7 @@ here and nowhere else (``ERROR_MAP``; a test fails when one is missing).
 
 This module imports google.cloud.aiplatform (about 0.75 s) at its top: only
 vxtrain.backends.open_backend (and the log reader) import it, when a command talks
-to an API; validate and plan never do (README "Performance").
+to an API; validate and plan never do (README, "Performance").
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Reading the catalog's CSV files (the data beside this module).
 
 Every file has a ``source``, a ``confidence`` and an ``as_of`` column per row
-(README.md); lines starting with ``#`` are comments saying how the rows were
+(README.md beside them); lines starting with ``#`` are comments saying how the rows were
 read. The lookup modules load what they need once, lazily, through :func:`rows`.
 """
 from __future__ import annotations

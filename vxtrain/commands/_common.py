@@ -1,6 +1,6 @@
 """Options shared by several subcommands, and output helpers.
 
-Rules of the CLI contract (README, "Commands"): with ``--output json`` stdout carries one
+Rules of the CLI contract (docs/cli.md, "JSON output"): with ``--output json`` stdout carries one
 JSON document and nothing else; logs and progress go to stderr.
 """
 from __future__ import annotations

@@ -34,8 +34,7 @@ class Shape(str, Enum):
 
 def template_text(shape: Shape, display_name: str | None = None) -> str:
     """The starter spec of ``shape`` (with ``display_name`` set when given)."""
-    # One name per joinpath: several at once need Python 3.11, and 3.10 is supported.
-    source = resources.files("vxtrain").joinpath("templates").joinpath(f"{shape.value}.yaml")
+    source = resources.files("vxtrain").joinpath("templates", f"{shape.value}.yaml")
     text = source.read_text(encoding="utf-8")
     if display_name:
         text = _DISPLAY_NAME.sub(lambda _: f"display_name: {_quote(display_name)}", text, count=1)

@@ -1,6 +1,6 @@
 """``vxtrain local-run FILE``: every replica of the job as a process on this host.
 
-Exit codes (README, "Exit codes"): 0 when the chief succeeded, 3 when a replica failed,
+Exit codes (docs/cli.md, "Exit codes"): 0 when the chief succeeded, 3 when a replica failed,
 130 on Ctrl-C — after every child process is gone.
 """
 from __future__ import annotations

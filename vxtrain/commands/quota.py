@@ -24,7 +24,7 @@ def quota(path: str, options: Options, *, output: c.OutputFormat = c.OutputForma
         c.emit_json(report.to_json())
     else:
         quota_text(report)
-    return 0 if report.fits else NoCapacity.exit_code  # README, "Exit codes": no capacity
+    return 0 if report.fits else NoCapacity.exit_code  # docs/cli.md, "Exit codes": no capacity
 
 
 def register(app: typer.Typer) -> None:

@@ -24,7 +24,7 @@ How each key maps:
   "NVIDIA_TESLA_K80" is not supported for machine type ..."), so a faithful
   K80 mapping could never run.
 - Counts or machine types without ``scaleTier: CUSTOM`` are errors
-  (README, "Validation rules").
+  (docs/validation.md).
 - ``*Config.imageUri`` → image; worker, parameter server and evaluator configs
   inherit ``masterConfig.imageUri`` as AI Platform did. ``containerCommand`` →
   command, ``containerArgs`` → args (else the job's ``args``).

@@ -376,7 +376,7 @@ def prefixed(out: Output, prefix: str) -> Callable[[str], None]:
 
 
 def _trial_outcome(trial_id: str, params: dict[str, Any], run: Any, measured: Measurement) -> TrialResult:
-    # Locally a trial succeeds on exit 0 whether or not it reported the metric (README, "Hyperparameter studies").
+    # Locally a trial succeeds on exit 0 whether or not it reported the metric (docs/studies.md, "Trials run locally").
     if run.succeeded:
         note = "" if measured.metrics else "reported no metric"
         return TrialResult(trial_id, params, SUCCEEDED, measured.metrics, measured.step, note)

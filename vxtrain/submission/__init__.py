@@ -9,7 +9,7 @@ Its rooms:
   tuning job's trials and best trial too), and the end states that fail ``wait``;
 * :mod:`~vxtrain.submission.retry`: backoffs and ``retrying`` (google.api_core.retry
   on transient errors only, each retry reported);
-* :mod:`~vxtrain.submission.create`: creating a job exactly once (README,
+* :mod:`~vxtrain.submission.create`: creating a job exactly once (docs/submitting.md,
   "Submitting exactly once");
 * :mod:`~vxtrain.submission.placement`: a job on a persistent resource checked
   against the resource (exists, RUNNING, pools match, replicas fit) before it is created;

@@ -1,4 +1,4 @@
-"""Creating a job exactly once (README, "Submitting exactly once").
+"""Creating a job exactly once (docs/submitting.md, "Submitting exactly once").
 
 CreateCustomJob has no request id
 (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/create),

@@ -1,5 +1,5 @@
 """The fallback ladder: rung 0 (the spec), then each ``fallback:`` entry, moving on only
-when the job cannot get its machines (README, "Fallback").
+when the job cannot get its machines (docs/capacity.md, "The fallback ladder").
 
 Capacity, and nothing else, moves the ladder on:
 
