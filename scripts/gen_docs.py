@@ -30,7 +30,7 @@ HEADER = """# Native spec reference
 Every key of vxtrain's native job spec, from the JSON Schema that `vxtrain
 validate` checks (Draft 2020-12). The semantic rules (Vertex AI's pool rules,
 machine and accelerator compatibility, Reduction Server sizing) come on top of
-it; see the README's "Validation rules". For completion and hover in an editor, save the schema
+it; see docs/validation.md. For completion and hover in an editor, save the schema
 `vxtrain schema` prints (it adds the catalog's machine types and the
 accelerator enum) and point yaml-language-server at it:
 
