@@ -21,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.polling import wait_for
+from tests.processes import stop
 from vxtrain import errors
 from vxtrain import submission as api
 from vxtrain.backends import vertex
@@ -458,8 +459,7 @@ def test_cli_target_local_stops_its_processes_on_sigterm(tmp_path: Path) -> None
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 130
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        stop(proc, signal.SIGKILL, timeout=5)
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
 
@@ -520,23 +520,32 @@ def test_ctrl_c_while_waiting_says_the_remote_job_keeps_running() -> None:
                                  "--endpoint", handle.address, "--no-logs"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
-        # Its first state line on stderr: the CLI is started and polling (a fixed sleep raced
-        # the interpreter's start-up on a loaded machine, and the signal came too early).
-        ready = selectors.DefaultSelector()
-        ready.register(proc.stderr, selectors.EVENT_READ)
-        assert ready.select(timeout=30), "vxtrain wait printed no state line in 30 s"
-        first = proc.stderr.readline()
-        assert "JOB_STATE_" in first, first
-        proc.send_signal(signal.SIGINT)
         try:
-            out, err = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGABRT)
-            out, err = proc.communicate()
-            pytest.fail(f"vxtrain wait still ran 30 s after SIGINT; its stderr:\n{first}{err}")
-        err = first + err
-        assert proc.returncode == 130, err
-        assert f"the job keeps running: `vxtrain cancel {name}` stops it" in err
-        assert "vxtrain: interrupted" in err and "Traceback" not in err
-        assert api.get(name, backend=client)["state"] not in api.TERMINAL_STATES  # still running, as said
-        api.cancel(name, backend=client, backoff=FAST)
+            _interrupt_wait(proc, client, name)
+        finally:
+            stop(proc, signal.SIGKILL, timeout=5)  # however the checks below end, no `vxtrain wait` is left
+
+
+def _interrupt_wait(proc: subprocess.Popen[str], client: Any, name: str) -> None:
+    """Ctrl-C to a `vxtrain wait` following ``name``: it exits 130 saying the job keeps running."""
+    assert proc.stderr is not None
+    # Its first state line on stderr: the CLI is started and polling (a fixed sleep raced
+    # the interpreter's start-up on a loaded machine, and the signal came too early).
+    ready = selectors.DefaultSelector()
+    ready.register(proc.stderr, selectors.EVENT_READ)
+    assert ready.select(timeout=30), "vxtrain wait printed no state line in 30 s"
+    first = proc.stderr.readline()
+    assert "JOB_STATE_" in first, first
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate()
+        pytest.fail(f"vxtrain wait still ran 30 s after SIGINT; its stderr:\n{first}{err}")
+    err = first + err
+    assert proc.returncode == 130, err
+    assert f"the job keeps running: `vxtrain cancel {name}` stops it" in err
+    assert "vxtrain: interrupted" in err and "Traceback" not in err
+    assert api.get(name, backend=client)["state"] not in api.TERMINAL_STATES  # still running, as said
+    api.cancel(name, backend=client, backoff=FAST)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.polling import wait_for
+from tests.processes import stop
 from vxtrain.runtime import runner as local
 from vxtrain.errors import LocalRunError
 from vxtrain.model import Job, build
@@ -515,7 +516,7 @@ def test_under_nohup_a_hangup_does_not_stop_the_run(tmp_path: Path, script: Path
         assert proc.returncode == 130, stderr
         assert all(not alive(pid) for pid in recorded_pids(tmp_path).values())
     finally:
-        proc.kill()
+        stop(proc, signal.SIGKILL, timeout=5)  # killed and reaped
         for pid in recorded_pids(tmp_path).values():
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)

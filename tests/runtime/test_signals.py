@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.polling import wait_for
+from tests.processes import stop
 from vxtrain.runtime.signals import STOP_SIGNALS, interrupt_on_signals, on_stop_signal, stop_on_signals
 from vxtrain.vocab.kinds import CUSTOM
 
@@ -130,10 +131,14 @@ def _start_emulator_with_the_job(spec: Path) -> subprocess.Popen[str]:
     from vxtrain.backends import open_backend
 
     proc = _cli("emulator", "--port", "0")
-    line = proc.stderr.readline() if proc.stderr else ""
-    assert "listening on" in line, line
-    with open_backend(endpoint=line.strip().rsplit(" ", 1)[1]) as backend:
-        backend.create(CUSTOM, "projects/p/locations/us-central1", vxtrain.compile(spec))
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""
+        assert "listening on" in line, line
+        with open_backend(endpoint=line.strip().rsplit(" ", 1)[1]) as backend:
+            backend.create(CUSTOM, "projects/p/locations/us-central1", vxtrain.compile(spec))
+    except BaseException:
+        stop(proc)  # a failed start or create leaves no emulator behind
+        raise
     return proc
 
 
@@ -163,7 +168,6 @@ def test_a_hangup_leaves_no_replica_running(tmp_path: Path, command: str, code: 
         assert "Traceback" not in stderr
         wait_for(lambda: not survivors(marker), 5, "the replica and its child to end")
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        stop(proc, signal.SIGKILL, timeout=5)
         for pid in survivors(marker):
             os.kill(pid, signal.SIGKILL)
