@@ -26,9 +26,11 @@ accel = {"type": "object", "description": "Accelerators on every node of the poo
          "required": ["type"],
          "properties": {"type": {"type": "string", "description": "AcceleratorType enum name, e.g. NVIDIA_TESLA_V100, NVIDIA_L4, NVIDIA_H100_80GB."},
                         "count": {"type": "integer", "minimum": 1, "default": 1, "description": "Accelerators per node."}}}
+# bootDiskSizeGb: "an integer between 100 and 64,000, inclusive"
+# (https://cloud.google.com/vertex-ai/docs/training/configure-compute#boot_disk_options).
 disk = {"type": "object", "description": "Boot disk of every node.", "additionalProperties": False,
         "properties": {"type": {"type": "string", "enum": ["pd-ssd", "pd-standard", "hyperdisk-balanced"], "default": "pd-ssd", "description": "Boot disk type."},
-                       "size_gb": {"type": "integer", "minimum": 10, "maximum": 65536, "default": 100, "description": "Boot disk size in GB."}}}
+                       "size_gb": {"type": "integer", "minimum": 100, "maximum": 64000, "default": 100, "description": "Boot disk size in GB (Vertex AI: 100 to 64,000)."}}}
 pkg = {"type": "object", "description": "Run a Python package in a prebuilt executor image instead of a custom image.",
        "additionalProperties": False, "required": ["executor_image", "module"],
        "properties": {"executor_image": {"type": "string", "description": "Prebuilt training container, e.g. us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest."},
@@ -71,6 +73,8 @@ count = {"type": "integer", "minimum": 1, "description": "Number of nodes in the
 duration = {"description": f"A duration: {DURATION_EXAMPLES}, or seconds as a number.",
             "x-accepts": f"a duration such as {DURATION_EXAMPLES} (or seconds as a number)",
             "type": ["string", "integer"], "pattern": DURATION_PATTERN, "minimum": 0}
+# Its upper bound (model.DURATION_MAX_SECONDS) is scheduling_rules' to say: a type union's
+# maximum would be reported as the wrong type.
 param = {"type": "object", "additionalProperties": False, "required": ["type"], "description": "One tuned parameter; trials get it as --NAME=VALUE.",
          "properties": {"type": {"type": "string", "enum": ["double", "integer", "discrete", "categorical"], "description": "double or integer (with min and max), discrete (numeric values) or categorical (string values)."},
                         "min": {"type": "number", "description": "Lower bound (double, integer)."}, "max": {"type": "number", "description": "Upper bound (double, integer)."},

@@ -51,6 +51,26 @@ def test_the_duration_syntax(text: str, seconds: int | None) -> None:
     assert model.parse_duration(text) == seconds
 
 
+@pytest.mark.parametrize("value", ["99999999999d", "9" * 400 + "d", 315_576_000_001, float("inf"), float("nan"),
+                                   -1, "5m30s"])
+def test_a_duration_no_protobuf_duration_carries_is_not_read(value: object) -> None:
+    assert model.parse_duration(value) is None
+
+
+def test_the_longest_duration_is_protobufs() -> None:
+    assert model.parse_duration(model.DURATION_MAX_SECONDS) == 315_576_000_000
+    assert model.parse_duration(f"{model.DURATION_MAX_SECONDS}s") == model.DURATION_MAX_SECONDS
+    assert model.duration_too_long(model.DURATION_MAX_SECONDS) is None
+    assert "315,576,000,000 s" in (model.duration_too_long(model.DURATION_MAX_SECONDS + 1) or "")
+
+
+def test_an_integral_float_count_is_that_integer_never_dropped() -> None:
+    job = model.build({"display_name": "j", "chief": {"image": "i"}, "workers": {"image": "i", "replicas": 8.0}})
+    assert job.pools["workers"].replicas == 8
+    job = model.build({"display_name": "j", "chief": {"image": "i"}, "workers": {"image": "i", "replicas": 8.5}})
+    assert job.pools["workers"].replicas is None  # the schema refuses it
+
+
 def test_the_schema_accepts_the_durations_the_model_reads() -> None:
     timeout = schema()["properties"]["scheduling"]["properties"]["timeout"]
     assert timeout["pattern"] == model.DURATION_PATTERN
@@ -63,6 +83,9 @@ def test_since_takes_the_same_durations_but_always_with_a_unit() -> None:
     assert parse_since("1d", now).startswith("2026-01-01T00:00:00")
     with pytest.raises(UsageError, match="--since takes a duration"):
         parse_since("45", now)
+    for text in ("99999999999d", "9" * 400 + "d", "800000d"):
+        with pytest.raises(UsageError, match="before the year 1"):
+            parse_since(text, now)
 
 
 # --- what extra: sets in place of tpu_topology, reservation, persistent_resource ----------

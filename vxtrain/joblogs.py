@@ -103,7 +103,11 @@ def parse_since(text: str, now: datetime | None = None) -> str:
     text = text.strip()
     seconds = duration_seconds(text, unit_required=True)
     if seconds is not None:
-        return format_time((now or datetime.now(timezone.utc)) - timedelta(seconds=seconds))
+        try:
+            return format_time((now or datetime.now(timezone.utc)) - timedelta(seconds=seconds))
+        except OverflowError:  # past timedelta's 999,999,999 days, or before the year 1
+            raise UsageError(f"--since {text[:40]!r} reaches back before the year 1: give a duration such as "
+                             "30s, 10m, 2h, 1d or an RFC 3339 time") from None
     try:
         return format_time(parse_time(text))
     except ValueError:

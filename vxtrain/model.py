@@ -24,6 +24,11 @@ DEFAULT_DISK_GB = 100
 DURATION_UNITS: Mapping[str, int] = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 DURATION_PATTERN = r"^\s*\d+(\.\d+)?\s*[" + "".join(DURATION_UNITS) + r"]?\s*$"
 DURATION_EXAMPLES = "90s, 30m, 12h or 7d"
+#: The longest duration the API can carry: a google.protobuf.Duration is "between
+#: -315,576,000,000 and +315,576,000,000 inclusive" seconds ("approximately +-10,000
+#: years", https://protobuf.dev/reference/protobuf/google.protobuf/#duration); longer
+#: ones pass nothing but fail at submit when the job is converted to protobuf.
+DURATION_MAX_SECONDS = 315_576_000_000
 _DURATION = re.compile(DURATION_PATTERN)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
@@ -34,7 +39,9 @@ def duration_seconds(text: str, *, unit_required: bool = False) -> float | None:
     """The seconds of a duration written as text (``1.5h`` → 5400.0), None when it is not one.
 
     ``unit_required``: a bare number is not a duration (``logs --since``, where
-    it would be read as seconds when a user may mean a time).
+    it would be read as seconds when a user may mean a time). The seconds may be
+    past DURATION_MAX_SECONDS (even ``inf`` for hundreds of digits): the callers
+    say so (``duration_too_long``).
     """
     if not _DURATION.match(text):
         return None
@@ -45,16 +52,28 @@ def duration_seconds(text: str, *, unit_required: bool = False) -> float | None:
     return float(text[:len(text) - len(unit)]) * DURATION_UNITS.get(unit, 1)
 
 
+def duration_too_long(seconds: float) -> str | None:
+    """Why a duration of ``seconds`` cannot be sent (None when it can): the one wording."""
+    if seconds <= DURATION_MAX_SECONDS:
+        return None
+    return (f"is longer than a protobuf Duration can carry (at most {DURATION_MAX_SECONDS:,} s, about 10,000 "
+            "years: https://protobuf.dev/reference/protobuf/google.protobuf/#duration)")
+
+
 def parse_duration(value: Any) -> int | None:
-    """``90s`` / ``30m`` / ``12h`` / ``7d`` / a number of seconds → seconds (None if not one)."""
+    """``90s`` / ``30m`` / ``12h`` / ``7d`` / a number of seconds → seconds (None if not one,
+    and None past DURATION_MAX_SECONDS or not finite: validation reports those)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return int(value) if value >= 0 else None
-    if not isinstance(value, str):
+        seconds: float | None = value
+    elif isinstance(value, str):
+        seconds = duration_seconds(value)
+    else:
         return None
-    seconds = duration_seconds(value)
-    return None if seconds is None else int(seconds)
+    if seconds is None or not 0 <= seconds <= DURATION_MAX_SECONDS:  # also NaN and inf
+        return None
+    return int(seconds)
 
 
 def parse_size(value: Any) -> float | None:
@@ -274,6 +293,10 @@ def _str(v: Any) -> str | None:
 
 
 def _int(v: Any) -> int | None:
+    # 8.0 is the integer 8, as the schema (JSON Schema's integer) and Vertex AI's proto3
+    # JSON parsing of an int64 read it (docs/decisions.md, issue 27): never dropped.
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 

@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from vxtrain.catalog.spelling import distance, normalize
+from vxtrain.catalog.spelling import distance, normalize, within
 from vxtrain.catalog.tables import number, rows
 
 #: TPU VM machine types: Vertex AI's TPU section of configure-compute.
@@ -130,7 +130,7 @@ def near_miss(name: str) -> str | None:
     digits = _DIGITS.findall(norm)
     best: tuple[int, str] | None = None
     for cand in tables().by_series.get(series(norm), ()):
-        if _DIGITS.findall(cand) != digits:
+        if _DIGITS.findall(cand) != digits or not within(norm, cand, 2):
             continue
         d = distance(norm, cand)
         if d <= 2 and (best is None or d < best[0]):

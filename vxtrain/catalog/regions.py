@@ -8,7 +8,7 @@ import functools
 from dataclasses import dataclass
 
 from vxtrain.catalog.machines import builtin_accelerator
-from vxtrain.catalog.spelling import distance, normalize
+from vxtrain.catalog.spelling import distance, normalize, within
 from vxtrain.catalog.tables import rows
 from vxtrain.catalog.tpus import is_tpu, tpu_region_key
 
@@ -68,8 +68,8 @@ def near_region(name: str) -> list[str]:
     names = sorted(_regions())
     if norm in names:
         return [norm] if norm != name else []
-    scored = sorted((distance(norm, r), r) for r in names)
-    return [r for d, r in scored if d <= 2][:3]
+    scored = sorted((distance(norm, r), r) for r in names if within(norm, r, 2))
+    return [r for d, r in scored][:3]
 
 
 def region_accelerator_key(machine_type: str | None, accelerator_type: str | None,

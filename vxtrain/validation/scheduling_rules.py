@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, warning
-from vxtrain.loading.document import KeyPath, NativeSpec, format_path
-from vxtrain.model import DURATION_EXAMPLES, Job, Pool
+from vxtrain.loading.document import KeyPath, NativeSpec, format_path, get_path
+from vxtrain.model import DURATION_EXAMPLES, DURATION_MAX_SECONDS, Job, Pool, duration_seconds, duration_too_long
 from vxtrain.validation._common import DISTRIBUTED_DOC, RS, key_path, pool_accelerator, raw_pool, scheduling_value
 
 FLEX_START = "FLEX_START"
@@ -40,6 +40,7 @@ Config = tuple[str | None, str | None, int]
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     """A zero timeout, max_wait without FLEX_START, FLEX_START's requirements, and SPOT or
     FLEX_START on a persistent resource."""
+    yield from _too_long(native)
     sched = job.scheduling
     if sched is not None and sched.timeout == 0:
         yield error("bad-timeout", f"scheduling.timeout is 0: give a positive duration such as {DURATION_EXAMPLES} "
@@ -56,6 +57,22 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
         yield from _flex_start(job, native)
     if strategy in (SPOT, FLEX_START) and job.persistent_resource is not None:
         yield _strategy_on_persistent_resource(str(strategy), job.persistent_resource, strategy_at, native)
+
+
+def _too_long(native: NativeSpec) -> Iterator[Diagnostic]:
+    """A duration past what a protobuf Duration carries: refused here, not by submit's
+    conversion to protobuf (the schema refuses what is not a duration at all)."""
+    for key in ("timeout", "max_wait"):
+        path = ("scheduling", key)
+        raw = get_path(native.data, path)
+        seconds = (duration_seconds(raw) if isinstance(raw, str)
+                   else raw if isinstance(raw, int) and not isinstance(raw, bool) else None)
+        why = None if seconds is None else duration_too_long(seconds)
+        if why is not None:
+            shown = str(raw).strip()
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            yield error("duration-too-long", f"{format_path(path)} {shown!r} {why}; give at most "
+                        f"{DURATION_MAX_SECONDS}s (or a duration such as {DURATION_EXAMPLES})", **native.where(path))
 
 
 # --- FLEX_START ------------------------------------------------------------------------------
