@@ -226,9 +226,9 @@ def test_a_retried_create_lists_by_the_label_before_creating_again() -> None:
             return list(self.jobs)
 
     fake = LosesAnswers()
-    made, adopted = api.create_once(fake, job(), parent=PARENT, key="k",  # type: ignore[arg-type]
-                                    backoff=FAST)
-    assert adopted and fake.creates == 1 and made["name"] == f"{PARENT}/customJobs/1"
+    made = api.create_once(fake, job(), parent=PARENT, key="k",  # type: ignore[arg-type]
+                           backoff=FAST)
+    assert made.adopted and fake.creates == 1 and made.job["name"] == f"{PARENT}/customJobs/1"
 
 
 def test_an_unanswered_create_then_a_failing_list_names_the_key_that_adopts(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
@@ -20,7 +21,7 @@ from vxtrain.submission.events import log_say
 from vxtrain.submission.names import LABEL_KEY, label_value
 from vxtrain.submission.retry import Backoff, retrying
 from vxtrain.vocab.callbacks import Say
-from vxtrain.vocab.kinds import JobKind, kind_of_job, other
+from vxtrain.vocab.kinds import TERMINAL_STATES, JobKind, kind_of_job, other
 from vxtrain.vocab.timestamps import time_key
 
 def find_labelled(backend: JobBackend, kind: JobKind, parent: str, label: str,
@@ -110,19 +111,31 @@ def adopt(backend: JobBackend, job: JobDict, *, parent: str, key: str, backoff: 
                     f"list jobs labelled {LABEL_KEY}={label}", say)
 
 
+@dataclass(frozen=True)
+class Created:
+    """What ``create_once`` ends with: the key's job (the elected one: the oldest), whether
+    it was adopted rather than created by this call, and the names of the other jobs of the
+    key this call cancelled (duplicates made by racing submits or late-committing creates)."""
+
+    job: JobDict
+    adopted: bool
+    duplicates_cancelled: tuple[str, ...] = ()
+
+
 def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str,
                 backoff: Backoff, say: Say = log_say,
                 local: LocalRun | None = None,
-                labels: Mapping[str, str] | None = None) -> tuple[JobDict, bool]:
-    """Create ``job`` labelled with ``key`` at most once; return (job, adopted). ``local``:
-    how an emulator runs it on its host (the spec's ``local:`` block and folder).
-    ``labels``: more labels that, with the key, name the job (a fallback rung's number):
-    put on the job, and required of a job to adopt. (A job an explicit key already
+                labels: Mapping[str, str] | None = None) -> Created:
+    """Create ``job`` labelled with ``key`` at most once per call and leave the key one live
+    job. ``local``: how an emulator runs it on its host (the spec's ``local:`` block and
+    folder). ``labels``: more labels that, with the key, name the job (a fallback rung's
+    number): put on the job, and required of a job to adopt. (A job an explicit key already
     names is found before, by ``adopt``: this is the create.)
 
-    When the calls end in an error while a create's outcome is unknown, a last
-    list settles it (see ``_settle``). A job just created is checked against the
-    others with its label (see ``_keep_oldest``).
+    When the calls end in an error while a create's outcome is unknown, a last list
+    settles it (see ``_settle``). Then the key's jobs are listed until the late-commit
+    grace of this call's timed-out creates has passed (once at least): the oldest is the
+    key's job, every other one still alive is cancelled (see ``elect``).
     """
     kind = kind_of_job(job)
     label = label_value(key)
@@ -133,33 +146,86 @@ def create_once(backend: JobBackend, job: JobDict, *, parent: str, key: str,
     except errors.ApiError as exc:
         if not attempt.maybe_created:
             raise
-        return _settle(attempt, key, exc)
-    if adopted:
-        return created, True
-    return _keep_oldest(backend, kind, parent, label, created, backoff, say, labels)
+        created, adopted = _settle(attempt, key, exc)
+    return elect(backend, kind, parent, label, created, adopted=adopted, backoff=backoff, say=say,
+                 extra=labels, until=attempt.late_until)
 
 
-def _keep_oldest(backend: JobBackend, kind: JobKind, parent: str, label: str, created: JobDict,
-                 backoff: Backoff, say: Say, extra: Mapping[str, str] | None = None) -> tuple[JobDict, bool]:
-    """Two submits with one key at the same moment both list nothing and both create.
-    So, once created, list the label: when an older job carries it, cancel the one
-    just made and adopt the older (each racer keeps the same one: the oldest). When
-    this list fails, the job just created stands (the check is a safeguard, not a step).
-    """
+def elect(backend: JobBackend, kind: JobKind, parent: str, label: str, found: JobDict, *, adopted: bool,
+          backoff: Backoff, say: Say, extra: Mapping[str, str] | None = None, until: float = 0.0) -> Created:
+    """The label protocol's judgement (docs/submitting.md, "Submitting exactly once"): list
+    the key's jobs, once and then again until ``until`` (time.monotonic(): the grace of a
+    create that timed out, which may still commit), elect the oldest (create time, then
+    name) and cancel every other job of the key that is still alive, this call's own late
+    commit included. Racers with one key all elect the same job: a job that becomes visible
+    after a racer's list committed after it, so it is younger than the one elected.
+
+    ``found``: the job this call created or adopted (it stands when a list fails: the
+    judgement is a safeguard, and a failing list says so through ``say``)."""
+    interval = min(backoff.maximum, max(backoff.initial * 4, 0.2))
+    elected, cancelled = found, list[str]()
+    jobs: list[JobDict] = []
+    said = False
+    while True:
+        try:
+            jobs = retrying(lambda: _labelled(backend, kind, parent, label, extra), backoff,
+                            f"list jobs labelled {LABEL_KEY}={label}", say)
+        except errors.ApiError as exc:
+            say(f"could not list the jobs labelled {LABEL_KEY}={label} to cancel duplicates: {exc}; "
+                f"`vxtrain list --label {LABEL_KEY}={label}` shows them")
+            break
+        oldest = min([*jobs, elected], key=_order)
+        if oldest.get("name") != elected.get("name"):
+            say(f"{oldest.get('name')} carries {LABEL_KEY}={label} too and is older than "
+                f"{elected.get('name')}: it is the key's job")
+            elected = oldest
+        for other_job in sorted(jobs, key=_order):
+            name = str(other_job.get("name"))
+            if name == elected.get("name") or name in cancelled or not _alive(other_job):
+                continue
+            if _cancel_duplicate(backend, kind, name, elected, label, backoff, say):
+                cancelled.append(name)
+        remaining = until - time.monotonic()
+        if remaining <= 0:
+            break
+        if not said:
+            say(f"a create that timed out can still commit: listing {LABEL_KEY}={label} for "
+                f"{remaining:.1f} s more to cancel a late duplicate")
+            said = True
+        time.sleep(min(interval, remaining))
+    by_name = {j.get("name"): j for j in jobs}
+    final = by_name.get(elected.get("name"), elected)
+    mine = found.get("name") == final.get("name")
+    return Created(final, adopted=adopted or not mine, duplicates_cancelled=tuple(cancelled))
+
+
+def _labelled(backend: JobBackend, kind: JobKind, parent: str, label: str,
+              extra: Mapping[str, str] | None) -> list[JobDict]:
+    """Every job under ``parent`` whose labels carry the key ``label`` (and ``extra``)."""
+    wanted = {LABEL_KEY: label, **(extra or {})}
+    jobs = backend.list(kind, parent, " AND ".join(f'labels.{k}="{v}"' for k, v in wanted.items()))
+    return [j for j in jobs if all((j.get("labels") or {}).get(k) == v for k, v in wanted.items())]
+
+
+def _alive(job: JobDict) -> bool:
+    """Not ended and not being cancelled (a job without a state, as a fake lists it, is alive)."""
+    return job.get("state") not in (*TERMINAL_STATES, "JOB_STATE_CANCELLING")
+
+
+def _cancel_duplicate(backend: JobBackend, kind: JobKind, name: str, elected: JobDict, label: str,
+                      backoff: Backoff, say: Say) -> bool:
+    """Cancel ``name``, a younger job of the key than ``elected``; whether this call cancelled it
+    (a job another racer cancelled first, or that ended meanwhile, is refused: not ours)."""
+    say(f"{name} also carries {LABEL_KEY}={label} (a submit with the same key at the same moment, "
+        f"or a create that committed late): cancelling it; {elected.get('name')} is the key's job")
     try:
-        oldest = find_labelled(backend, kind, parent, label, extra)
-    except errors.ApiError:
-        return created, False
-    if oldest is None or _order(oldest) >= _order(created):
-        return created, False
-    say(f"{oldest.get('name')} already carries {LABEL_KEY}={label} (a submit with the same key "
-        f"at the same moment): cancelling {created.get('name')}, just created, and adopting the older job")
-    try:
-        name = str(created.get("name"))
         retrying(lambda: backend.cancel(kind, name), backoff, f"cancel {name}", say)
+    except errors.InvalidArgumentError:
+        return False  # FAILED_PRECONDITION: already ended or cancelled
     except errors.ApiError as exc:
-        say(f"could not cancel {created.get('name')}: {exc}; cancel it yourself")
-    return oldest, True
+        say(f"could not cancel {name}: {exc}; cancel it yourself (`vxtrain cancel {name}`)")
+        return False
+    return True
 
 
 def _order(job: JobDict) -> tuple[tuple[str, str], str]:

@@ -20,9 +20,9 @@ from vxtrain.backends import open_backend, open_log_reader
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
 from vxtrain.packaging.upload import UploadProgress
 from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, LogWatch, read_entries
-from vxtrain.submission.create import adopt, create_once
+from vxtrain.submission.create import Created, adopt, create_once, elect
 from vxtrain.submission.events import log_say
-from vxtrain.submission.names import parent_of, split_name
+from vxtrain.submission.names import label_value, parent_of, split_name
 from vxtrain.submission.placement import check_placement
 from vxtrain.submission.publish import Publication, images_json, publish
 from vxtrain.submission.quota import Read, check_quota
@@ -31,7 +31,7 @@ from vxtrain.submission.retry import (
 )
 from vxtrain.submission.views import job_view, raise_for_state
 from vxtrain.vocab.callbacks import ProgressFn, Say
-from vxtrain.vocab.kinds import CUSTOM, TERMINAL_STATES, TUNING, kind_of_name
+from vxtrain.vocab.kinds import CUSTOM, TERMINAL_STATES, TUNING, kind_of_job, kind_of_name
 
 if TYPE_CHECKING:
     from vxtrain.images.publish import Pushed
@@ -86,16 +86,18 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
         ready = prepare(api, custom_job, project=project, region=region, key=key, explicit=mine, backoff=retry,
                         say=say, labels=labels, quota_check=quota_check, quota_reads=quota_reads,
                         publication=publication, upload_progress=upload_progress)
-        job, adopted = create_prepared(api, ready, custom_job, parent=parent_of(project, region), key=key,
-                                       backoff=retry, say=say, local=local, labels=labels)
-        view = job_view(job, emulated=api.emulated, adopted=adopted)
+        made = create_prepared(api, ready, custom_job, parent=parent_of(project, region), key=key,
+                               backoff=retry, say=say, local=local, labels=labels)
+        adopted = made.adopted
+        view = job_view(made.job, emulated=api.emulated, adopted=adopted)
+        view["duplicates_cancelled"] = list(made.duplicates_cancelled)
         if publication is not None and publication.images:
             view["images"] = images_json(ready.pushed)
         if not wait:
             return view
         final = wait_job(view["name"], backend=api, backoff=retry, poll=poll, progress=progress,
                          check=False, logs=logs, say=say)
-    final = {**final, "adopted": adopted}  # also in the JobFailedError's job
+    final = {**final, "adopted": adopted, "duplicates_cancelled": view["duplicates_cancelled"]}  # also in the JobFailedError's job
     if check:
         raise_for_state(final)
     return final
@@ -132,11 +134,14 @@ def prepare(api: JobBackend, custom_job: JobDict, *, project: str, region: str, 
 
 def create_prepared(api: JobBackend, ready: Prepared, custom_job: JobDict, *, parent: str, key: str,
                     backoff: Backoff, say: Say, local: LocalRun | None = None,
-                    labels: Mapping[str, str] | None = None) -> tuple[JobDict, bool]:
+                    labels: Mapping[str, str] | None = None) -> Created:
     """The prepared submit's job: the one adopted, else ``custom_job`` created exactly once
-    (vxtrain.submission.create.create_once); with whether it was adopted."""
+    (vxtrain.submission.create.create_once); with whether it was adopted and the duplicates
+    of its key cancelled (an adopted job's key is listed once more, and any live job of the
+    key but the oldest cancelled: vxtrain.submission.create.elect)."""
     if ready.existing is not None:
-        return ready.existing, True
+        return elect(api, kind_of_job(ready.existing), parent, label_value(key), ready.existing, adopted=True,
+                     backoff=backoff, say=say, extra=labels)
     return create_once(api, custom_job, parent=parent, key=key, backoff=backoff, say=say, local=local,
                        labels=labels)
 

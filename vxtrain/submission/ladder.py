@@ -135,6 +135,8 @@ class Ladder:
     attempts: list[Attempt] = field(default_factory=list)
     #: The images the rungs pushed (or found there), in the order they were published.
     pushed: list[Pushed] = field(default_factory=list)
+    #: The duplicates of the key's jobs this climb cancelled (vxtrain.submission.create.elect).
+    duplicates_cancelled: list[str] = field(default_factory=list)
     #: How many rungs the ladder has (set by ``climb``).
     size: int = 1
 
@@ -161,7 +163,7 @@ def climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
     the QuotaError (exit 4) and a stockout the JobFailedError (exit 3), each saying
     it was capacity and what ``fallback:`` would do.
     """
-    view = _climb(rungs, ladder)
+    view = {**_climb(rungs, ladder), "duplicates_cancelled": list(ladder.duplicates_cancelled)}
     if any(rung.publication is not None and rung.publication.images for rung in rungs):
         view["images"] = images_json(ladder.pushed)
     return view
@@ -214,10 +216,11 @@ def _create(api: JobBackend, rung: Rung, ladder: Ladder, labels: dict[str, str] 
                     quota_check=ladder.quota_check, quota_reads=ladder.quota_reads,
                     publication=rung.publication, upload_progress=ladder.upload_progress)
     ladder.pushed += ready.pushed
-    job, adopted = create_prepared(api, ready, rung.job, parent=parent_of(rung.project, rung.region),
-                                   key=ladder.key, backoff=retry, say=ladder.say, local=rung.local,
-                                   labels=labels)
-    return job_view(job, emulated=api.emulated, adopted=adopted)
+    made = create_prepared(api, ready, rung.job, parent=parent_of(rung.project, rung.region),
+                           key=ladder.key, backoff=retry, say=ladder.say, local=rung.local,
+                           labels=labels)
+    ladder.duplicates_cancelled += made.duplicates_cancelled
+    return job_view(made.job, emulated=api.emulated, adopted=made.adopted)
 
 
 def _after_create(rung: Rung, ladder: Ladder, api: JobBackend, view: dict[str, Any]) -> tuple[

@@ -1,0 +1,108 @@
+"""Exactly once under concurrency (issue 27): many `vxtrain submit`s with one key, started
+together against one emulator with injected create faults, end with one live job per key,
+and every one of them reports that job.
+
+Real processes (`python -m vxtrain submit … -o json`) against a real `vxtrain emulator`
+process: 10 keys × 4 submits, bounded in time, every process stopped however the test ends.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vxtrain import submission as api
+from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
+from tests.processes import stop
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT, REGION = "p", "us-central1"
+CANCELLED = ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+FAULTS = ("create:deadline-after-commit:5", "create:unavailable-before-commit:5", "create:deadline-commit-late:3")
+KEYS, PER_KEY = 10, 4
+#: The whole crowd's bound: 40 interpreters importing the Google clients on a shared 2-core host.
+BOUND_S = 90.0
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+@contextmanager
+def emulator(*flags: str) -> Iterator[str]:
+    """`vxtrain emulator --port 0 FLAGS`; its address once it listens; stopped (Ctrl-C) at the end."""
+    proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "emulator", "--port", "0", *flags],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True, env=_env())
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "listening on" in line, line
+        yield line.rsplit(" ", 1)[1].strip()
+    finally:
+        stop(proc, signal.SIGINT, timeout=30)
+
+
+def spec(tmp_path: Path) -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text("display_name: crowd\nchief:\n  machine_type: n1-standard-4\n"
+                    "  image: us-docker.pkg.dev/p/r/train:1\n  command: [python, -c, 'print(1)']\n")
+    return path
+
+
+def crowd(address: str, job: Path, *extra: str) -> list[tuple[str, int, Any, str]]:
+    """KEYS × PER_KEY submits started together; (key, exit code, JSON document, stderr) of each."""
+    procs: list[tuple[str, subprocess.Popen[str]]] = []
+    try:
+        for n in range(KEYS * PER_KEY):
+            key = f"k{n % KEYS}"
+            argv = [sys.executable, "-m", "vxtrain", "submit", str(job), "--endpoint", address,
+                    "--project", PROJECT, "--region", REGION, "--idempotency-key", key, "-o", "json", *extra]
+            procs.append((key, subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                text=True, start_new_session=True, env=_env())))
+        deadline = time.monotonic() + BOUND_S
+        results = []
+        for key, proc in procs:
+            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            results.append((key, proc.returncode, json.loads(out) if out.strip() else None, err))
+        return results
+    finally:
+        for _, proc in procs:
+            stop(proc, signal.SIGKILL, timeout=5)
+
+
+def jobs_of(address: str, key: str) -> list[dict[str, Any]]:
+    return api.list_jobs(project=PROJECT, region=REGION, endpoint=address,
+                         filter=f'labels.{api.LABEL_KEY}="{api.label_value(key)}"')
+
+
+@pytest.mark.slow
+def test_forty_submits_over_ten_keys_under_create_faults_leave_one_live_job_per_key(tmp_path: Path) -> None:
+    flags = [f"--fault={fault}" for fault in FAULTS]
+    with emulator("--simulate", "40", *flags) as address:
+        started = time.monotonic()
+        results = crowd(address, spec(tmp_path))
+        assert time.monotonic() - started < BOUND_S
+        time.sleep(LATE_COMMIT_SECONDS + 0.5)  # anything still to commit has committed
+        cancelled = 0
+        for n in range(KEYS):
+            key = f"k{n}"
+            mine = [r for r in results if r[0] == key]
+            assert all(code == 0 for _, code, _, _ in mine), [(code, err[-2000:]) for _, code, _, err in mine]
+            names = {doc["name"] for _, _, doc, _ in mine}
+            live = [j["name"] for j in jobs_of(address, key) if j["state"] not in CANCELLED]
+            assert len(names) == 1 and live == list(names), (key, names, live)
+            reported = [name for _, _, doc, _ in mine for name in doc["duplicates_cancelled"]]
+            # Every cancelled job of the key is reported by a process that cancelled it (two
+            # racers may both ask: a second cancel of a CANCELLING job is no error).
+            assert set(reported) == {j["name"] for j in jobs_of(address, key) if j["state"] in CANCELLED}
+            cancelled += len(set(reported))
+        assert cancelled > 0  # the crowd did race: duplicates were made, and cancelled
