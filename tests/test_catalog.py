@@ -39,7 +39,8 @@ def test_csv_files_are_the_package_data() -> None:
     assert {p.name for p in CSV_FILES} == {
         "accelerators.csv", "flex_start_accelerators.csv", "gpu_machines.csv", "legacy_machines.csv",
         "legacy_scale_tiers.csv", "machines.csv", "n1_gpu_egress.csv", "n1_gpu_limits.csv", "prices.csv",
-        "quota_metrics.csv", "region_accelerators.csv", "regions.csv", "reservation_requirements.csv",
+        "quota_metrics.csv", "quota_patterns.csv", "region_accelerators.csv", "regions.csv",
+        "reservation_requirements.csv",
         "tpu_machines.csv", "training_accelerators.csv", "training_machines.csv"}
 
 
@@ -432,6 +433,40 @@ def test_cpu_quota_per_machine_family(machine_type: str, metric: str | None) -> 
     row = catalog.cpu_quota(machine_type)
     assert (row.metric if row else None) == (f"aiplatform.googleapis.com/{metric}" if metric else None)
     assert row is None or row.unit == "vcpus"
+
+
+@pytest.mark.parametrize("acc, preemptible, metric", [
+    ("NVIDIA_TESLA_A100", True, "custom_model_training_preemptible_nvidia_a100_gpus"),
+    ("NVIDIA_A100_80GB", True, "custom_model_training_preemptible_nvidia_a100_80gb_gpus"),
+    ("NVIDIA_TESLA_V100", True, "custom_model_training_preemptible_nvidia_v100_gpus"),
+    ("NVIDIA_H100_80GB", True, None),       # a row names it: no candidate
+    ("NVIDIA_TESLA_A100", False, None),     # likewise (on-demand)
+    ("NVIDIA_B200", True, None),            # no on-demand metric named: no {gpu} token
+    ("NVIDIA_B200", False, None),
+    ("TPU_V3", True, None),                 # no TPU pattern
+    ("NVIDIA_TESLA_K80", True, None),       # no row at all
+])
+def test_accelerator_candidate_from_the_documented_pattern(acc: str, preemptible: bool, metric: str | None) -> None:
+    found = catalog.accelerator_candidate(acc, preemptible=preemptible)
+    assert (found.metric if found else None) == (f"aiplatform.googleapis.com/{metric}" if metric else None)
+    assert found is None or (found.unit == "gpus" and found.source.startswith("https://"))
+
+
+@pytest.mark.parametrize("machine_type, metric", [
+    ("a2-highgpu-1g", "custom_model_training_a2_cpus"), ("n4-standard-8", "custom_model_training_n4_cpus"),
+    ("n2-standard-16", None), ("n1-standard-8", None),  # rows name them
+    ("c3-standard-8", None),  # no row: no source says C3 has a quota of its own
+])
+def test_cpu_candidate_only_for_the_families_the_quotas_page_keeps_apart(machine_type: str,
+                                                                         metric: str | None) -> None:
+    found = catalog.cpu_candidate(machine_type)
+    assert (found.metric if found else None) == (f"aiplatform.googleapis.com/{metric}" if metric else None)
+
+
+def test_candidates_never_name_a_catalog_metric() -> None:
+    candidates = catalog.candidate_metrics()
+    assert "custom_model_training_preemptible_nvidia_a100_gpus" in candidates
+    assert not candidates & catalog.known_metrics()
 
 
 def test_every_quota_row_names_a_known_unit_and_a_full_metric() -> None:

@@ -335,3 +335,130 @@ def test_a_spot_job_that_is_short_is_not_told_to_use_spot(tmp_path: Path, emu: E
     assert code == 5 and "needs 18" in text and "strategy SPOT" not in text
     code, doc, _ = run(capsys, "submit", path, "--endpoint", emu.address, "-o", "json")
     assert code == 5 and "strategy SPOT" not in doc["error"]["message"]
+
+
+# --- a metric no catalog row names, confirmed by the project's own ListQuotaInfos answer ------------
+
+A100_SPOT = "aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_a100_gpus"
+A2_CPUS = "aiplatform.googleapis.com/custom_model_training_a2_cpus"
+
+
+def a100_spot(tmp_path: Path, workers: int = 2) -> str:
+    """A chief and ``workers`` workers of a2-highgpu-2g (2 × A100 40GB each) under SPOT: the
+    catalog names no preemptible A100 metric (issue 27)."""
+    return spec(tmp_path, defaults={"image": "gcr.io/p/t:1", "machine_type": "a2-highgpu-2g",
+                                    "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 2}},
+                workers={"replicas": workers} if workers else None, scheduling={"strategy": "SPOT"})
+
+
+def test_a_pattern_name_the_project_lists_is_counted_with_its_limit(
+        tmp_path: Path, emu: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:
+    """6 A100 under SPOT against the project's custom_model_training_preemptible_nvidia_a100_gpus:
+    within 8 (exit 0), above 4 (exit 5); the row says where its name came from."""
+    emu.quotas.set("custom_model_training_preemptible_nvidia_a100_gpus:us-central1=8")
+    code, doc, _ = run(capsys, "quota", a100_spot(tmp_path), "--endpoint", emu.address, "-o", "json")
+    assert code == 0 and doc["fits"] is True
+    a100 = next(q for q in doc["quotas"] if q["resource"] == "NVIDIA_TESLA_A100 GPUs (SPOT)")
+    assert a100 == {"metric": A100_SPOT, "quota_id": "custom_model_training_preemptible_nvidia_a100_gpus",
+                    "needed": 6, "limit": 8, "fits": True, "resource": "NVIDIA_TESLA_A100 GPUs (SPOT)",
+                    "source": "ListQuotaInfos"}
+    # A Spot job's CPUs: no metric, no pattern (unchanged), and the rows from the catalog have no "source".
+    assert quotas_of(doc)["a2 vCPUs (SPOT)"] == (3 * 24, None, None)
+    assert all("source" not in q for q in doc["quotas"] if q is not a100)
+    emu.quotas.set("custom_model_training_preemptible_nvidia_a100_gpus:us-central1=4")
+    code, doc, _ = run(capsys, "quota", a100_spot(tmp_path), "--endpoint", emu.address, "-o", "json")
+    assert code == 5 and doc["fits"] is False
+    assert quotas_of(doc)[A100_SPOT] == (6, 4, False)
+
+
+def test_a_pattern_name_the_project_does_not_list_stays_unknown(
+        tmp_path: Path, emu: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:
+    """The on-demand A100 metric is listed, the preemptible one is not: never guessed, never
+    the on-demand one."""
+    emu.quotas.set("custom_model_training_nvidia_a100_gpus:us-central1=1")
+    code, doc, _ = run(capsys, "quota", a100_spot(tmp_path), "--endpoint", emu.address, "-o", "json")
+    assert code == 0 and doc["fits"] is True
+    a100 = next(q for q in doc["quotas"] if q["resource"] == "NVIDIA_TESLA_A100 GPUs (SPOT)")
+    assert a100 == {"metric": None, "quota_id": None, "needed": 6, "limit": None, "fits": None,
+                    "resource": "NVIDIA_TESLA_A100 GPUs (SPOT)"}
+
+
+def test_a_pattern_name_listed_for_another_region_only_stays_unknown(
+        tmp_path: Path, emu: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:
+    emu.quotas.set("custom_model_training_preemptible_nvidia_a100_gpus:europe-west4=1")
+    code, doc, _ = run(capsys, "quota", a100_spot(tmp_path), "--endpoint", emu.address, "-o", "json")
+    assert code == 0 and A100_SPOT not in quotas_of(doc)
+    assert quotas_of(doc)["NVIDIA_TESLA_A100 GPUs (SPOT)"] == (6, None, None)
+
+
+def test_a_confirmed_pattern_name_in_the_text_report(tmp_path: Path, emu: EmulatorHandle,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    emu.quotas.set("custom_model_training_preemptible_nvidia_a100_gpus:us-central1=4")
+    code, text, _ = run(capsys, "quota", a100_spot(tmp_path), "--endpoint", emu.address)
+    assert code == 5
+    assert "custom_model_training_preemptible_nvidia_a100_gpus *" in text
+    assert "*: no catalog row names this metric" in text and "ListQuotaInfos" in text
+    assert "needs 6" in text and "the limit is 4" in text
+    code, text, _ = run(capsys, "quota", spec(tmp_path), "--endpoint", emu.address)  # catalog rows only
+    assert code == 5 and "*" not in text and "ListQuotaInfos" not in text
+
+
+def test_submit_stops_on_a_confirmed_pattern_name_and_the_emulator_enforces_it(
+        tmp_path: Path, emu: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:
+    emu.quotas.set("custom_model_training_preemptible_nvidia_a100_gpus:us-central1=4")
+    code, doc, _ = run(capsys, "submit", a100_spot(tmp_path), "--endpoint", emu.address, "-o", "json")
+    assert (code, doc["error"]["type"]) == (5, "NoCapacity")
+    assert A100_SPOT in doc["error"]["message"] and "limit is 4" in doc["error"]["message"]
+    assert [q["source"] for q in doc["quota"]["quotas"] if q["metric"] == A100_SPOT] == ["ListQuotaInfos"]
+    code, doc, _ = run(capsys, "submit", a100_spot(tmp_path), "--endpoint", emu.address, "-o", "json",
+                       "--no-quota-check")
+    assert code == 4 and doc["error"]["type"] == "QuotaError" and A100_SPOT in doc["error"]["message"]
+    assert emu.jobs() == []
+    code, doc, _ = run(capsys, "submit", a100_spot(tmp_path, workers=1), "--endpoint", emu.address, "-o", "json")
+    assert code == 0 and len(emu.jobs()) == 1  # 4 A100: within the limit
+
+
+def test_a_cpu_family_s_pattern_name_the_project_lists(tmp_path: Path, emu: EmulatorHandle,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The quotas page keeps A2 CPUs apart but no source names the metric: the pattern's
+    custom_model_training_a2_cpus counts once the project lists it."""
+    path = spec(tmp_path, defaults={"image": "gcr.io/p/t:1", "machine_type": "a2-highgpu-1g",
+                                    "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 1}}, workers=None)
+    code, doc, _ = run(capsys, "quota", path, "--endpoint", emu.address, "-o", "json")
+    assert code == 0 and quotas_of(doc)["a2 vCPUs"] == (12, None, None)
+    emu.quotas.set("custom_model_training_a2_cpus:us-central1=8")
+    code, doc, _ = run(capsys, "quota", path, "--endpoint", emu.address, "-o", "json")
+    assert code == 5 and quotas_of(doc)[A2_CPUS] == (12, 8, False)
+    assert [q["source"] for q in doc["quotas"] if q["metric"] == A2_CPUS] == ["ListQuotaInfos"]
+
+
+def test_a_pattern_name_is_not_confirmed_by_an_unreadable_answer(
+        tmp_path: Path, emu: EmulatorHandle, capsys: pytest.CaptureFixture[str]) -> None:
+    """A SPOT A100 job with only pattern names is read for (it used to need no read at all);
+    a refused read leaves them unknown."""
+    emu.quotas.set("custom_model_training_preemptible_nvidia_a100_gpus:us-central1=4")
+    emu.add_fault("quotas:permission:1")
+    code, doc, err = run(capsys, "quota", a100_spot(tmp_path), "--endpoint", emu.address, "-o", "json")
+    assert code == 0 and "unreadable" in doc and "could not read the quota limits" in err
+    assert quotas_of(doc)["NVIDIA_TESLA_A100 GPUs (SPOT)"] == (6, None, None)
+
+
+def test_the_emulator_does_not_warn_of_a_pattern_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from vxtrain.backends.emulator.quotas import parse_quota, unmatched
+
+    assert unmatched(parse_quota("custom_model_training_preemptible_nvidia_a100_gpus:us-central1=4")) is None
+    assert unmatched(parse_quota("custom_model_training_a2_cpus=4")) is None
+    assert unmatched(parse_quota("custom_model_training_preemptible_nvidia_b200_gpus=4")) is not None
+
+
+def test_report_confirms_a_candidate_only_where_listed_for_the_region() -> None:
+    need = Need("A100 (SPOT)", None, None, 6, candidate=A100_SPOT)
+    listed = {"metric": A100_SPOT, "quotaId": "Q",
+              "dimensionsInfos": [{"dimensions": {"region": "r"}, "details": {"value": "4"}}]}
+    [row] = report([need], [listed], project="p", region="r").rows
+    assert (row.metric, row.quota_id, row.limit, row.fits, row.source) == (A100_SPOT, "Q", 4, False, "ListQuotaInfos")
+    for infos in ([], [info(({}, "8"))], [{**listed, "dimensionsInfos": [
+            {"dimensions": {"region": "elsewhere"}, "details": {"value": "4"}}]}]):
+        [row] = report([need], infos, project="p", region="r").rows
+        assert (row.metric, row.limit, row.fits, row.source) == (None, None, None, None)
+        assert "source" not in row.to_json()

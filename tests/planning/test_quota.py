@@ -58,6 +58,25 @@ def test_spot_without_a_published_preemptible_metric_is_unknown_not_on_demand() 
     assert found[0].resource == "NVIDIA_TESLA_V100 GPUs (SPOT)" and found[0].metric is None and found[0].needed == 1
 
 
+@pytest.mark.parametrize("strategy", ["SPOT", "FLEX_START"])
+def test_a_missing_preemptible_metric_carries_the_pattern_s_candidate(strategy: str) -> None:
+    """No row names the preemptible A100 metric: still unknown here, with the name the
+    documented pattern gives, for the preflight to confirm against the project's answer."""
+    [gpus, cpus] = needs(custom_job(pool("a2-highgpu-2g", 3, "NVIDIA_TESLA_A100", 2), strategy=strategy))
+    assert (gpus.metric, gpus.needed) == (None, 6)
+    assert gpus.candidate == "aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_a100_gpus"
+    assert gpus.source and "schedule-jobs-dws" in gpus.source
+    assert (cpus.metric, cpus.candidate) == (None, None)  # a Spot job's CPUs: no pattern either
+
+
+def test_needs_with_a_named_metric_or_no_token_carry_no_candidate() -> None:
+    found = needs(custom_job(pool("n1-standard-8", 1, "NVIDIA_TESLA_T4", 1), pool("a4-highgpu-8g", 1, "NVIDIA_B200", 8),
+                             strategy="SPOT"))
+    assert [n.candidate for n in found] == [None, None, None, None]
+    assert needs(custom_job(pool("a2-highgpu-1g", 1, "NVIDIA_TESLA_A100", 1)))[1].candidate == \
+        "aiplatform.googleapis.com/custom_model_training_a2_cpus"
+
+
 @pytest.mark.parametrize("machine, metric", [
     ("n2-standard-16", "custom_model_training_n2_cpus"), ("c2-standard-8", "custom_model_training_c2_cpus"),
     ("e2-standard-4", "custom_model_training_cpus"),

@@ -51,8 +51,8 @@ if TYPE_CHECKING:  # loaded on first use at run time (__getattr__ below)
     from vxtrain.catalog.legacy_machines import (
         LegacyMachine, TierPool, legacy_machine, legacy_machine_names, scale_tier, scale_tiers)
     from vxtrain.catalog.quotas import (
-        CPU_QUOTA_KEY, QUOTA_SERVICE, QuotaMetric, accelerator_quota, cpu_quota, known_metrics, machine_family,
-        quota_id, quota_metric)
+        CPU_QUOTA_KEY, QUOTA_SERVICE, QuotaCandidate, QuotaMetric, accelerator_candidate, accelerator_quota,
+        candidate_metrics, cpu_candidate, cpu_quota, known_metrics, machine_family, quota_id, quota_metric)
 
 #: Lookups whose module loads when first asked for: a native spec with no accelerator
 #: never reads the legacy names, the quota metrics or Flex Start's list (legacy_machines
@@ -62,8 +62,9 @@ _LAZY: dict[str, str] = {
                      "flex_start_accelerators", "reservation_requirement"), "capacity"),
     **dict.fromkeys(("LegacyMachine", "TierPool", "legacy_machine", "legacy_machine_names", "scale_tier",
                      "scale_tiers"), "legacy_machines"),
-    **dict.fromkeys(("CPU_QUOTA_KEY", "QUOTA_SERVICE", "QuotaMetric", "accelerator_quota", "cpu_quota",
-                     "known_metrics", "machine_family", "quota_id", "quota_metric"), "quotas"),
+    **dict.fromkeys(("CPU_QUOTA_KEY", "QUOTA_SERVICE", "QuotaCandidate", "QuotaMetric", "accelerator_candidate",
+                     "accelerator_quota", "candidate_metrics", "cpu_candidate", "cpu_quota", "known_metrics",
+                     "machine_family", "quota_id", "quota_metric"), "quotas"),
 }
 
 
@@ -86,6 +87,7 @@ __all__ = [
     "PREBUILT_DOC",
     "PREBUILT_SHAPE",
     "QUOTA_SERVICE",
+    "QuotaCandidate",
     "QuotaMetric",
     "Region",
     "RegionAccelerator",
@@ -93,11 +95,14 @@ __all__ = [
     "TierPool",
     "TpuMachine",
     "TpuSize",
+    "accelerator_candidate",
     "accelerator_quota",
     "accelerator_types",
     "allowed_accelerators",
     "builtin_accelerator",
+    "candidate_metrics",
     "catalog_accelerators",
+    "cpu_candidate",
     "cpu_quota",
     "deprecated_accelerator",
     "flex_start",

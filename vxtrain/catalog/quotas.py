@@ -1,7 +1,10 @@
-"""Vertex AI training quota metrics per accelerator and per CPU machine family (``quota_metrics.csv``)."""
+"""Vertex AI training quota metrics per accelerator and per CPU machine family (``quota_metrics.csv``),
+and the documented shapes of the names no row gives (``quota_patterns.csv``): candidates only,
+which the quota preflight accepts when the project's own ListQuotaInfos answer lists them."""
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from vxtrain.catalog.tables import rows
@@ -93,3 +96,87 @@ def known_metrics() -> frozenset[str]:
     """The short names of every metric quota_metrics.csv names (``custom_model_training_cpus`` …):
     the only ones a job's needs count against."""
     return frozenset(metric.rpartition("/")[2] for metric in _quota_metrics().values())
+
+
+@dataclass(frozen=True)
+class QuotaCandidate:
+    """A metric name a documented pattern gives where no quota_metrics.csv row names one.
+
+    Not a fact on its own: the quota preflight counts a need against ``metric`` only
+    when the project's ListQuotaInfos answer lists it (docs/capacity.md). ``unit``:
+    what a replica counts (``gpus``, ``vcpus``); ``pattern``, ``confidence``, ``source``:
+    the quota_patterns.csv row that gave the name.
+    """
+
+    metric: str
+    unit: str
+    pattern: str
+    confidence: str
+    source: str
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    pattern: str
+    confidence: str
+    source: str
+
+    def metric(self, **parts: str) -> str:
+        return f"{QUOTA_SERVICE}/{self.pattern.format(**parts)}"
+
+    def read(self, metric: str, part: str) -> str | None:
+        """The ``{part}`` of ``metric`` (full or short name) when it has this pattern's shape."""
+        prefix, _, suffix = self.pattern.partition(f"{{{part}}}")
+        found = re.fullmatch(re.escape(prefix) + r"([a-z0-9_]+?)" + re.escape(suffix), metric.rpartition("/")[2])
+        return found.group(1) if found else None
+
+
+@functools.cache
+def _patterns() -> dict[tuple[str, str], _Pattern]:
+    return {(r["resource"], r["kind"]): _Pattern(r["pattern"], r["confidence"], r["source"])
+            for r in rows("quota_patterns.csv")}
+
+
+def accelerator_candidate(accelerator_type: str, *, preemptible: bool = False) -> QuotaCandidate | None:
+    """The metric the documented pattern gives an accelerator whose row names none (the
+    preemptible twin of ``custom_model_training_nvidia_a100_gpus`` is
+    ``custom_model_training_preemptible_nvidia_a100_gpus``); None where a row names the
+    metric, or where the accelerator's ``{gpu}`` token is not known (no on-demand metric
+    named: B200, GB200, RTX PRO 6000; TPUs)."""
+    kind = "preemptible" if preemptible else "on_demand"
+    row = _rows().get((accelerator_type, kind))
+    if row is not None and row.metric:
+        return None
+    on_demand = _rows().get((accelerator_type, "on_demand"))
+    build, read = _patterns().get(("gpus", kind)), _patterns().get(("gpus", "on_demand"))
+    if on_demand is None or not on_demand.metric or on_demand.unit != "gpus" or build is None or read is None:
+        return None
+    token = read.read(on_demand.metric, "gpu")
+    if token is None:
+        return None
+    return QuotaCandidate(build.metric(gpu=token), "gpus", build.pattern, build.confidence, build.source)
+
+
+def cpu_candidate(machine_type: str) -> QuotaCandidate | None:
+    """The metric the documented pattern gives the CPUs of a family the quotas page keeps
+    apart but whose metric no source names (N4, M1, A2, A3: ``custom_model_training_a2_cpus``);
+    None for a family with a named metric or with no row (no source says it has its own quota)."""
+    family = machine_family(machine_type)
+    row = _rows().get((f"(CPUs {family})", "on_demand"))
+    pattern = _patterns().get(("cpus", "on_demand"))
+    if row is None or row.metric or pattern is None:
+        return None
+    return QuotaCandidate(pattern.metric(family=family), "vcpus", pattern.pattern, pattern.confidence,
+                          pattern.source)
+
+
+def candidate_metrics() -> frozenset[str]:
+    """The short names the patterns give the catalog's accelerators and CPU families (the
+    ones a job's needs count against once the project's ListQuotaInfos answer lists them)."""
+    found: list[QuotaCandidate | None] = []
+    for key in {key for key, _ in _rows()}:
+        if key.startswith("(CPUs "):
+            found.append(cpu_candidate(key.removeprefix("(CPUs ").removesuffix(")")))
+        else:
+            found += [accelerator_candidate(key), accelerator_candidate(key, preemptible=True)]
+    return frozenset(each.metric.rpartition("/")[2] for each in found if each is not None)

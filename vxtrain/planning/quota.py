@@ -20,9 +20,12 @@ machine: https://cloud.google.com/vertex-ai/docs/training/distributed-training):
 * a study: × ``parallelTrialCount`` (that many trials run at once).
 
 A metric, a unit or a machine the catalog does not know is kept as unknown
-(``metric`` or ``needed`` None), never guessed. A job on a persistent resource
-needs nothing: it runs on machines the resource already holds (its quota was
-used when the resource was created).
+(``metric`` or ``needed`` None), never guessed. Where no row names the metric but a
+documented pattern gives a name (catalog.quotas: the preemptible twin of a known GPU
+metric, an N4/M1/A2/A3 CPU metric), the need carries it as ``candidate``: the
+preflight counts it only when the project's ListQuotaInfos answer lists it. A job
+on a persistent resource needs nothing: it runs on machines the resource already
+holds (its quota was used when the resource was created).
 """
 from __future__ import annotations
 
@@ -46,7 +49,10 @@ class Need:
     ``resource``: what is counted, for people (``NVIDIA_TESLA_T4 GPUs``, ``n1 vCPUs``);
     ``metric``: ``aiplatform.googleapis.com/...``, None when no source names it;
     ``needed``: None when the unit or the machine's size is not known;
-    ``pools``: the indexes in ``workerPoolSpecs`` that need it (messages point at them).
+    ``pools``: the indexes in ``workerPoolSpecs`` that need it (messages point at them);
+    ``candidate``: with ``metric`` None, the name a documented pattern gives (full name),
+    a fact only once the project's ListQuotaInfos answer lists it (``confidence`` and
+    ``source`` are then the pattern's).
     """
 
     resource: str
@@ -56,6 +62,7 @@ class Need:
     confidence: str | None = None
     source: str | None = None
     pools: tuple[int, ...] = ()
+    candidate: str | None = None
 
     @property
     def short_metric(self) -> str | None:
@@ -109,6 +116,9 @@ def _pool_needs(machine_spec: Mapping[str, Any], replicas: int, preemptible: boo
 def _accelerator_need(accelerator: str, units: int, preemptible: bool, strategy: str) -> Need:
     row = catalog.accelerator_quota(accelerator, preemptible=preemptible)
     label = f"{accelerator} GPUs" + (f" ({strategy})" if preemptible else "")
+    found = catalog.accelerator_candidate(accelerator, preemptible=preemptible)  # None where a row names it
+    if found is not None:
+        return Need(label, None, None, units, found.confidence, found.source, candidate=found.metric)
     if row is None:
         return Need(label, None, None, units)
     return Need(label, row.metric, row.quota_id, units if row.unit else None, row.confidence, row.source)
@@ -123,6 +133,9 @@ def _cpu_need(machine_type: str, replicas: int, preemptible: bool, strategy: str
     row = catalog.cpu_quota(machine_type)
     if row is None:
         return Need(f"{family} vCPUs", None, None, units)
+    found = catalog.cpu_candidate(machine_type)  # None where the row names the metric
+    if found is not None:
+        return Need(f"{family} vCPUs", None, None, units, found.confidence, found.source, candidate=found.metric)
     return Need(f"{family} vCPUs", row.metric, row.quota_id, units, row.confidence, row.source)
 
 

@@ -11,8 +11,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from vxtrain.render import console
-from vxtrain.submission.quota import QuotaReport, QuotaRow
+from vxtrain.submission.quota import FROM_QUOTA_INFOS, QuotaReport, QuotaRow
 
+#: The mark of a metric whose name the project's ListQuotaInfos answer confirmed (no catalog row).
+_CONFIRMED = "*"
 _FITS = {True: "[green]yes[/]", False: "[bold red]NO[/]", None: "?"}
 _COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("metric", "left"), ("counts", "left"), ("needed", "right"), ("limit", "right"), ("fits", "left"))
@@ -48,6 +50,9 @@ def notes(report: QuotaReport) -> list[str]:
         lines.append("The job needs no training quota (it runs on a persistent resource's machines).")
     if any(row.fits is None for row in report.rows):
         lines.append("?: unknown (no source names the metric or its unit, or the project has no entry for it).")
+    if any(row.source == FROM_QUOTA_INFOS for row in report.rows):
+        lines.append(f"{_CONFIRMED}: no catalog row names this metric; the documented pattern's name, listed by the "
+                     f"project's own Cloud Quotas answer ({FROM_QUOTA_INFOS}).")
     if not report.fits:
         lines.append(report.message())
     return lines
@@ -56,7 +61,8 @@ def notes(report: QuotaReport) -> list[str]:
 def _metric(row: QuotaRow) -> str:
     """The short metric name (or ``(unknown)``), with its quota ID when it differs."""
     short = row.metric.rpartition("/")[2] if row.metric else "(unknown)"
-    return f"{short} ({row.quota_id})" if row.quota_id and row.quota_id != short else short
+    mark = f" {_CONFIRMED}" if row.source == FROM_QUOTA_INFOS else ""
+    return (f"{short} ({row.quota_id})" if row.quota_id and row.quota_id != short else short) + mark
 
 
 def _number(value: int | None) -> str:

@@ -14,6 +14,12 @@ that it will start (docs/capacity.md).
 * :func:`check_quota`: the preflight, raising ``errors.NoCapacity`` (exit 5)
   when a need is above a limit; ``submit`` calls it before anything is created
   or uploaded, and a fallback ladder can call it once per rung.
+
+A need whose metric no catalog row names but a documented pattern gives
+(``Need.candidate``: the preemptible twin of a known GPU metric, an N4/M1/A2/A3
+CPU metric) is counted against that name only when the project's own answer
+lists it with an entry for the job's region; its row then says so (``source``
+``ListQuotaInfos``). A name the answer does not list stays unknown.
 """
 from __future__ import annotations
 
@@ -31,6 +37,8 @@ from vxtrain.vocab.callbacks import Say
 #: Reading limits on Google: a short, bounded retry (the limit is advice, the submit goes on without it).
 QUOTA_READ_RETRY = Backoff(initial=1.0, maximum=8.0, deadline=30.0, unresolved=10.0)
 _QUOTAS_HELP = "https://cloud.google.com/vertex-ai/docs/quotas"
+#: A row's ``source`` when its metric name is a pattern's, confirmed by the project's own answer.
+FROM_QUOTA_INFOS = "ListQuotaInfos"
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,9 @@ class QuotaRow:
     limit: int | None
     #: The indexes in workerPoolSpecs that need it.
     pools: tuple[int, ...] = ()
+    #: Where the metric's name came from when no catalog row names it: ``ListQuotaInfos``
+    #: (a documented pattern's name, listed by the project's own answer); None: the catalog.
+    source: str | None = None
 
     @property
     def fits(self) -> bool | None:
@@ -54,9 +65,13 @@ class QuotaRow:
         return self.needed <= self.limit
 
     def to_json(self) -> dict[str, Any]:
-        """The Contract's quota entry (``resource`` added: what is counted)."""
-        return {"metric": self.metric, "quota_id": self.quota_id, "needed": self.needed, "limit": self.limit,
-                "fits": self.fits, "resource": self.resource}
+        """The Contract's quota entry (``resource`` added: what is counted; ``source`` only
+        where the metric's name came from the project's ListQuotaInfos answer)."""
+        doc: dict[str, Any] = {"metric": self.metric, "quota_id": self.quota_id, "needed": self.needed,
+                               "limit": self.limit, "fits": self.fits, "resource": self.resource}
+        if self.source is not None:
+            doc["source"] = self.source
+        return doc
 
 
 @dataclass(frozen=True)
@@ -130,15 +145,27 @@ def limit_in(info: Mapping[str, Any], region: str) -> int | None:
 
 def report(found: Sequence[Need], infos: Iterable[QuotaInfoDict], *, project: str, region: str,
            unreadable: str | None = None) -> QuotaReport:
-    """The needs set against the QuotaInfos that name their metrics (pure)."""
+    """The needs set against the QuotaInfos that name their metrics (pure). A need with no
+    metric but a ``candidate`` takes that name when a QuotaInfo lists it with an entry for
+    ``region`` (:func:`confirmed`); otherwise it stays unknown."""
     by_metric = _by_metric(infos)
     rows = []
     for need in found:
-        info = by_metric.get(need.metric or "")
+        metric, source = need.metric, None
+        if metric is None and confirmed(need, by_metric, region):
+            metric, source = need.candidate, FROM_QUOTA_INFOS
+        info = by_metric.get(metric or "")
         limit = limit_in(info, region) if info is not None else None
         quota_id = str(info.get("quotaId")) if info is not None and info.get("quotaId") else need.quota_id
-        rows.append(QuotaRow(need.resource, need.metric, quota_id, need.needed, limit, need.pools))
+        rows.append(QuotaRow(need.resource, metric, quota_id, need.needed, limit, need.pools, source))
     return QuotaReport(project, region, rows, unreadable)
+
+
+def confirmed(need: Need, by_metric: Mapping[str, QuotaInfoDict], region: str) -> bool:
+    """Whether the project's answer confirms ``need``'s pattern name: a QuotaInfo on that
+    metric with an entry that applies in ``region``. A name it does not list is no fact."""
+    info = by_metric.get(need.candidate or "")
+    return info is not None and limit_in(info, region) is not None
 
 
 def _by_metric(infos: Iterable[QuotaInfoDict]) -> dict[str, QuotaInfoDict]:
@@ -165,7 +192,7 @@ def preflight(backend: JobBackend, job: JobDict, *, project: str, region: str, b
     ``reads``: the reads already made, by parent (the limits are global to a project: the
     rungs of a ladder share one read, and a failing one is not retried for each)."""
     found = needs(job)
-    if not any(need.metric for need in found):
+    if not any(need.metric or need.candidate for need in found):
         return report(found, [], project=project, region=region)  # nothing the API could answer for
     parent = quota_parent(project)
     reads = {} if reads is None else reads

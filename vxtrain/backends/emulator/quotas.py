@@ -18,6 +18,11 @@ sufficient quotas", https://cloud.google.com/vertex-ai/docs/training/understandi
 docs/decisions.md, "Quota preflight (issue 20)". The needs are
 vxtrain.planning.quota's, the ones the preflight reads (one home).
 
+A need whose metric no catalog row names counts against the name its documented
+pattern gives (``custom_model_training_preemptible_nvidia_a100_gpus`` …) when a
+``--quota`` serves that name: the project's quota, as the preflight confirms it
+from ListQuotaInfos.
+
 What differs from the service: a metric with no quota ID in the catalog gets its
 short metric name as ID (the emulator's stand-in); usage is never served (the
 API has none).
@@ -73,8 +78,8 @@ def parse_quota(text: str) -> QuotaLimit:
 def unmatched(limit: QuotaLimit) -> str | None:
     """Why ``limit`` can never refuse a job (its metric is not one a job's needs count
     against: a typo, say), or None when it can."""
-    if limit.metric in catalog.known_metrics():
-        return None
+    if limit.metric in catalog.known_metrics() or limit.metric in catalog.candidate_metrics():
+        return None  # a pattern's name (docs/capacity.md): served, so the project's answer lists it
     return (f"--quota {limit.metric}: no job counts against this metric (it is not in vxtrain's quota table), "
             f"so it is served but never enforced; known: {', '.join(sorted(catalog.known_metrics()))}")
 
@@ -141,14 +146,16 @@ class QuotaStore:
             dimensions_infos=dimensions)
 
     def exceeded(self, job: Any, region: str) -> list[str]:
-        """The metrics (full names) whose limit in ``region`` the job alone needs more of."""
+        """The metrics (full names) whose limit in ``region`` the job alone needs more of; a
+        need no catalog row names counts against its pattern's name where that is served
+        here (the project's quota, as the preflight reads it from ListQuotaInfos)."""
         data = json_format.MessageToDict(type(job).pb(job))
         out = []
         for need in needs(data):
-            short = need.short_metric
-            limit = self.limit(short, region) if short else None
-            if need.metric and need.needed is not None and limit is not None and need.needed > limit:
-                out.append(need.metric)
+            metric = need.metric or need.candidate
+            limit = self.limit(metric.rpartition("/")[2], region) if metric else None
+            if metric and need.needed is not None and limit is not None and need.needed > limit:
+                out.append(metric)
         return out
 
     def check_create(self, job: Any, region: str) -> None:
