@@ -157,3 +157,79 @@ def test_an_unreadable_file_is_named_not_an_unexpected_error(bare_source: Path) 
             describe(bare_source)
     finally:
         locked.chmod(0o644)
+
+
+# --- bounds, system folders, entries that cannot be read (issue 27) ------------------------
+
+@pytest.mark.parametrize("folder", ["/", "/usr", "/etc", "/proc/self"])
+def test_the_system_folders_are_refused_before_any_walk(folder: str) -> None:
+    with pytest.raises(source.SourceError, match="not a source folder") as caught:
+        source.survey(Path(folder))
+    assert caught.value.code == "source-system-folder"
+
+
+def test_the_walk_stops_as_soon_as_the_file_bound_is_passed(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(6):
+        (tmp_path / f"f{i}.py").write_text("x = 1\n")
+    monkeypatch.setenv(source.MAX_FILES_ENV, "3")
+    with pytest.raises(source.SourceError, match=r"more than 3 files \(stopped counting at 4 files, 24 bytes\)"
+                       r".*VXTRAIN_SOURCE_MAX_FILES=N") as caught:
+        describe(tmp_path)
+    assert caught.value.code == "source-too-large"
+    monkeypatch.setenv(source.MAX_FILES_ENV, "6")  # raised: the folder is packaged
+    assert describe(tmp_path).files == 6
+
+
+def test_the_byte_bound_counts_the_packaged_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "big.bin").write_bytes(b"\0" * 3000)
+    monkeypatch.setenv(source.MAX_BYTES_ENV, "2KiB")
+    with pytest.raises(source.SourceError, match=r"more than 2\.0 KiB \(stopped counting at 1 file, 2\.9 KiB\).*"
+                       r"VXTRAIN_SOURCE_MAX_BYTES=SIZE"):
+        describe(tmp_path)
+    monkeypatch.setenv(source.MAX_BYTES_ENV, "lots")
+    with pytest.raises(VxtrainError, match="VXTRAIN_SOURCE_MAX_BYTES='lots': give a size"):
+        describe(tmp_path)
+
+
+def test_a_folder_that_cannot_be_listed_is_named_even_for_root(tmp_path: Path) -> None:
+    """Nested names past PATH_MAX (4096 bytes) cannot be listed by path, whoever runs it:
+    the folder is named, never left out of the package (nor a traceback)."""
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for _ in range(20):  # 20 x 250 bytes: past PATH_MAX
+            os.mkdir("d" * 250, dir_fd=fd)
+            inner = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(os.open("deep.py", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+    finally:
+        os.close(fd)
+    with pytest.raises(source.SourceError, match="cannot read .*in the source folder") as caught:
+        describe(tmp_path)
+    assert caught.value.code == "source-unreadable"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root enters any folder")
+def test_a_subfolder_the_user_cannot_enter_is_named(bare_source: Path) -> None:
+    locked = bare_source / "trainer" / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        with pytest.raises(source.SourceError, match="cannot read .*locked"):
+            describe(bare_source)
+    finally:
+        locked.chmod(0o755)
+
+
+def test_hard_links_to_names_outside_the_folder_are_packaged_and_listed(tmp_path: Path) -> None:
+    root, outside = tmp_path / "src", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s")
+    os.link(outside / "secret.txt", root / "secret.txt")
+    (root / "a.py").write_text("a")
+    os.link(root / "a.py", root / "b.py")  # both names inside: not listed
+    found = source.survey(root)
+    assert [str(f) for f in found.files] == ["a.py", "b.py", "secret.txt"]
+    assert [str(f) for f in found.hard_links] == ["secret.txt"]

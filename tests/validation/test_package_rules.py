@@ -60,3 +60,34 @@ def test_links_left_out_of_the_package_are_named(tmp_path: Path) -> None:
                     f"    executor_image: {EXECUTOR}\n    module: trainer.task\n    source: code\n")
     warned = [(d.severity, d.path, d.line) for d in api.check_file(spec).diagnostics if d.code == "source-links"]
     assert warned == [("warning", "chief.python_package.source", 7)]
+
+
+def _source_spec(tmp_path: Path, source: str) -> Path:
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  python_package:\n"
+                    f"    executor_image: {EXECUTOR}\n    module: trainer.task\n    source: {source}\n")
+    return spec
+
+
+def test_a_source_past_the_bound_is_an_error_at_its_key_with_the_sizes_and_the_way_up(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "code" / "trainer").mkdir(parents=True)
+    for name in ("task.py", "a.py", "b.py"):
+        (tmp_path / "code" / "trainer" / name).write_text("")
+    monkeypatch.setenv("VXTRAIN_SOURCE_MAX_FILES", "2")
+    result = api.check_file(_source_spec(tmp_path, "code"))
+    [found] = [d for d in result.diagnostics if d.code == "source-too-large"]
+    assert (found.severity, found.path, found.line) == ("error", "chief.python_package.source", 7)
+    assert "more than 2 files (stopped counting at 3 files" in found.message
+    assert "VXTRAIN_SOURCE_MAX_FILES" in found.message and result.custom_job is None
+
+
+def test_a_file_hard_linked_from_outside_is_packaged_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "code" / "trainer").mkdir(parents=True)
+    (tmp_path / "code" / "trainer" / "task.py").write_text("")
+    (tmp_path / "notes.txt").write_text("n")
+    (tmp_path / "code" / "notes.txt").hardlink_to(tmp_path / "notes.txt")
+    result = api.check_file(_source_spec(tmp_path, "code"))
+    [found] = [d for d in result.diagnostics if d.code == "source-hard-links"]
+    assert (found.severity, found.path, found.line) == ("warning", "chief.python_package.source", 7)
+    assert "notes.txt" in found.message and result.valid

@@ -18,17 +18,30 @@ because a link named it), one to a directory (not followed: a link to an
 ancestor would loop), and a broken one. ``left_out_links`` lists them, so
 validation can say so: a local run, which runs the folder in place, still
 sees them.
+
+Hard links: a file with a second name outside the folder is a file of the folder
+like any other (its bytes are there; nothing can tell the "original" name) and is
+packaged, but ``Survey.hard_links`` lists it so validation warns: unlike a copy, an
+edit made through the other name changes the package.
+
+Bounds (docs/decisions.md, issue 27): a source folder is code, so the walk stops
+past MAX_FILES files or MAX_BYTES bytes (raise them with VXTRAIN_SOURCE_MAX_FILES
+and VXTRAIN_SOURCE_MAX_BYTES) and says what it found; ``/`` and the system's own
+folders are refused before any walk. An entry that cannot be listed or read is a
+SourceError naming it, never a traceback and never a file silently left out.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from vxtrain.errors import VxtrainError
+from vxtrain.model import parse_size
 
 #: Directory names never packaged, at any depth: VCS data, caches, virtual envs.
 EXCLUDED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox",
@@ -51,6 +64,42 @@ READ_CHUNK = 1024 * 1024
 #: Mixed into the hash: bump it when the recipe that turns a folder into an sdist
 #: changes (e.g. the generated setup.py), so old URIs are not reused for new output.
 RECIPE_VERSION = "vxtrain-sdist-1"
+#: At most this many packaged files in a source folder: real training packages hold tens
+#: to hundreds; 10,000 is far past them and a walk of it takes well under a second.
+MAX_FILES = 10_000
+#: At most this many bytes in a source folder (1 GiB): every replica downloads and unpacks
+#: the package, and an image's code layer is pushed whole; data and checkpoints belong
+#: in a bucket (base_output_dir), not in the code.
+MAX_BYTES = 1 << 30
+#: The environment variables that raise (or lower) the two bounds.
+MAX_FILES_ENV = "VXTRAIN_SOURCE_MAX_FILES"
+MAX_BYTES_ENV = "VXTRAIN_SOURCE_MAX_BYTES"
+#: The system's own folders, never a source (``/`` first); under the virtual ones
+#: (``/proc``, ``/sys``, ``/dev``) nothing is.
+SYSTEM_FOLDERS = frozenset({"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/opt", "/proc",
+                            "/root", "/run", "/sbin", "/snap", "/srv", "/sys", "/tmp", "/usr", "/usr/local",
+                            "/var", "/home", "/mnt", "/media", "/nix", "/private", "/System", "/Library",
+                            "/Applications", "/Users"})
+VIRTUAL_FOLDERS = ("/proc", "/sys", "/dev")
+
+
+class SourceError(VxtrainError):
+    """A source folder that cannot be packaged: a system folder, past the bounds, or with
+    an entry that cannot be listed or read. ``code`` says which, for validation."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Survey:
+    """One walk of a source folder: what is packaged and what is worth a warning."""
+
+    files: list[PurePosixPath]  # packaged, in byte order
+    size: int  # their bytes
+    links: list[tuple[PurePosixPath, str]]  # links left out: (relative path, what the link says)
+    hard_links: list[PurePosixPath]  # packaged files with another name outside the folder
 
 
 @dataclass(frozen=True)
@@ -73,7 +122,7 @@ def describe(path: str | Path) -> Source:
     root = Path(path).resolve()
     if not root.is_dir():
         raise FileNotFoundError(f"source folder {path} does not exist")
-    files = list(iter_files(root))
+    files = survey(root).files
     kind = "project" if is_project(root) else "generated"
     return Source(root, package_name(root), _digest(root, files, kind), kind, len(files))
 
@@ -110,38 +159,124 @@ def is_project(root: Path) -> bool:
 
 def iter_files(root: Path) -> Iterator[PurePosixPath]:
     """Every packaged file under ``root``, as a relative POSIX path, in sorted order."""
-    real = root.resolve()
-    found = [rel for rel, path in _names(root) if _packaged(path, real)]
-    yield from sorted(found, key=_byte_order)
+    yield from survey(root).files
 
 
 def left_out_links(root: Path) -> list[tuple[PurePosixPath, str]]:
     """The links under ``root`` that are not packaged (outside it, to a directory, broken):
     (relative path, what the link says), in sorted order."""
+    return survey(root).links
+
+
+def limits() -> tuple[int, int]:
+    """The bounds of a source folder: (files, bytes), from the environment when set there."""
+    files, size = MAX_FILES, MAX_BYTES
+    if os.environ.get(MAX_FILES_ENV, "").strip():
+        text = os.environ[MAX_FILES_ENV].strip()
+        if not re.fullmatch(r"[0-9]+", text):
+            raise VxtrainError(f"{MAX_FILES_ENV}={text[:40]!r}: give a whole number of files, e.g. 50000")
+        files = int(text)
+    if os.environ.get(MAX_BYTES_ENV, "").strip():
+        text = os.environ[MAX_BYTES_ENV].strip()
+        parsed = parse_size(text)
+        if parsed is None or not 0 <= parsed < float("inf"):
+            raise VxtrainError(f"{MAX_BYTES_ENV}={text[:40]!r}: give a size such as 5GiB or 2000000000")
+        size = int(parsed)
+    return files, size
+
+
+def survey(root: Path) -> Survey:
+    """Walk the source folder ``root`` once (SourceError: a system folder, past the bounds,
+    or an entry that cannot be listed or read)."""
     real = root.resolve()
-    found = [(rel, os.readlink(path)) for rel, path in _names(root)
-             if path.is_symlink() and not _packaged(path, real)]
-    return sorted(found, key=lambda item: _byte_order(item[0]))
+    refuse_system_folder(real)
+    max_files, max_bytes = limits()
+    files: list[PurePosixPath] = []
+    links: list[tuple[PurePosixPath, str]] = []
+    size = 0
+    inodes: dict[tuple[int, int], list[PurePosixPath]] = {}
+    names: dict[tuple[int, int], int] = {}
+    for rel, path in _names(root):
+        try:
+            info = path.stat()  # the link's target, for a link
+            link = path.is_symlink()
+        except FileNotFoundError:  # a broken link (or gone since the listing)
+            if path.is_symlink():
+                links.append((rel, os.readlink(path)))
+            continue
+        except OSError as exc:
+            raise _unreadable(path, root, exc) from exc
+        packaged = stat.S_ISREG(info.st_mode) and (not link or path.resolve().is_relative_to(real))
+        if link and not packaged:
+            links.append((rel, os.readlink(path)))
+        if not packaged:
+            continue
+        if not os.access(path, os.R_OK):
+            raise _unreadable(path, root, PermissionError(13, "Permission denied"))
+        files.append(rel)
+        key = (info.st_dev, info.st_ino)
+        if not link:
+            inodes.setdefault(key, []).append(rel)
+            names[key] = info.st_nlink
+        size += info.st_size
+        if len(files) > max_files or size > max_bytes:
+            raise _too_large(root, len(files), size, max_files, max_bytes)
+    hard = [rel for key, rels in inodes.items() if names[key] > len(rels) for rel in rels]
+    return Survey(sorted(files, key=_byte_order), size, sorted(links, key=lambda item: _byte_order(item[0])),
+                  sorted(hard, key=_byte_order))
+
+
+def refuse_system_folder(real: Path) -> None:
+    """SourceError when ``real`` (a resolved path) is ``/`` or one of the system's folders."""
+    text = real.as_posix()
+    if text in SYSTEM_FOLDERS or any(text.startswith(v + "/") for v in VIRTUAL_FOLDERS) \
+            or real == Path.home().resolve():
+        what = "the root of the file system" if text == "/" else "a system folder" \
+            if real != Path.home().resolve() else "your home folder"
+        raise SourceError(f"{real} is {what}, not a source folder: give the folder that holds only the code "
+                          "(e.g. the project's folder, relative to the spec)", "source-system-folder")
+
+
+def _too_large(root: Path, files: int, size: int, max_files: int, max_bytes: int) -> SourceError:
+    which = (f"more than {max_files:,} files" if files > max_files
+             else f"more than {_human(max_bytes)}")
+    return SourceError(f"{root} holds {which} (stopped counting at {files:,} file{'' if files == 1 else 's'}, {_human(size)}): a source "
+                       "folder is the code alone; move data and checkpoints out (to a bucket), or raise the "
+                       f"bound with {MAX_FILES_ENV}=N / {MAX_BYTES_ENV}=SIZE (defaults {MAX_FILES:,} files, "
+                       f"{_human(MAX_BYTES)})", "source-too-large")
+
+
+def _unreadable(path: Path, root: Path, exc: OSError) -> SourceError:
+    return SourceError(f"cannot read {path} in the source folder {root} ({exc.strerror or exc}): make it "
+                       "readable, or move it out of the folder", "source-unreadable")
+
+
+def _human(size: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} TiB"
 
 
 def _names(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:
     """Every name under ``root`` that the exclusions keep: files, and links to directories
-    (os.walk lists those but does not enter them)."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    (os.walk lists those but does not enter them). A folder that cannot be listed is a
+    SourceError: leaving it out would package (and hash) less than the folder holds."""
+    def fail(exc: OSError) -> None:
+        raise _unreadable(Path(exc.filename or root), root, exc) from exc
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=fail):
         here = Path(dirpath)
         top = here == root
-        dirnames[:] = [d for d in dirnames if not _excluded_dir(here / d, top)]
+        try:
+            dirnames[:] = [d for d in dirnames if not _excluded_dir(here / d, top)]
+        except OSError as exc:
+            raise _unreadable(Path(exc.filename or here), root, exc) from exc
         rel = PurePosixPath(here.relative_to(root).as_posix())
         for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
             if not name.endswith(EXCLUDED_SUFFIXES):
                 yield rel / name, here / name
-
-
-def _packaged(path: Path, real_root: Path) -> bool:
-    """A regular file, or a link to one inside ``real_root`` (not sockets, broken links, ...)."""
-    if not path.is_file():
-        return False
-    return not path.is_symlink() or path.resolve().is_relative_to(real_root)
 
 
 def _byte_order(rel: PurePosixPath) -> bytes:

@@ -14,7 +14,7 @@ from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, plural, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import NO_DEFAULTS_ROLE, Job, Pool, parse_duration, written_at
-from vxtrain.packaging.source import left_out_links, source_folder
+from vxtrain.packaging.source import SourceError, Survey, source_folder, survey
 
 RS = NO_DEFAULTS_ROLE
 DISTRIBUTED_DOC = "https://cloud.google.com/vertex-ai/docs/training/distributed-training"
@@ -51,8 +51,10 @@ LINKS_SHOWN = 5
 def source_folder_checked(source: str, base: Path, key: str, code: str, into: str, native: NativeSpec,
                           path: KeyPath) -> Generator[Diagnostic, None, Path | None]:
     """Check a source folder (``key: source`` written at ``path``, relative to ``base``, packaged into ``into``):
-    an error ``code`` when it is not a usable path or not a folder, else a warning naming
-    the links it leaves out. Returns the folder, None when it is not one."""
+    an error ``code`` when it is not a usable path or not a folder, an error of its own when
+    it cannot be packaged (a system folder, past the bounds, an entry it cannot read: the
+    SourceError's code), else warnings naming the links it leaves out and the files hard-linked
+    from outside it. Returns the folder, None when it is not one (or cannot be packaged)."""
     try:
         folder = source_folder(base, source)
     except (ValueError, RuntimeError) as exc:  # a NUL byte; ``~user`` with no such user
@@ -64,14 +66,26 @@ def source_folder_checked(source: str, base: Path, key: str, code: str, into: st
         yield error(code, f"{key} {source!r} {what} (looked for {folder}); give the folder with the code, "
                     "relative to the spec", **native.where(path))
         return None
-    yield from _source_links(folder, f"{key} {source!r}", into, native, path)
+    try:
+        found = survey(folder)
+    except SourceError as exc:
+        yield error(exc.code, f"{key} {source!r}: {exc}", **native.where(path))
+        return None
+    yield from _source_links(found, f"{key} {source!r}", into, native, path)
     return folder
 
 
-def _source_links(folder: Path, key: str, into: str, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
-    """A warning naming the links under the source ``folder`` (written at ``key``) that are
-    left out of ``into`` (the image, the package): outside the folder, to a directory, broken."""
-    links = left_out_links(folder)
+def _source_links(found: Survey, key: str, into: str, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
+    """A warning naming the links under the source folder (written at ``key``) that are left
+    out of ``into`` (the image, the package): outside the folder, to a directory, broken; and
+    one naming the files it packages that are hard links to a name outside the folder."""
+    if found.hard_links:
+        shown = ", ".join(str(rel) for rel in found.hard_links[:LINKS_SHOWN])
+        more = f" and {len(found.hard_links) - LINKS_SHOWN} more" if len(found.hard_links) > LINKS_SHOWN else ""
+        yield warning("source-hard-links", f"{key} has {plural(len(found.hard_links), 'file')} hard-linked to a "
+                      f"name outside the folder, packaged into {into} as they are now: {shown}{more}; copy them "
+                      "if the other name may change them", **native.where(path))
+    links = found.links
     if not links:
         return
     shown = ", ".join(f"{rel} -> {target}" for rel, target in links[:LINKS_SHOWN])
