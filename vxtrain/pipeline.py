@@ -50,6 +50,9 @@ class Result:
     plan: bandwidth.Plan | None = None
     #: The cost plan, when Options.cost or max_hourly_cost asked for it.
     cost: Cost | None = None
+    #: The spec as sent (formats.gcloud.as_sent: extra's fields on their native keys), what
+    #: the rules and the plans read; ``native`` itself without such fields.
+    sent: NativeSpec | None = None
     custom_job: dict[str, Any] | None = None
     hyperparameter_tuning_job: dict[str, Any] | None = None
     strict: bool = False
@@ -134,15 +137,35 @@ def _check_native(native: NativeSpec, options: Options, result: Result, describe
     """Validate, plan and (when valid) compile one whole spec into ``result`` (``described``:
     the source folders hashed so far in this check)."""
     result.diagnostics += schema.check(native)
-    job = model.build(native.data)
+    # The rules and the plans read the job as sent: extra's fields on their native keys,
+    # located at the extra lines that set them (the schema checked the spec as written;
+    # extra.py checks extra's own values).
+    sent = native
+    extra = native.data.get("extra")
+    if isinstance(extra, dict) and isinstance(extra.get("jobSpec"), dict):
+        from vxtrain.formats import gcloud  # lazy: +6 ms on validate's path, for specs with extra.jobSpec alone
+
+        sent = gcloud.as_sent(native)
+    result.sent = sent
+    job = model.build(sent.data)
     result.job = job
-    result.diagnostics += rules.check(job, native)
-    planned = bandwidth.plan(job, native, gradient_bytes=options.gradient_size)
+    checked = rules.check(job, sent)
+    result.diagnostics += checked if sent is native else _once(checked)
+    planned = bandwidth.plan(job, sent, gradient_bytes=options.gradient_size)
     result.plan = planned
     result.diagnostics += planned.diagnostics
     if compile_job and not dx.has_errors(result.diagnostics):
         _compile(result, described)
         _price(result, options)
+
+
+def _once(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """``diagnostics`` without a rule's error about a value ``extra:`` sets that extra.py
+    already refused at the same place (an unknown enum name: one finding, said once)."""
+    refused = {(d.path, d.line, d.column) for d in diagnostics
+               if d.severity == "error" and d.code.startswith("extra-")}
+    return [d for d in diagnostics if d.code.startswith("extra-") or d.severity != "error"
+            or (d.path, d.line, d.column) not in refused]
 
 
 def _check_rungs(native: NativeSpec, options: Options, result: Result, described: dict[Path, Source], *,
@@ -187,8 +210,22 @@ def _compile(result: Result, described: dict[Path, Source]) -> None:
     """Resolve what the compiler needs from outside the model, then compile: each step a
     new model, so ``result.job`` ends as the job that is compiled (``described``: the
     source folders hashed so far in this check)."""
-    assert result.job is not None and result.plan is not None and result.native is not None
-    job = bandwidth.resolve(result.job, result.plan)
+    assert result.job is not None and result.native is not None
+    result.job = _resolved(result, result.job, described)
+    # Compile starts from the spec as written and merges ``extra`` last, so what is sent is
+    # exactly what the user wrote; the model as sent (result.job) is what was checked.
+    written = result.job if result.sent is result.native else \
+        _resolved(result, model.build(result.native.data), described)
+    result.custom_job = compiler.compile_custom_job(written)
+    if written.study is not None:
+        result.hyperparameter_tuning_job = compiler.compile_hpt_job(written)
+
+
+def _resolved(result: Result, job: model.Job, described: dict[Path, Source]) -> model.Job:
+    """``job`` with its Reduction Server sized and its package and image URIs resolved
+    (``result.packages`` and ``result.images``: what a submit publishes)."""
+    assert result.plan is not None and result.native is not None
+    job = bandwidth.resolve(job, result.plan)
     # Hashing reads files, so it happens here and the compiler stays pure: it only sees
     # the content-addressed URIs (package_uris, image).
     if any(p.python_package is not None and p.python_package.source for p in job.pools.values()):
@@ -203,10 +240,7 @@ def _compile(result: Result, described: dict[Path, Source]) -> None:
         from vxtrain.images import recipe
 
         job, result.images = recipe.resolve(job, result.native.source.folder, job.image_repository, described)
-    result.job = job
-    result.custom_job = compiler.compile_custom_job(job)
-    if job.study is not None:
-        result.hyperparameter_tuning_job = compiler.compile_hpt_job(job)
+    return job
 
 
 def _price(result: Result, options: Options) -> None:
@@ -220,7 +254,7 @@ def _price(result: Result, options: Options) -> None:
     assert result.job is not None
     result.cost = cost.plan(result.job)
     if options.cost:
-        result.diagnostics += cost.diagnostics(result.cost, result.native)
+        result.diagnostics += cost.diagnostics(result.cost, result.sent or result.native)
     if options.max_hourly_cost is not None:
         refused = cost.over_limit(result.cost, options.max_hourly_cost)
         result.diagnostics += [refused] if refused is not None else []

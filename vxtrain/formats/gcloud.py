@@ -25,7 +25,8 @@ from vxtrain import protos, slots
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.formats.common import Conversion, describe, int_or_same, proto_duration
 from vxtrain.loading.document import Document, KeyPath, NativeSpec
-from vxtrain.model import RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, build
+from vxtrain.model import (NO_DEFAULTS_ROLE, RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, build,
+                           merge_defaults, written_at)
 from vxtrain.protos import MessageRef
 
 #: Where each message a config may contain is declared: (module under aiplatform_v1/types/,
@@ -346,3 +347,96 @@ def job_from_custom_job(custom_job: Mapping[str, Any]) -> Job:
     """
     native, _ = convert(Document(dict(custom_job), "<CustomJob>"))
     return build(native.data)
+
+
+# --- the spec as sent: extra's CustomJob fields on their native keys -------------------
+
+#: Where ``extra`` writes worker pools (compile merges them by position, slot by slot).
+EXTRA_POOLS: KeyPath = ("extra", "jobSpec", "workerPoolSpecs")
+#: The native keys of a pool the spec writes that ``as_sent`` takes from ``extra``'s
+#: WorkerPoolSpec (the hardware, the replica count, the boot disk). Its code (containerSpec,
+#: pythonPackageSpec) stays extra.py's to check there; a pool only ``extra`` writes takes all.
+SENT_POOL_KEYS: tuple[str, ...] = ("machine_type", "accelerator", "tpu_topology", "replicas", "disk")
+
+
+def as_sent(native: NativeSpec) -> NativeSpec:
+    """``native`` as the job is sent: the CustomJob fields ``extra:`` sets that the native
+    format has keys for, written on those keys (the mapping is :func:`convert`'s), so every
+    rule, the bandwidth and cost plans check what compile sends (compile merges ``extra``
+    last). Each such value is located at the ``extra`` line that set it
+    (``NativeSpec.sent``). A pool in a slot only ``extra`` fills becomes a pool of its own,
+    without ``defaults`` (compile never sent them there). ``native`` itself when ``extra``
+    sets none of these fields.
+    """
+    extra = native.data.get("extra")
+    spec = extra.get("jobSpec") if isinstance(extra, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return native
+    data = dict(native.data)
+    sent: dict[KeyPath, KeyPath] = {}
+    pools = spec.get("workerPoolSpecs")
+    for index, raw in enumerate(pools[:len(slots.SLOTS)] if isinstance(pools, list) else []):
+        if isinstance(raw, Mapping) and raw:
+            _sent_pool(native, data, sent, raw, index)
+    if isinstance(spec.get("scheduling"), Mapping):
+        conv = Conversion(native.source)
+        _scheduling(conv, spec["scheduling"], ("extra", "jobSpec", "scheduling"))
+        written = conv.data.get("scheduling") or {}
+        if written:
+            own = native.data.get("scheduling")
+            data["scheduling"] = {**(own if isinstance(own, Mapping) else {}), **written}
+            sent.update({("scheduling", key): conv.origin[("scheduling", key)] for key in written})
+    if not sent:
+        return native
+    return NativeSpec(data=data, format=native.format, source=native.source, origin=native.origin,
+                      sent={**native.sent, **sent})
+
+
+def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, KeyPath],
+               raw: Mapping[str, Any], index: int) -> None:
+    """Slot ``index``'s WorkerPoolSpec in ``extra`` onto its pool's native keys in ``data``."""
+    conv = Conversion(native.source)
+    src = EXTRA_POOLS + (index,)
+    _pool(conv, raw, index, src)
+    converted = [key for key in conv.data if key != "extra"]
+    if not converted:
+        return
+    role = converted[0]
+    # Slot 2 is the spec's parameter servers or Reduction Server, whichever it writes.
+    own_role = next((r for r in slots.SLOTS[index].roles if isinstance(native.data.get(r), Mapping)), None)
+    target = own_role or role
+    written: Mapping[str, Any] = conv.data[role]
+    links = {(target, *path[1:]): at for path, at in conv.origin.items() if path[:1] == (role,)}
+    if own_role is None:  # a pool only extra writes: nothing of defaults reaches it
+        defaults = native.data.get("defaults")
+        blank = dict.fromkeys(defaults, None) if isinstance(defaults, Mapping) and target != NO_DEFAULTS_ROLE \
+            else {}
+        data[target] = {**blank, **written}
+        sent.update(links)
+        return
+    own: Mapping[str, Any] = native.data[own_role]
+    pool = dict(own)
+    defaults = native.data.get("defaults")
+    merged = own if target == NO_DEFAULTS_ROLE or not isinstance(defaults, Mapping) else \
+        merge_defaults(defaults, own)
+    for key in SENT_POOL_KEYS:
+        if key not in written:
+            continue
+        value = written[key]
+        if not isinstance(value, Mapping):
+            pool[key] = value
+            sent[(target, key)] = links[(target, key)]
+            continue
+        base = merged.get(key)
+        pool[key] = {**(base if isinstance(base, Mapping) else {}), **value}
+        if key == "accelerator" and isinstance(base, Mapping) and "type" in base and "count" not in pool[key]:
+            pool[key]["count"] = 1  # the native count's default, compiled with the spec's type
+        for sub in pool[key]:
+            path: KeyPath = (target, key, sub)
+            at = links.get(path) or written_at(native.data, own_role, key, sub)
+            if at is not None and at != path:
+                sent[path] = at
+        whole = written_at(native.data, own_role, key) or links.get((target, key))
+        if whole is not None and whole != (target, key):
+            sent[(target, key)] = whole
+    data[target] = pool

@@ -83,10 +83,16 @@ class NativeSpec:
     format: Format
     source: Document
     origin: dict[KeyPath, KeyPath] = field(default_factory=dict)
+    #: The spec as sent (formats.gcloud.as_sent): a native key path whose value
+    #: ``extra:`` set (or that a pool inherits from ``defaults``) → the native key path
+    #: that wrote it; the longest written prefix decides. Empty: every value is where it sits.
+    sent: dict[KeyPath, KeyPath] = field(default_factory=dict)
 
     def source_path(self, path: Sequence[Key]) -> KeyPath:
         """The source document's key path for a native key path."""
         native = tuple(path)
+        if self.sent:
+            native = self._written(native)
         if not self.origin:
             return native
         for cut in range(len(native), -1, -1):
@@ -94,6 +100,13 @@ class NativeSpec:
             if mapped is not None:
                 return mapped
         return native
+
+    def _written(self, path: KeyPath) -> KeyPath:
+        for cut in range(len(path), 0, -1):
+            mapped = self.sent.get(path[:cut])
+            if mapped is not None:
+                return mapped
+        return path
 
     def where(self, path: Sequence[Key]) -> dict[str, Any]:
         """Keyword arguments locating a diagnostic: path, file, line, column."""

@@ -35,11 +35,15 @@ def _type_and_count(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
     # quoted in tests/data/rejections/type-without-count.yaml). The native format
     # defaults count to 1 and always compiles both; gcloud input states them as
     # Vertex reads them, so a missing acceleratorCount is missing on the wire too.
-    if native.format != "gcloud":
+    # `extra:` is sent as written too: a type or count it sets with no other half
+    # anywhere is missing on the wire (the spec's own type always compiles with a count).
+    if native.format != "gcloud" and not native.sent:
         return
     raw = raw_pool(native, pool.role).get("accelerator")
     if isinstance(raw, Mapping) and ("type" in raw) != ("count" in raw):
         present = "type" if "type" in raw else "count"
+        if native.format != "gcloud" and (pool.role, "accelerator", present) not in native.sent:
+            return
         yield error("accelerator-type-and-count", "Both `accelerator_type` and `accelerator_count` should be "
                     "specified or none. (set acceleratorType and acceleratorCount together)",
                     **native.where((pool.role, "accelerator", present)))

@@ -1,0 +1,226 @@
+"""What is checked is what is sent (issue 27): a value ``extra:`` sets on a worker pool
+(machine type, accelerators, replica count, a pool in an empty slot) or on scheduling
+gets the checks of the native key, at the ``extra`` line that set it; the cost plan and
+``--max-hourly-cost`` read it too; and the compiled job stays exactly what was written."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vxtrain import api, catalog, compiler
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.planning import quota
+
+IMAGE = "us-docker.pkg.dev/p/train/img:1"
+H100 = {"machine_type": "a3-highgpu-8g", "accelerator": {"type": "NVIDIA_H100_80GB", "count": 8}, "image": IMAGE}
+N1 = {"machine_type": "n1-standard-8", "image": IMAGE}
+POOLS = "extra.jobSpec.workerPoolSpecs"
+
+
+def run(tmp_path: Path, data: dict[str, Any], **options: Any) -> tuple[api.Result, list[str]]:
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return api.check_file(path, api.Options(environ={}, **options)), path.read_text().splitlines()
+
+
+def job(extra: dict[str, Any], region: str = "us-central1", **pools: Any) -> dict[str, Any]:
+    return {"display_name": "sent", "region": region, **pools, "extra": extra}
+
+
+def pools(*specs: dict[str, Any]) -> dict[str, Any]:
+    return {"jobSpec": {"workerPoolSpecs": list(specs)}}
+
+
+def only_error(result: api.Result) -> Diagnostic:
+    errors = [d for d in result.diagnostics if d.severity == "error"]
+    assert len(errors) == 1, [(d.code, d.path, d.message) for d in errors]
+    return errors[0]
+
+
+def at_line(d: Diagnostic, lines: list[str], text: str) -> None:
+    assert d.line is not None and text in lines[d.line - 1], (d.line, lines)
+
+
+# --- each false accept of the issue, refused at the extra line --------------------------
+
+def test_accelerator_count_4_on_a3_highgpu_8g(tmp_path: Path) -> None:
+    result, lines = run(tmp_path, job(pools({"machineSpec": {"acceleratorCount": 4}}), chief=H100))
+    d = only_error(result)
+    assert (d.code, d.path) == ("accelerator-count", f"{POOLS}[0].machineSpec.acceleratorCount")
+    assert 'machine type "a3-highgpu-8g" are: [8]' in d.message
+    at_line(d, lines, "acceleratorCount: 4")
+
+
+def test_machine_type_a3_highgpu_4g_with_8_h100(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, job(pools({"machineSpec": {"machineType": "a3-highgpu-4g"}}), chief=H100))
+    d = only_error(result)
+    # The count the spec wrote no longer fits the machine extra sends: the native rule's
+    # finding, where the native key puts it (the count), naming extra's machine.
+    assert d.code == "accelerator-count" and 'machine type "a3-highgpu-4g" are: [4]' in d.message
+
+
+def test_a_second_pool_after_a_tpu_slice(tmp_path: Path) -> None:
+    tpu = {"machine_type": "ct5lp-hightpu-4t", "tpu_topology": "2x2", "image": IMAGE}
+    second = {"machineSpec": {"machineType": "ct5lp-hightpu-4t", "tpuTopology": "2x2"}, "replicaCount": 1,
+              "containerSpec": {"imageUri": IMAGE}}
+    result, lines = run(tmp_path, job(pools({}, second), chief=tpu))
+    d = only_error(result)
+    assert (d.code, d.path) == ("tpu-single-pool", f"{POOLS}[1]")
+    assert "a TPU job has one worker pool" in d.message
+    at_line(d, lines, "machineSpec:")
+
+
+def test_pool_0_replica_count_2(tmp_path: Path) -> None:
+    result, lines = run(tmp_path, job(pools({"replicaCount": 2}), chief=N1))
+    d = only_error(result)
+    assert (d.code, d.path) == ("chief-replicas", f"{POOLS}[0].replicaCount")
+    at_line(d, lines, "replicaCount: 2")
+
+
+def test_flex_start_with_one_pool_moved_to_g2(tmp_path: Path) -> None:
+    moved = {"machineSpec": {"machineType": "g2-standard-8", "acceleratorType": "NVIDIA_L4", "acceleratorCount": 1}}
+    data = job(pools({}, moved), chief=H100, workers={**H100, "replicas": 2})
+    data["scheduling"] = {"strategy": "FLEX_START"}
+    result, lines = run(tmp_path, data)
+    d = only_error(result)
+    assert (d.code, d.path) == ("flex-start-mixed-machines", f"{POOLS}[1].machineSpec.machineType")
+    assert "workers has g2-standard-8 with 1 x NVIDIA_L4" in d.message
+    at_line(d, lines, "machineType: g2-standard-8")
+
+
+def test_a_k80(tmp_path: Path) -> None:
+    k80 = {"machineSpec": {"acceleratorType": "NVIDIA_TESLA_K80", "acceleratorCount": 1}}
+    result, lines = run(tmp_path, job(pools(k80), chief=N1))
+    d = only_error(result)
+    assert (d.code, d.path) == ("accelerator-not-supported", f"{POOLS}[0].machineSpec.acceleratorType")
+    assert "end of support" in d.message
+    at_line(d, lines, "acceleratorType: NVIDIA_TESLA_K80")
+
+
+def test_n1_standard_1(tmp_path: Path) -> None:
+    result, lines = run(tmp_path, job(pools({"machineSpec": {"machineType": "n1-standard-1"}}), chief=N1))
+    d = only_error(result)
+    assert (d.code, d.path) == ("machine-not-offered", f"{POOLS}[0].machineSpec.machineType")
+    at_line(d, lines, "machineType: n1-standard-1")
+
+
+def test_an_h200_machine_in_a_region_without_h200(tmp_path: Path) -> None:
+    h200 = {"machineSpec": {"machineType": "a3-ultragpu-8g", "acceleratorType": "NVIDIA_H200_141GB",
+                            "acceleratorCount": 8}}
+    result, lines = run(tmp_path, job(pools(h200), region="southamerica-east1", chief=N1))
+    d = only_error(result)
+    assert (d.code, d.path) == ("accelerator-not-in-region", f"{POOLS}[0].machineSpec.acceleratorType")
+    at_line(d, lines, "acceleratorType: NVIDIA_H200_141GB")
+
+
+def test_a_type_extra_sets_alone_is_refused_as_vertex_does(tmp_path: Path) -> None:
+    result, lines = run(tmp_path, job(pools({"machineSpec": {"acceleratorType": "NVIDIA_TESLA_T4"}}), chief=N1))
+    d = only_error(result)
+    assert (d.code, d.path) == ("accelerator-type-and-count", f"{POOLS}[0].machineSpec.acceleratorType")
+    at_line(d, lines, "acceleratorType: NVIDIA_TESLA_T4")
+
+
+def test_a_type_extra_changes_keeps_the_spec_count(tmp_path: Path) -> None:
+    data = job(pools({}, {"machineSpec": {"acceleratorType": "NVIDIA_TESLA_P4"}}), chief=N1,
+               workers={**N1, "accelerator": {"type": "NVIDIA_TESLA_T4"}})
+    result, _ = run(tmp_path, data)
+    assert result.valid, result.diagnostics
+    assert result.job is not None and result.job.pools["workers"].accelerator is not None
+    assert (result.job.pools["workers"].accelerator.type, result.job.pools["workers"].accelerator.count) == (
+        "NVIDIA_TESLA_P4", 1)
+
+
+def test_an_unknown_accelerator_name_is_reported_once(tmp_path: Path) -> None:
+    bad = {"machineSpec": {"acceleratorType": "NVIDIA_TESLA_FOO", "acceleratorCount": 1}}
+    result, _ = run(tmp_path, job(pools(bad), chief=N1))
+    assert only_error(result).code == "extra-enum"
+
+
+def test_the_native_keys_inherited_from_defaults_stay_located_there(tmp_path: Path) -> None:
+    data = job(pools({"machineSpec": {"acceleratorCount": 3}}), chief={"image": IMAGE})
+    data = {"defaults": {"machine_type": "n1-standard-8", "accelerator": {"type": "NVIDIA_TESLA_T4", "count": 1}},
+            **data}
+    result, lines = run(tmp_path, data)
+    d = only_error(result)
+    assert (d.code, d.path) == ("accelerator-count", f"{POOLS}[0].machineSpec.acceleratorCount")
+    at_line(d, lines, "acceleratorCount: 3")
+
+
+# --- the price and the quota read the job as sent -----------------------------------------
+
+def test_spot_in_extra_is_priced_and_counted_as_spot(tmp_path: Path) -> None:
+    n1_t4 = {**N1, "accelerator": {"type": "NVIDIA_TESLA_T4", "count": 1}}
+    via_extra, _ = run(tmp_path, job({"jobSpec": {"scheduling": {"strategy": "SPOT"}}}, chief=n1_t4), cost=True)
+    native, _ = run(tmp_path, {"display_name": "sent", "region": "us-central1", "chief": n1_t4,
+                               "scheduling": {"strategy": "SPOT"}}, cost=True)
+    assert via_extra.cost is not None and native.cost is not None
+    assert via_extra.cost.pricing == native.cost.pricing == "spot"
+    assert via_extra.cost.pools == native.cost.pools
+    assert via_extra.custom_job is not None and quota.strategy_of(via_extra.custom_job) == "SPOT"
+
+
+def test_max_hourly_cost_sees_extras_replica_count(tmp_path: Path) -> None:
+    a2 = {"machine_type": "a2-ultragpu-8g", "accelerator": {"type": "NVIDIA_A100_80GB", "count": 8}, "image": IMAGE}
+    data = job(pools({}, {"replicaCount": 500}), chief=N1, workers=a2)
+    result, _ = run(tmp_path, data, max_hourly_cost=1.0)
+    assert only_error(result).code == "max-hourly-cost"
+    planned, _ = run(tmp_path, data, cost=True)
+    assert planned.cost is not None
+    assert [p.replicas for p in planned.cost.pools if p.role == "workers"] == [500]
+
+
+# --- the job sent is the one written -------------------------------------------------------
+
+def test_the_compiled_job_is_extra_merged_over_the_spec_as_written(tmp_path: Path) -> None:
+    evaluator = {"machineSpec": {"machineType": "n1-standard-4"}, "containerSpec": {"imageUri": IMAGE}}
+    data = job(pools({}, {"replicaCount": "3", "diskSpec": {"bootDiskSizeGb": 200}}, {}, evaluator),
+               chief=N1, workers=N1)
+    result, _ = run(tmp_path, data)
+    assert result.valid, result.diagnostics
+    assert result.custom_job is not None and result.job is not None
+    specs = result.custom_job["jobSpec"]["workerPoolSpecs"]
+    assert specs[1]["replicaCount"] == "3" and specs[1]["diskSpec"] == {"bootDiskSizeGb": 200}
+    assert specs[2] == {} and specs[3] == evaluator  # a pool only extra writes is sent as written
+    # ... while the model holds the job as sent: what the plans and a local run read
+    assert result.job.pools["workers"].replicas == 3 and result.job.pools["evaluators"].machine_type == "n1-standard-4"
+    written = {k: v for k, v in data.items() if k != "extra"}
+    plain, _ = run(tmp_path, written)
+    assert plain.custom_job is not None
+    assert result.custom_job == compiler.deep_merge(plain.custom_job, data["extra"])
+
+
+# --- any machine field extra sets is checked like the native key ----------------------------
+
+_MACHINES = sorted(catalog.training_machine_types())
+_ACCELERATORS = sorted(catalog.accelerator_types())
+
+
+def _errors(data: dict[str, Any]) -> list[tuple[str, str]]:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "job.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        result = api.check_file(path, api.Options(environ={}))
+    return sorted((d.code, d.message) for d in result.diagnostics if d.severity == "error")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(machine=st.sampled_from(_MACHINES),
+       accelerator=st.none() | st.tuples(st.sampled_from(_ACCELERATORS), st.sampled_from([1, 2, 3, 4, 8, 16])),
+       replicas=st.sampled_from([1, 2]))
+def test_a_machine_field_in_extra_is_checked_like_the_native_key(
+        machine: str, accelerator: tuple[str, int] | None, replicas: int) -> None:
+    native_pool: dict[str, Any] = {"machine_type": machine, "image": IMAGE, "replicas": replicas}
+    machine_spec: dict[str, Any] = {"machineType": machine}
+    if accelerator is not None:
+        native_pool["accelerator"] = {"type": accelerator[0], "count": accelerator[1]}
+        machine_spec.update(acceleratorType=accelerator[0], acceleratorCount=accelerator[1])
+    head = {"display_name": "sent", "region": "us-central1"}
+    native = {**head, "chief": native_pool}
+    via_extra = {**head, "chief": {"machine_type": "n1-standard-8", "image": IMAGE},
+                 "extra": pools({"machineSpec": machine_spec, "replicaCount": replicas})}
+    assert _errors(via_extra) == _errors(native)
