@@ -313,3 +313,17 @@ def test_without_output_json_an_error_leaves_stdout_empty(capsys: pytest.Capture
     bad.write_text("display_name: x\nchief: {machine_type: n1-standrd-4, image: i}\n")
     code, out, err = run(capsys, "submit", str(bad), "--target", "local")
     assert code == 1 and out == "" and "unknown-machine-type" in err
+
+
+@pytest.mark.parametrize("size", ["nan", "inf", "1e400", "-1GB", "0"])
+def test_gradient_size_is_a_positive_finite_size_or_a_usage_error(capsys: pytest.CaptureFixture[str],
+                                                                   size: str) -> None:
+    code, doc = run_json(capsys, "plan", str(RS), "--gradient-size", size)  # one JSON document, no bare NaN
+    assert code == 2 and "positive, finite size" in doc["error"]["message"]
+
+
+@pytest.mark.parametrize(("text", "words"), [("0", "positive duration"), ("5m30s", "one number, one unit"),
+                                             ("99999999999d", "protobuf Duration")])
+def test_max_pending_durations_read_one_way(capsys: pytest.CaptureFixture[str], text: str, words: str) -> None:
+    code, doc = run_json(capsys, "submit", str(RS), "--wait", "--max-pending", text)
+    assert code == 2 and words in doc["error"]["message"]

@@ -251,3 +251,10 @@ def test_render_short_and_unknown() -> None:
     data["workers"]["machine_type"] = "zz-x"
     text = _render_text(planning.plan(model.build(data), gradient_bytes=1e6))
     assert "coverage not checked" in text and "not estimated" in text and "unknown" in text
+
+
+def test_allreduce_with_a_zero_reduction_server_has_no_estimate_not_a_division_by_zero() -> None:
+    data = google_example()
+    data["reduction_server"]["replicas"] = 0  # the schema's error; plan still runs
+    ar = planning.plan(model.build(data), gradient_bytes=1e9).allreduce
+    assert ar is not None and ar.reduction_server_seconds is None and ar.ring_seconds is not None

@@ -4,6 +4,8 @@ No API call and no aiplatform import: this is safe (and fast) in CI.
 """
 from __future__ import annotations
 
+import math
+
 from typing import Annotated, Any, Optional
 
 import typer
@@ -67,8 +69,8 @@ def _gradient(value: Optional[str]) -> float | None:
     if value is None:
         return None
     size = parse_size(value)
-    if size is None or size <= 0:
-        raise UsageError(f"--gradient-size takes a size such as 1.3GB, 500MiB or 1e9; got {value!r}")
+    if size is None or not 0 < size < math.inf:  # also NaN: `plan -o json` would write it bare (not JSON)
+        raise UsageError(f"--gradient-size takes a positive, finite size such as 1.3GB, 500MiB or 1e9; got {value!r}")
     return size
 
 

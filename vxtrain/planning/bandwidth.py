@@ -255,7 +255,7 @@ def _rs_seconds(size: float, nodes: int, node_bytes: float,
     rs = result.reduction_server
     if rs is None:
         return size / node_bytes, None
-    if rs.replicas is None or rs.gbps_per_replica is None:
+    if rs.replicas is None or rs.replicas < 1 or not rs.gbps_per_replica:  # replicas: 0 is the schema's to refuse
         return None, None
     pool_bytes = rs.replicas * rs.gbps_per_replica * 1e9 / BITS_PER_BYTE
     keeps_up = pool_bytes >= nodes * node_bytes - 1e-6

@@ -130,6 +130,12 @@ def _bounds(param: StudyParameter, kind: str, native: NativeSpec) -> Iterator[Di
                     "give both bounds, e.g. 'min: 0.0001, max: 0.1'", **_at(native, *where))
         return
     assert param.min is not None and param.max is not None
+    infinite = [k for k in ("min", "max") if not math.isfinite(getattr(param, k))]
+    for key in infinite:  # NaN or infinity: a study spec (JSON) cannot carry one
+        yield error("study-not-finite", f'parameter "{param.name}" has {key} {getattr(param, key)}: bounds are '
+                    "finite numbers, e.g. 'min: 0.0001, max: 0.1'", **_at(native, *where, key))
+    if infinite:
+        return
     if kind == "integer":
         for key in ("min", "max"):
             value = getattr(param, key)
@@ -179,6 +185,11 @@ def _discrete(param: StudyParameter, native: NativeSpec) -> Iterator[Diagnostic]
                     "discrete values are numbers; use type categorical for strings", **_at(native, *where))
         return
     numbers = [float(v) for v in param.values]
+    if not all(math.isfinite(n) for n in numbers):
+        shown = ", ".join(str(n) for n in numbers if not math.isfinite(n))
+        yield error("study-not-finite", f'discrete parameter "{param.name}" has {shown} among its values: values '
+                    "are finite numbers (a study spec, JSON, cannot carry NaN or infinity)", **_at(native, *where))
+        return
     yield from _duplicates(param, numbers, native)
     if numbers != sorted(numbers):
         yield warning("study-discrete-order", f'discrete parameter "{param.name}" lists {param.values} out of order: '
