@@ -58,3 +58,17 @@ def test_unexpected_errors_are_logged_not_shown(capsys: pytest.CaptureFixture[st
     assert "unexpected error: RuntimeError: boom" in err and "Traceback" not in err
     (log,) = tmp_path.glob("vxtrain-error-*.log")
     assert "Traceback" in log.read_text() and "boom" in log.read_text()
+
+
+def test_an_unwritable_log_folder_still_shows_no_traceback(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(api, "check_file", broken)
+    missing = tmp_path / "not-there"  # unwritable for root too: it does not exist
+    monkeypatch.setenv("VXTRAIN_LOG_DIR", str(missing))
+    assert main(["plan", str(CASES[0])]) == 1
+    err = capsys.readouterr().err
+    assert "unexpected error: RuntimeError: boom" in err and "Traceback" not in err
+    assert f"could not be written to {str(missing)!r}" in err and "VXTRAIN_LOG_DIR" in err

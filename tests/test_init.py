@@ -66,3 +66,17 @@ def test_stdout_and_bad_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["init", "--output-file", "-"]) == 0
     assert capsys.readouterr().out == template_text(Shape.single)
     assert main(["init", "--shape", "huge"]) == 2
+
+
+def test_a_folder_is_no_output_file_even_with_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", "--output-file", str(tmp_path), "--force"]) == 2
+    assert "is a folder: give a file name" in capsys.readouterr().err
+
+
+def test_an_output_file_that_cannot_be_written_is_an_error_not_a_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("")
+    for target in (tmp_path / "file" / "job.yaml", tmp_path / ("n" * 300 + ".yaml")):  # fails for root too
+        assert main(["init", "--output-file", str(target)]) == 1
+        err = capsys.readouterr().err
+        assert "cannot write" in err and "unexpected" not in err

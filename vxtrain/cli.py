@@ -91,12 +91,20 @@ def load_command(name: str) -> _click.Command:
 
 
 def _log_unexpected() -> str:
-    """Write the current traceback to a log file and return its path."""
+    """Write the current traceback to a log file; where it is, in words (``details in PATH``).
+
+    When it cannot be written (VXTRAIN_LOG_DIR unwritable, missing, a full disk) the
+    words say so and why: the traceback itself is never shown to the user."""
     log_dir = os.environ.get("VXTRAIN_LOG_DIR") or tempfile.gettempdir()
-    fd, path = tempfile.mkstemp(prefix="vxtrain-error-", suffix=".log", dir=log_dir)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(traceback.format_exc())
-    return path
+    try:
+        fd, path = tempfile.mkstemp(prefix="vxtrain-error-", suffix=".log", dir=log_dir)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(traceback.format_exc())
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the folder's name
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return (f"the details could not be written to {log_dir!r} ({why}); set VXTRAIN_LOG_DIR to a "
+                "writable folder to keep them")
+    return f"details in {path}"
 
 
 E = TypeVar("E", bound=BaseException)
@@ -171,9 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         typer.echo("vxtrain: interrupted", err=True)
         code = INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the one place that catches everything
-        path = _log_unexpected()
-        typer.echo(f"vxtrain: unexpected error: {type(exc).__name__}: {exc} "
-                   f"(details in {path})", err=True)
+        where = _log_unexpected()
+        typer.echo(f"vxtrain: unexpected error: {type(exc).__name__}: {exc} ({where})", err=True)
         code = 1
     return code
 

@@ -16,7 +16,7 @@ import typer
 import yaml
 
 from vxtrain.commands import _common as c
-from vxtrain.errors import VxtrainError
+from vxtrain.errors import UsageError, VxtrainError
 
 _DISPLAY_NAME = re.compile(r"^display_name: .*$", re.MULTILINE)
 STDOUT = "-"
@@ -53,11 +53,17 @@ def init(shape: Shape, output_file: str, *, force: bool = False, display_name: s
         typer.echo(text, nl=False)
         return 0
     target = Path(output_file)
-    if target.exists() and not force:
-        raise VxtrainError(f"{target} already exists; pass --force to overwrite it, "
-                           f"or --output-file to write elsewhere")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    try:
+        if target.is_dir():  # --force overwrites a file, never a folder
+            raise UsageError(f"--output-file {target} is a folder: give a file name, e.g. {target / 'job.yaml'}")
+        if target.exists() and not force:
+            raise VxtrainError(f"{target} already exists; pass --force to overwrite it, "
+                               f"or --output-file to write elsewhere")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:  # a parent that is a file, no permission, a name part past 255 bytes
+        raise VxtrainError(f"cannot write {target} ({exc.strerror or exc}): give --output-file a path "
+                           "you can write") from exc
     typer.echo(f"wrote {target} ({shape.value}); next: vxtrain validate {target}", err=True)
     return 0
 
