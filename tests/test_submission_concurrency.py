@@ -7,6 +7,7 @@ process: 10 keys × 4 submits, bounded in time, every process stopped however th
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -20,8 +21,12 @@ from typing import Any
 
 import pytest
 
+from vxtrain import errors
 from vxtrain import submission as api
+from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
+from vxtrain.submission.lease import lease_path
+from tests.packaging.conftest import bucket, gcs, gcs_server_url  # noqa: F401 - fixtures (fake-gcs-server)
 from tests.processes import stop
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,3 +111,88 @@ def test_forty_submits_over_ten_keys_under_create_faults_leave_one_live_job_per_
             assert set(reported) == {j["name"] for j in jobs_of(address, key) if j["state"] in CANCELLED}
             cancelled += len(set(reported))
         assert cancelled > 0  # the crowd did race: duplicates were made, and cancelled
+
+
+# --- with a bucket: the lease ---------------------------------------------------------------
+
+def lease_of(gcs: Any, bucket: str, key: str) -> dict[str, Any]:
+    blob = gcs.bucket(bucket).get_blob(lease_path(f"projects/{PROJECT}/locations/{REGION}", key))
+    assert blob is not None, key
+    loaded: dict[str, Any] = json.loads(blob.download_as_bytes())
+    return loaded
+
+
+@pytest.mark.slow
+def test_with_a_bucket_forty_submits_over_ten_keys_create_exactly_one_job_per_key(
+        tmp_path: Path, gcs: Any, bucket: str) -> None:
+    flags = [f"--fault={fault}" for fault in FAULTS]
+    with emulator("--simulate", "40", *flags) as address:
+        results = crowd(address, spec(tmp_path), "--staging-bucket", f"gs://{bucket}/some/prefix")
+        time.sleep(LATE_COMMIT_SECONDS + 0.5)  # anything still to commit has committed
+        for n in range(KEYS):
+            key = f"k{n}"
+            mine = [r for r in results if r[0] == key]
+            assert all(code == 0 for _, code, _, _ in mine), [(code, err[-2000:]) for _, code, _, err in mine]
+            names = {doc["name"] for _, _, doc, _ in mine}
+            made = [j["name"] for j in jobs_of(address, key)]
+            assert len(names) == 1 and made == list(names), (key, names, made)  # one created, none cancelled
+            assert all(doc["duplicates_cancelled"] == [] for _, _, doc, _ in mine)
+            assert lease_of(gcs, bucket, key)["name"] == made[0]
+
+
+@pytest.fixture
+def local() -> Iterator[EmulatorHandle]:
+    handle = start_emulator(simulate_seconds=5, environ={}, out=io.StringIO())
+    try:
+        yield handle
+    finally:
+        handle.stop(grace=None)
+
+
+def job() -> dict[str, Any]:
+    return {"displayName": "leased", "jobSpec": {"workerPoolSpecs": [{
+        "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+        "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/train:1", "command": ["true"]}}]}}
+
+
+#: Fast retries, and a lease that expires after 1 s without a job's name.
+SHORT_LEASE = api.Backoff(initial=0.02, maximum=0.2, deadline=15.0, commit_grace=4.0, lease=1.0)
+
+
+def test_a_lease_whose_holder_died_is_taken_over_after_it_expired(local: EmulatorHandle, gcs: Any,
+                                                                  bucket: str) -> None:
+    """A lease that names no job (its holder died before creating) is taken over once it
+    has been unchanged for the lease's time, the key listed empty; one job is created."""
+    path = lease_path(f"projects/{PROJECT}/locations/{REGION}", "dead-1")
+    gcs.bucket(bucket).blob(path).upload_from_string(json.dumps({"holder": "gone", "name": None}),
+                                                     if_generation_match=0)
+    said: list[str] = []
+    started = time.monotonic()
+    view = api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="dead-1",
+                      backoff=SHORT_LEASE, staging_bucket=f"gs://{bucket}", say=said.append)
+    assert time.monotonic() - started >= 1.0  # it waited for the lease to expire
+    assert any("expired and no job carries" in line for line in said), said
+    assert [j.name for j in local.jobs()] == [view["name"]] and not view["adopted"]
+    assert lease_of(gcs, bucket, "dead-1")["name"] == view["name"]
+
+
+def test_a_holder_whose_create_fails_releases_the_lease(local: EmulatorHandle, gcs: Any, bucket: str) -> None:
+    """A create refused for good deletes the lease: the next submit takes it at once."""
+    local.add_fault("create:permission:1")
+    with pytest.raises(errors.PermissionError_):
+        api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="fail-1",
+                   backoff=SHORT_LEASE, staging_bucket=f"gs://{bucket}")
+    path = lease_path(f"projects/{PROJECT}/locations/{REGION}", "fail-1")
+    assert gcs.bucket(bucket).get_blob(path) is None
+    view = api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="fail-1",
+                      backoff=SHORT_LEASE, staging_bucket=f"gs://{bucket}")
+    assert [j.name for j in local.jobs()] == [view["name"]]
+
+
+def test_a_missing_bucket_leaves_the_label_protocol(local: EmulatorHandle, gcs: Any) -> None:
+    """A lease that cannot be taken (no such bucket) is said, and the submit goes on without it."""
+    said: list[str] = []
+    view = api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="nob-1",
+                      backoff=SHORT_LEASE, staging_bucket="gs://no-such-bucket-vxtrain", say=said.append)
+    assert [j.name for j in local.jobs()] == [view["name"]]
+    assert any("label protocol alone" in line for line in said), said

@@ -61,8 +61,14 @@ def rungs(result: Result, *, emulated: bool, in_place: bool = False) -> list[Run
         job = _local_packages(target.job, target.result) if in_place else target.job
         out.append(Rung(target.number, target.project, target.region, job,
                         local=local_run(target.result) if emulated else None,
-                        publication=None if in_place else publication(target.result)))
+                        publication=None if in_place else publication(target.result),
+                        staging_bucket=_staging_bucket(target.result)))
     return out
+
+
+def _staging_bucket(result: Result) -> str | None:
+    """The rung's staging bucket (flag > spec), where a chosen key's lease is taken."""
+    return result.job.staging_bucket if result.job is not None else None
 
 
 def publication(result: Result) -> Publication | None:

@@ -22,6 +22,7 @@ from vxtrain.packaging.upload import UploadProgress
 from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, LogWatch, read_entries
 from vxtrain.submission.create import Created, adopt, create_once, elect
 from vxtrain.submission.events import log_say
+from vxtrain.submission.lease import bucket_name, create_leased
 from vxtrain.submission.names import label_value, parent_of, split_name
 from vxtrain.submission.placement import check_placement
 from vxtrain.submission.publish import Publication, images_json, publish
@@ -54,7 +55,7 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
            logs: LogSink | None = None, local: LocalRun | None = None, say: Say = log_say,
            publication: Publication | None = None, upload_progress: UploadProgress | None = None,
            quota_check: bool = True, labels: Mapping[str, str] | None = None, explicit: bool | None = None,
-           quota_reads: dict[str, Read] | None = None) -> dict[str, Any]:
+           quota_reads: dict[str, Read] | None = None, staging_bucket: str | None = None) -> dict[str, Any]:
     """Create the job (a CustomJob, or a HyperparameterTuningJob when it has a
     ``trialJobSpec``) exactly once and return its view; with ``wait``, follow it
     to the end (``check``: raise JobFailedError when it ends FAILED/CANCELLED/EXPIRED;
@@ -78,6 +79,11 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
     vxtrain.submission.quota.preflight); then ``publication`` is published
     (vxtrain.submission.publish; ``upload_progress`` watches large uploads). With images
     to publish, the view has ``images``: what this submit pushed or found there.
+
+    ``staging_bucket`` (``gs://BUCKET[/PREFIX]``): with a key the caller chose, the create
+    is taken under a lease in BUCKET, so submits racing with one key create one job
+    (vxtrain.submission.lease); the view's ``duplicates_cancelled`` names the jobs of the
+    key this submit cancelled (vxtrain.submission.create.elect).
     """
     with using(backend, region, endpoint) as api:
         retry = default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY)
@@ -87,7 +93,8 @@ def submit(custom_job: JobDict, *, project: str, region: str, backend: JobBacken
                         say=say, labels=labels, quota_check=quota_check, quota_reads=quota_reads,
                         publication=publication, upload_progress=upload_progress)
         made = create_prepared(api, ready, custom_job, parent=parent_of(project, region), key=key,
-                               backoff=retry, say=say, local=local, labels=labels)
+                               backoff=retry, say=say, local=local, labels=labels,
+                               lease_bucket=bucket_name(staging_bucket) if mine else None)
         adopted = made.adopted
         view = job_view(made.job, emulated=api.emulated, adopted=adopted)
         view["duplicates_cancelled"] = list(made.duplicates_cancelled)
@@ -134,14 +141,19 @@ def prepare(api: JobBackend, custom_job: JobDict, *, project: str, region: str, 
 
 def create_prepared(api: JobBackend, ready: Prepared, custom_job: JobDict, *, parent: str, key: str,
                     backoff: Backoff, say: Say, local: LocalRun | None = None,
-                    labels: Mapping[str, str] | None = None) -> Created:
+                    labels: Mapping[str, str] | None = None, lease_bucket: str | None = None) -> Created:
     """The prepared submit's job: the one adopted, else ``custom_job`` created exactly once
     (vxtrain.submission.create.create_once); with whether it was adopted and the duplicates
     of its key cancelled (an adopted job's key is listed once more, and any live job of the
-    key but the oldest cancelled: vxtrain.submission.create.elect)."""
+    key but the oldest cancelled: vxtrain.submission.create.elect). ``lease_bucket``: the
+    bucket whose lease makes the create one for the key however many submit it at once
+    (vxtrain.submission.lease; given for a key the caller chose)."""
     if ready.existing is not None:
         return elect(api, kind_of_job(ready.existing), parent, label_value(key), ready.existing, adopted=True,
                      backoff=backoff, say=say, extra=labels)
+    if lease_bucket is not None:
+        return create_leased(api, custom_job, parent=parent, key=key, bucket=lease_bucket, backoff=backoff,
+                             say=say, local=local, labels=labels)
     return create_once(api, custom_job, parent=parent, key=key, backoff=backoff, say=say, local=local,
                        labels=labels)
 

@@ -36,6 +36,7 @@ from vxtrain.model import RUNG_LABEL
 from vxtrain.submission.create import find_any_kind
 from vxtrain.submission.events import log_say
 from vxtrain.submission.jobs import cancel, create_prepared, get, prepare, using, wait_job
+from vxtrain.submission.lease import bucket_name
 from vxtrain.submission.names import label_value, parent_of
 from vxtrain.submission.publish import Publication, images_json
 from vxtrain.submission.quota import Read
@@ -92,6 +93,9 @@ class Rung:
     local: LocalRun | None = None
     #: What must be pushed and uploaded once this rung's job is to be created.
     publication: Publication | None = None
+    #: The spec's staging bucket (``gs://BUCKET[/PREFIX]``): where a chosen key's lease is
+    #: taken before the create (vxtrain.submission.lease).
+    staging_bucket: str | None = None
 
 
 @dataclass
@@ -218,7 +222,7 @@ def _create(api: JobBackend, rung: Rung, ladder: Ladder, labels: dict[str, str] 
     ladder.pushed += ready.pushed
     made = create_prepared(api, ready, rung.job, parent=parent_of(rung.project, rung.region),
                            key=ladder.key, backoff=retry, say=ladder.say, local=rung.local,
-                           labels=labels)
+                           labels=labels, lease_bucket=bucket_name(rung.staging_bucket) if ladder.explicit else None)
     ladder.duplicates_cancelled += made.duplicates_cancelled
     return job_view(made.job, emulated=api.emulated, adopted=made.adopted)
 

@@ -26,6 +26,8 @@ class Backoff:
     ``commit_grace``: after a create ended in DEADLINE_EXCEEDED, how long to keep
     listing for its idempotency label before creating again (the create may
     still commit after its caller gave up on it).
+    ``lease``: how long a submit's lease (vxtrain.submission.lease) that names no job yet
+    holds before another submit may take it over (None: ``deadline`` + ``commit_grace`` + 10 s).
     """
 
     initial: float
@@ -34,6 +36,7 @@ class Backoff:
     deadline: float | None = None
     unresolved: float = 30.0
     commit_grace: float = 0.0
+    lease: float | None = None
 
 
 #: Retrying API calls on Vertex AI: gentle, and patient for five minutes. A create
