@@ -327,3 +327,11 @@ def test_gradient_size_is_a_positive_finite_size_or_a_usage_error(capsys: pytest
 def test_max_pending_durations_read_one_way(capsys: pytest.CaptureFixture[str], text: str, words: str) -> None:
     code, doc = run_json(capsys, "submit", str(RS), "--wait", "--max-pending", text)
     assert code == 2 and words in doc["error"]["message"]
+
+
+def test_a_spec_file_name_no_file_can_have_is_a_diagnostic(capsys: pytest.CaptureFixture[str],
+                                                           tmp_path: Path) -> None:
+    name = str(tmp_path / ("n" * 300 + ".yaml"))  # a part past 255 bytes: for root too
+    for command in ("validate", "plan"):
+        code, out, err = run(capsys, command, name)
+        assert code == 1 and "cannot read" in out + err and "unexpected" not in out + err

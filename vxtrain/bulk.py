@@ -34,8 +34,17 @@ def spec_files(paths: Sequence[str | Path]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
-        out += _sorted(p, _walk_specs(p)) if p.is_dir() else [p]
+        out += _sorted(p, _walk_specs(p)) if _is_dir(p) else [p]
     return out
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether ``path`` is a folder; a name no folder can have (a part past 255 bytes) is
+    not one, and the loader then says what is wrong with it as a file."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _sorted(root: Path, rels: list[str]) -> list[Path]:

@@ -33,6 +33,10 @@ def test_a_base_by_tag_is_warned_to_pin_it(tmp_path: Path) -> None:
     (f"    base: {PINNED}\n    source: nowhere\n", "build-source-missing", "chief.build.source", 6),
     (f"    base: {PINNED}\n    source: src\n    requirements: nope.txt\n", "build-requirements-missing",
      "chief.build.requirements", 7),
+    # a name part past 255 bytes: no file can have it (for root too)
+    (f"    base: {PINNED}\n    source: src\n    requirements: {'n' * 300}.txt\n", "build-requirements-missing",
+     "chief.build.requirements", 7),
+    (f"    base: {PINNED}\n    source: {'n' * 300}\n", "build-source-missing", "chief.build.source", 6),
     ("    base: Not/A:Ref:x\n    source: src\n", "build-base", "chief.build.base", 5),
     (f"    base: ubuntu@sha256:{'0' * 64}\n    source: src\n    requirements: requirements.txt\n",
      "build-python", "chief.build", 4),
@@ -100,3 +104,13 @@ def test_a_bad_base_is_one_error_not_also_an_unknown_python(tmp_path: Path) -> N
 def test_an_empty_image_repository_is_one_error(tmp_path: Path) -> None:
     diags = _diags(tmp_path, f"    base: {PINNED}\n    source: src\n", top="image_repository: ''\n")
     assert [d for d in diags if d[0] == "error"] == [("error", "schema-minlength", "image_repository", 2)]
+
+
+def test_requirements_are_read_up_to_a_bound_not_whole(tmp_path: Path) -> None:
+    """A -r naming a data file (2 GB once: a MemoryError) is refused at the key, unread."""
+    big = tmp_path / "big.bin"
+    with big.open("wb") as f:
+        f.truncate(2 << 30)  # sparse: no disk used
+    (tmp_path / "reqs.txt").write_text("-r big.bin\n")
+    found = _diags(tmp_path, f"    base: {PINNED}\n    source: src\n    requirements: reqs.txt\n")
+    assert ("error", "build-requirements-unreadable", "chief.build.requirements", 7) in found

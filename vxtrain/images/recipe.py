@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from vxtrain.errors import VxtrainError
 from vxtrain.images.reference import parse, python_version
 from vxtrain.model import Build, Job
 from vxtrain.packaging.source import HASH_LENGTH, Source, describe_once, source_folder
@@ -121,23 +122,59 @@ def _image(build: Build, source: Source, requirements: Path | None, repository: 
                       spec_requirements=build.requirements)
 
 
+#: At most this many bytes of requirements, the file and its includes together (1 MiB):
+#: real ones are a few KiB, and a ``-r`` naming a data file must not be read whole.
+MAX_REQUIREMENTS_BYTES = 1 << 20
+
+
+class RequirementsError(VxtrainError):
+    """A requirements file (or one it includes) that cannot be read, or past the bound."""
+
+
 def requirements_bytes(path: Path) -> bytes:
     """The bytes the tag covers for the requirements file ``path``: its own, then each file it
     includes (``-r``/``-c``, recursively, each once) framed by the name it was written as.
-    An include that is not a local file (a URL, a missing one) counts by its name only."""
-    out, seen, todo = [path.read_bytes()], {path.resolve()}, [path]
+    An include that is not a local file (a URL, a missing one) counts by its name only.
+    RequirementsError past MAX_REQUIREMENTS_BYTES in all, or for a file it cannot read."""
+    first = _read_bounded(path, MAX_REQUIREMENTS_BYTES, path)
+    out, seen, todo = [first], {path.resolve()}, [(path, first)]
+    left = MAX_REQUIREMENTS_BYTES - len(first)
     while todo:
-        current = todo.pop(0)
-        for written in _includes(current.read_bytes()):
+        current, data = todo.pop(0)
+        for written in _includes(data):
             found = (current.parent / written).resolve()
             if found in seen:
                 continue
             seen.add(found)
-            body = found.read_bytes() if found.is_file() else b""
+            is_file = _is_file(found)
+            body = _read_bounded(found, left, path) if is_file else b""
+            left -= len(body)
             out.append(b"\0include\0" + written.encode() + b"\0" + str(len(body)).encode() + b"\0" + body)
-            if found.is_file():
-                todo.append(found)
+            if is_file:
+                todo.append((found, body))
     return b"".join(out)
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name part past 255 bytes: no such file
+        return False
+
+
+def _read_bounded(path: Path, budget: int, top: Path) -> bytes:
+    """At most ``budget`` bytes of ``path`` (RequirementsError when it holds more, or cannot be read)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(budget + 1)
+    except OSError as exc:
+        raise RequirementsError(f"cannot read {path} ({exc.strerror or exc}): make it readable") from exc
+    if len(data) > budget:
+        named = "" if path == top else f" (included by {top.name})"
+        raise RequirementsError(f"{path}{named} passes the {MAX_REQUIREMENTS_BYTES // 1024:,} KiB that "
+                                "requirements (the file and its -r/-c includes) may take: a requirements file "
+                                "lists packages; name data files nowhere in it")
+    return data
 
 
 def _includes(data: bytes) -> list[str]:

@@ -61,8 +61,14 @@ def source_folder_checked(source: str, base: Path, key: str, code: str, into: st
         yield error(code, f"{key} {source!r} is not a usable path ({exc}); give the folder with the code, "
                     "relative to the spec", **native.where(path))
         return None
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "does not exist"
+    try:
+        is_dir, exists = folder.is_dir(), folder.exists()
+    except OSError as exc:  # a name part past 255 bytes, a folder on the way that cannot be entered
+        yield error(code, f"{key} {source!r} cannot be looked up ({exc.strerror or exc}); give the folder with "
+                    "the code, relative to the spec", **native.where(path))
+        return None
+    if not is_dir:
+        what = "is a file, not a folder" if exists else "does not exist"
         yield error(code, f"{key} {source!r} {what} (looked for {folder}); give the folder with the code, "
                     "relative to the spec", **native.where(path))
         return None

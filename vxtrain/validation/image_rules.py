@@ -93,6 +93,19 @@ def _requirements(requirements: str, base: Path, native: NativeSpec, path: KeyPa
         yield error("build-requirements-missing", f"build.requirements {requirements!r} is not a usable path ({exc})",
                     **native.where(path))
         return
-    if not found.is_file():
+    try:
+        is_file = found.is_file()
+    except OSError as exc:  # a name part past 255 bytes, a folder on the way that cannot be entered
+        yield error("build-requirements-missing", f"build.requirements {requirements!r} cannot be looked up "
+                    f"({exc.strerror or exc}); give a requirements.txt relative to the spec", **native.where(path))
+        return
+    if not is_file:
         yield error("build-requirements-missing", f"build.requirements {requirements!r} is not a file (looked for "
                     f"{found}); give a requirements.txt relative to the spec", **native.where(path))
+        return
+    recipe, _ = _images()
+    try:
+        recipe.requirements_bytes(found)  # bounded: what the image tag covers
+    except recipe.RequirementsError as exc:
+        yield error("build-requirements-unreadable", f"build.requirements {requirements!r}: {exc}",
+                    **native.where(path))
