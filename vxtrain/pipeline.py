@@ -25,7 +25,8 @@ from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import SpecError
 from vxtrain.formats import package_flags
 from vxtrain.loading import load as load_document
-from vxtrain.loading.document import Document, NativeSpec, Position
+from vxtrain.loading.document import Document, NativeSpec, Position, format_path
+from vxtrain.loading.limits import MAX_ERRORS
 from vxtrain.loading.fallback import rungs
 from vxtrain.options import Options
 from vxtrain.planning import bandwidth
@@ -150,13 +151,22 @@ def _check_native(native: NativeSpec, options: Options, result: Result, describe
     job = model.build(sent.data)
     result.job = job
     checked = rules.check(job, sent)
-    result.diagnostics += checked if sent is native else _once(checked)
+    result.diagnostics += checked if sent is native else _once(checked + _sent_schema(sent))
     planned = bandwidth.plan(job, sent, gradient_bytes=options.gradient_size)
     result.plan = planned
     result.diagnostics += planned.diagnostics
     if compile_job and not dx.has_errors(result.diagnostics):
         _compile(result, described)
         _price(result, options)
+
+
+def _sent_schema(sent: NativeSpec) -> list[Diagnostic]:
+    """The schema's findings on the pool values ``extra:`` set (a replica count, a disk size
+    out of the native key's range), at their ``extra`` lines. Scheduling's are left to
+    extra.py: its enum names more strategies than the native key spells."""
+    own = {sent.where(path)["path"] for path in sent.sent if len(path) > 1 and path[0] != "scheduling"}
+    own.discard(format_path(("extra",)))
+    return [d for d in schema.check(sent) if d.path in own and d.path.startswith("extra.")]
 
 
 def _once(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -261,9 +271,26 @@ def _price(result: Result, options: Options) -> None:
 
 
 def _finish(result: Result) -> Result:
-    result.diagnostics = sorted((d.with_file(result.file) for d in result.diagnostics),
-                                key=dx.sort_key)
+    result.diagnostics = _capped(sorted((d.with_file(result.file) for d in result.diagnostics),
+                                        key=dx.sort_key))
     return result
+
+
+def _capped(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """At most MAX_ERRORS errors for one file (docs/decisions.md, "Limits"): the loader stops
+    there, and the schema and the rules keep to it too (20,000 bad labels gave 40,000 errors).
+    The errors past it are counted in a ``too-many-errors`` error located at the last one kept."""
+    errors = [i for i, d in enumerate(diagnostics) if d.severity == "error"]
+    if len(errors) <= MAX_ERRORS:
+        return diagnostics
+    last = errors[MAX_ERRORS - 1]
+    kept = diagnostics[:last + 1]
+    dropped = diagnostics[last + 1:]
+    more = sum(d.severity == "error" for d in dropped)
+    at = diagnostics[last]
+    return [*kept, dx.error("too-many-errors", f"stopped after {MAX_ERRORS} errors ({more:,} more and "
+                                               f"{len(dropped) - more:,} warnings not shown): fix these first",
+                            at.path, file=at.file, line=at.line, column=at.column)]
 
 
 def load_job(path: str | Path, options: Options | None = None) -> Result:

@@ -151,6 +151,27 @@ def test_the_native_keys_inherited_from_defaults_stay_located_there(tmp_path: Pa
     at_line(d, lines, "acceleratorCount: 3")
 
 
+def test_a_disk_size_extra_sets_gets_the_native_range(tmp_path: Path) -> None:
+    data = job(pools({"diskSpec": {"bootDiskSizeGb": 50}}), chief=N1)
+    data = {"defaults": {"disk": {"type": "pd-standard", "size_gb": 200}}, **data}
+    result, lines = run(tmp_path, data)
+    d = only_error(result)
+    assert (d.code, d.path) == ("schema-minimum", f"{POOLS}[0].diskSpec.bootDiskSizeGb")
+    assert "below the minimum of 100" in d.message
+    at_line(d, lines, "bootDiskSizeGb: 50")
+
+
+def test_a_replica_count_of_the_wrong_type_is_reported_once(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, job(pools({}, {"replicaCount": "many"}), chief=N1, workers=N1))
+    d = only_error(result)
+    assert (d.code, d.path) == ("extra-type", f"{POOLS}[1].replicaCount")
+
+
+def test_a_strategy_only_the_api_names_is_left_to_extra_checks(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, job({"jobSpec": {"scheduling": {"strategy": "ON_DEMAND"}}}, chief=N1))
+    assert result.valid, result.diagnostics
+
+
 # --- the price and the quota read the job as sent -----------------------------------------
 
 def test_spot_in_extra_is_priced_and_counted_as_spot(tmp_path: Path) -> None:
