@@ -161,10 +161,10 @@ def _check_native(native: NativeSpec, options: Options, result: Result, describe
 
 
 def _sent_schema(sent: NativeSpec) -> list[Diagnostic]:
-    """The schema's findings on the pool values ``extra:`` set (a replica count, a disk size
-    out of the native key's range), at their ``extra`` lines. Scheduling's are left to
-    extra.py: its enum names more strategies than the native key spells."""
-    own = {sent.where(path)["path"] for path in sent.sent if len(path) > 1 and path[0] != "scheduling"}
+    """The schema's findings on the values ``extra:`` set (a replica count, a disk size out of
+    the native key's range), at their ``extra`` lines. The strategy is left to extra.py: the
+    API's enum names more strategies than the native key spells."""
+    own = {sent.where(path)["path"] for path in sent.sent if len(path) > 1 and path != ("scheduling", "strategy")}
     own.discard(format_path(("extra",)))
     return [d for d in schema.check(sent) if d.path in own and d.path.startswith("extra.")]
 
