@@ -127,3 +127,18 @@ def test_a_multi_host_tpu_slice_is_priced_per_host_of_its_topology() -> None:
     (chief,) = cost.pools
     assert chief.hosts == 2 and chief.per_node_hour is not None
     assert cost.per_trial_hour == pytest.approx(2 * chief.per_node_hour)
+
+
+def test_a_file_whose_check_raises_is_that_files_error_and_the_others_are_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "task.py").write_text("")
+    (tmp_path / "a.yaml").write_text("display_name: a\nchief:\n  machine_type: n1-standard-4\n  python_package:\n"
+                                     "    executor_image: us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:"
+                                     "latest\n    module: task\n    source: code\n")
+    (tmp_path / "b.yaml").write_text("display_name: b\nchief: {machine_type: n1-standard-4, image: i}\n")
+    monkeypatch.setenv("VXTRAIN_SOURCE_MAX_FILES", "many")  # raised while a.yaml's source folder is walked
+    a, b = api.validate([tmp_path])
+    assert [d.code for d in a.diagnostics] == ["check-failed"] and "VXTRAIN_SOURCE_MAX_FILES" in a.diagnostics[0].message
+    assert a.diagnostics[0].file == str(tmp_path / "a.yaml")
+    assert b.valid

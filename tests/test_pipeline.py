@@ -88,3 +88,16 @@ def test_a_submit_leaves_the_checked_model_as_it_was(tmp_path: Path,
     assert view["state"] == "JOB_STATE_SUCCEEDED"
     [(job, before)] = checked
     assert job == before
+
+
+def test_a_file_gets_at_most_max_errors_whatever_stage_finds_them(tmp_path: Path) -> None:
+    """The cap (docs/decisions.md, "Limits") held for the loader alone: 20,000 bad labels gave
+    40,000 errors from the rules."""
+    spec = tmp_path / "labels.yaml"
+    spec.write_text("display_name: t\nchief: {machine_type: n1-standard-4, image: i}\nlabels:\n"
+                    + "".join(f"  BAD{i}: X\n" for i in range(300)))
+    found = pipeline.check_file(spec).diagnostics
+    errors = [d for d in found if d.severity == "error"]
+    assert len(errors) == 101 and errors[-1].code == "too-many-errors"
+    assert errors[-1].message.startswith("stopped after 100 errors (501 more and 0 warnings not shown)")
+    assert errors[-1].line is not None

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vxtrain.diagnostics import error
+from vxtrain.errors import VxtrainError
 from vxtrain.options import Options
 from vxtrain.pipeline import Result, check_file
 
@@ -202,4 +204,13 @@ def _stop(children: list[tuple[int, int]]) -> None:
 
 
 def _check_slim(path: Path, options: Options) -> Result:
-    return check_file(path, options, compile_job=True).slim()
+    """One file's check; an error raised on purpose while checking it (a source folder or a
+    requirements file that changed under the check, a bad bound in the environment) is that
+    file's error, and the other files are checked on."""
+    try:
+        return check_file(path, options, compile_job=True).slim()
+    except VxtrainError as exc:
+        code = getattr(exc, "code", None)
+        return Result(file=str(path), strict=options.strict,
+                      diagnostics=[error(code if isinstance(code, str) else "check-failed", str(exc),
+                                         file=str(path))])
