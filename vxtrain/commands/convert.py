@@ -2,10 +2,15 @@
 
 - native: the native YAML of any input (legacy and gcloud configs migrate here);
 - gcloud: the CustomJobSpec YAML that ``gcloud ai custom-jobs create --config`` takes;
+  for a spec with ``study:``, the HyperparameterTuningJob YAML that
+  ``gcloud ai hp-tuning-jobs create --config`` takes (never a lone custom job);
 - gcloud-command: a shell snippet that writes that config and runs the create
   command, every value shell-quoted. The config file is used (not
   ``--worker-pool-spec`` flags) because the flags cannot express per-pool
   commands, env, disks, scheduling or empty pools.
+
+tests/test_convert_gcloud.py runs every example's gcloud-command through the real
+gcloud against a recording endpoint: what gcloud sends is the compiled job.
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ import yaml
 from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
-from vxtrain.diagnostics import Diagnostic, warning
+from vxtrain import slots
+from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.formats import native_document
 from vxtrain.loading.document import NativeSpec
 from vxtrain.loading.fallback import FALLBACK_KEY
@@ -57,15 +63,31 @@ def convert(path: str, to: ConvertTarget, options: Options) -> int:
     result = api.load_job(path, options)
     native, custom_job, job = result.native, result.custom_job, result.job
     assert native is not None and custom_job is not None and job is not None  # load_job returns compiled results only
+    tuning_job = result.hyperparameter_tuning_job  # a spec with `study:`: what gcloud gets is the tuning job
     if to is ConvertTarget.native:
         text = _yaml(native_document(native))
     elif to is ConvertTarget.gcloud:
-        text = _yaml(custom_job["jobSpec"])
+        text = _yaml(tuning_job if tuning_job is not None else custom_job["jobSpec"])
+    elif tuning_job is not None:
+        text = gcloud_tuning_command(tuning_job, job.project, job.region, Path(path).stem)
     else:
+        pools = custom_job["jobSpec"].get("workerPoolSpecs") or []
+        refusal = _pool_flags(pools)[1] if EMPTY_SLOT in pools else None
+        if refusal is not None:
+            index, what = refusal
+            c.print_diagnostics([_empty_slot_refused(native, pools, index, what)])
+            return 1
         text = gcloud_command(custom_job, job.project, job.region, Path(path).stem)
     warnings = [d for d in result.diagnostics if d.severity == "warning"]
     if to is not ConvertTarget.native and result.fallback:
         warnings.append(_ladder_dropped(native, len(result.fallback), to))
+    if to is ConvertTarget.gcloud and tuning_job is None and EMPTY_SLOT in custom_job["jobSpec"].get(
+            "workerPoolSpecs", []):
+        warnings.append(warning(
+            "gcloud-empty-slot", "--to gcloud writes the job's empty worker pool slots as `{}`, as the API "
+            "takes them, but `gcloud ai custom-jobs create --config` refuses a pool without containerSpec or "
+            "pythonPackageSpec; `--to gcloud-command` passes the pools as --worker-pool-spec flags instead",
+            **native.where(())))
     c.print_diagnostics(warnings)
     typer.echo(text, nl=not text.endswith("\n"))
     return 0
@@ -79,8 +101,116 @@ def _ladder_dropped(native: NativeSpec, rungs: int, to: ConvertTarget) -> Diagno
                    "(`--to native` keeps them)", **native.where((FALLBACK_KEY,)))
 
 
+def _empty_slot_refused(native: NativeSpec, pools: list[dict[str, Any]], index: int, what: str) -> Diagnostic:
+    """The error that a job with an empty slot has a pool gcloud's flags cannot carry."""
+    image = (pools[index].get("containerSpec") or {}).get("imageUri")
+    role = slots.role_of(index, image)
+    gaps = ", ".join(str(i) for i, pool in enumerate(pools) if pool == EMPTY_SLOT)
+    return error(
+        "gcloud-empty-slot", f"--to gcloud-command cannot say this job to gcloud: its worker pool slots {gaps} "
+        "are empty, which `gcloud ai custom-jobs create --config` refuses (every pool there needs a "
+        "containerSpec or a pythonPackageSpec), and the --worker-pool-spec flags that can leave a slot empty "
+        f"cannot carry the {role} pool's {what}. Accepted: pools of machine type, accelerator, replica count and image "
+        "(or executor image and module), with command, args and package URIs the same in every pool; "
+        "`vxtrain submit` sends the job as it is", **native.where((role,)))
+
+
+#: An empty worker pool slot of a compiled job (a gap before a later pool).
+EMPTY_SLOT: dict[str, Any] = {}
+
+#: What a ``--worker-pool-spec`` flag says of a pool: compiled field path → the flag's key
+#: (https://cloud.google.com/sdk/gcloud/reference/ai/custom-jobs/create#--worker-pool-spec).
+_POOL_KEYS: dict[tuple[str, str | None], str] = {
+    ("machineSpec", "machineType"): "machine-type",
+    ("machineSpec", "acceleratorType"): "accelerator-type",
+    ("machineSpec", "acceleratorCount"): "accelerator-count",
+    ("replicaCount", None): "replica-count",
+    ("containerSpec", "imageUri"): "container-image-uri",
+    ("pythonPackageSpec", "executorImageUri"): "executor-image-uri",
+    ("pythonPackageSpec", "pythonModule"): "python-module",
+}
+#: What gcloud's job-wide flags set in every pool: compiled field path → the flag.
+#: gcloud sets --command in every containerSpec, --args in every containerSpec and
+#: pythonPackageSpec and --python-package-uris in every pythonPackageSpec
+#: (command_lib/ai/custom_jobs/custom_jobs_util.py, ConstructCustomJobSpec).
+_JOB_WIDE: dict[tuple[str, str], str] = {
+    ("containerSpec", "command"): "--command",
+    ("containerSpec", "args"): "--args",
+    ("pythonPackageSpec", "args"): "--args",
+    ("pythonPackageSpec", "packageUris"): "--python-package-uris",
+}
+
+
+def _pool_flags(pools: list[dict[str, Any]]) -> tuple[list[str], tuple[int, str] | None]:
+    """The ``--worker-pool-spec`` flags (an empty one per empty slot) and job-wide flags that
+    make gcloud send exactly ``pools``; or the first pool they cannot say, and what of it."""
+    flags: list[str] = []
+    wide: dict[str, tuple[Any, ...] | None] = {}
+    for index, pool in enumerate(pools):
+        if pool == EMPTY_SLOT:
+            flags.append("--worker-pool-spec=")
+            continue
+        if "replicaCount" not in pool:  # gcloud would send 1
+            return [], (index, "unset replica count")
+        items: list[str] = []
+        for key, value in pool.items():
+            if key == "replicaCount":
+                items.append(f"replica-count={value}")
+                continue
+            if not isinstance(value, dict) or key not in ("machineSpec", "containerSpec", "pythonPackageSpec"):
+                return [], (index, f"`{key}`")
+            for field, item in value.items():
+                if (key, field) in _JOB_WIDE:
+                    continue
+                flag = _POOL_KEYS.get((key, field))
+                if flag is None or not _flag_safe(str(item)):
+                    return [], (index, f"`{key}.{field}`")
+                items.append(f"{flag}={item}")
+        machine = pool.get("machineSpec") or {}
+        if ("acceleratorType" in machine) != ("acceleratorCount" in machine):  # gcloud: count 1 / no count
+            return [], (index, "accelerator without a count")
+        for spec in ("containerSpec", "pythonPackageSpec"):
+            if spec not in pool:
+                continue
+            for (key, field), flag in _JOB_WIDE.items():
+                if key != spec:
+                    continue
+                value = pool[spec].get(field)
+                seen = tuple(value) if isinstance(value, list) else value
+                if flag in wide and wide[flag] != seen:
+                    return [], (index, f"`{spec}.{field}`, which differs from another pool's "
+                                       f"({flag} sets every pool's)")
+                wide[flag] = seen
+        flags.append("--worker-pool-spec=" + _arg_list(items, "="))
+    for flag, values in wide.items():
+        if values:
+            if any(v == "" or not _flag_safe(str(v)) for v in values):
+                return [], (0, f"{flag} values (an empty item or a line break)")
+            flags.append(f"{flag}=" + _arg_list([str(v) for v in values], ""))
+    return flags, None
+
+
+def _flag_safe(text: str) -> bool:
+    """Whether gcloud's flag parsing gives ``text`` back as it is."""
+    return "\n" not in text and "\r" not in text
+
+
+def _arg_list(items: list[str], reserved: str) -> str:
+    """``items`` as one gcloud list or dict flag value: comma-separated, or with the
+    ``^DELIM^`` prefix where an item holds a comma (``gcloud topic escaping``)."""
+    if not any("," in item or item.startswith("^") for item in items):
+        return ",".join(items)
+    delimiter = next(d for d in ";|#~:@%!&+" if d != reserved and not any(d in item for item in items))
+    return f"^{delimiter}^" + delimiter.join(items)
+
+
 def gcloud_command(custom_job: dict[str, Any], project: str | None, region: str | None, stem: str) -> str:
-    """Shell lines that write the gcloud config and run ``gcloud ai custom-jobs create``."""
+    """Shell lines that write the gcloud config and run ``gcloud ai custom-jobs create``.
+
+    A job with an empty worker pool slot gets its pools as ``--worker-pool-spec`` flags
+    (an empty flag leaves a slot empty; ``--config`` refuses a pool without software,
+    command_lib/ai/custom_jobs/validation.py) and the rest of its spec in the config, which
+    the flags override; ``convert`` refuses first the pools the flags cannot say."""
     config = f"{stem}.gcloud.yaml"
     argv = ["gcloud", "ai", "custom-jobs", "create", f"--display-name={custom_job['displayName']}"]
     if region:
@@ -90,10 +220,39 @@ def gcloud_command(custom_job: dict[str, Any], project: str | None, region: str 
     labels = custom_job.get("labels") or {}
     if labels:
         argv.append("--labels=" + ",".join(f"{k}={v}" for k, v in labels.items()))
+    spec = custom_job["jobSpec"]
+    pools = spec.get("workerPoolSpecs") or []
+    if EMPTY_SLOT in pools:
+        flags, refusal = _pool_flags(pools)
+        if refusal is not None:
+            raise ValueError(f"pool {refusal[0]}'s {refusal[1]} cannot be said in gcloud's flags")
+        argv += flags
+        spec = {k: v for k, v in spec.items() if k != "workerPoolSpecs"}
     argv.append(f"--config={config}")
+    return _config_and_command(config, spec, argv)
+
+
+def gcloud_tuning_command(tuning_job: dict[str, Any], project: str | None, region: str | None, stem: str) -> str:
+    """Shell lines that write the HyperparameterTuningJob config and run ``gcloud ai hp-tuning-jobs create``.
+
+    The config is the whole compiled tuning job (its labels included: the flag would only
+    repeat them); ``--display-name`` is required by gcloud, so it repeats the config's.
+    gcloud fills ``maxTrialCount``/``parallelTrialCount`` with 1 only when the config has
+    none, and validation requires both (``gcloud ai hp-tuning-jobs create --help``)."""
+    config = f"{stem}.gcloud.yaml"
+    argv = ["gcloud", "ai", "hp-tuning-jobs", "create", f"--display-name={tuning_job['displayName']}"]
+    if region:
+        argv.append(f"--region={region}")
+    if project:
+        argv.append(f"--project={project}")
+    argv.append(f"--config={config}")
+    return _config_and_command(config, tuning_job, argv)
+
+
+def _config_and_command(config: str, body: dict[str, Any], argv: list[str]) -> str:
+    """A here-document that writes ``body`` as YAML to ``config``, then ``argv`` shell-quoted."""
     marker = "VXTRAIN_CONFIG_EOF"
-    body = _yaml(custom_job["jobSpec"])
-    return (f"cat > {shlex.quote(config)} <<'{marker}'\n{body}{marker}\n"
+    return (f"cat > {shlex.quote(config)} <<'{marker}'\n{_yaml(body)}{marker}\n"
             + " ".join(shlex.quote(a) for a in argv) + "\n")
 
 

@@ -12,6 +12,9 @@ from vxtrain.model import merge_defaults
 #: Pools that take ``defaults`` (the Reduction Server pool never does: a known bug class in peer tools).
 TRAINING_POOLS: tuple[str, ...] = ("chief", "workers", "parameter_servers", "evaluators")
 
+#: Every pool key: one written as ``{}`` is still a pool (one replica, all from ``defaults``).
+POOLS: tuple[str, ...] = (*TRAINING_POOLS, "reduction_server")
+
 #: Pool fields ``native_document`` moves into ``defaults`` when every training pool agrees.
 FACTORED_FIELDS: tuple[str, ...] = ("image", "python_package", "command", "args", "env", "disk")
 
@@ -30,11 +33,16 @@ def native_document(native: NativeSpec) -> dict[str, Any]:
     A ``fallback:`` list is kept as written, its ``null``s included (each deletes a key
     for its rung), and then the pools and ``defaults`` are left as written too: an entry
     is merged over the spec as it stands, so moving a field between a pool and
-    ``defaults`` would change what an entry that sets it does."""
+    ``defaults`` would change what an entry that sets it does.
+
+    Either way a pool written as ``{}`` stays, and a literal ``${`` is written ``$${``:
+    the document validates and compiles to the same job as its input (tests/test_convert.py)."""
     data = copy.deepcopy(native.data)
     ladder = data.pop(FALLBACK_KEY, None)
     if ladder is not None:
-        return {**_drop_empty(_ordered(data)), FALLBACK_KEY: ladder}
+        written: dict[str, Any] = _escape_references({**_drop_empty_but_pools(_ordered(data)),
+                                                      FALLBACK_KEY: ladder})
+        return written
     defaults = data.pop("defaults", None)
     defaults = dict(defaults) if isinstance(defaults, Mapping) else {}
     for role in TRAINING_POOLS:
@@ -48,8 +56,33 @@ def native_document(native: NativeSpec) -> dict[str, Any]:
     chief = data.get("chief")
     if isinstance(chief, dict) and chief.get("replicas") == 1:
         del chief["replicas"]  # the default; Vertex requires exactly 1 primary replica
-    cleaned: dict[str, Any] = _drop_empty(_ordered(data))  # a mapping stays a mapping
+    cleaned: dict[str, Any] = _escape_references(_drop_empty_but_pools(_ordered(data)))
     return cleaned
+
+
+def _drop_empty_but_pools(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without empty values, except a pool written as ``{}`` (``chief: {}``): that is
+    a pool of its own, one replica taking everything from ``defaults``, and without the key
+    there is no pool at all."""
+    cleaned: dict[str, Any] = _drop_empty(data)  # a mapping stays a mapping
+    kept = [k for k, v in data.items() if k in POOLS and isinstance(v, Mapping) and k not in cleaned]
+    return _ordered({**cleaned, **{k: {} for k in kept}}) if kept else cleaned
+
+
+def _escape_references(value: Any) -> Any:
+    """Every string value with ``${`` written ``$${``, the loader's literal ``${``.
+
+    The loader substitutes ``${NAME}`` in string values (never keys) as it reads, so a
+    ``${`` in the loaded data is literal text (a ``$${`` in the file, or a variable's value):
+    written as is, the next load would fill in a local variable instead. ``$${`` then
+    reads back as exactly the text it was (tests/test_convert.py)."""
+    if isinstance(value, Mapping):
+        return {k: _escape_references(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escape_references(v) for v in value]
+    if isinstance(value, str):
+        return value.replace("${", "$${")
+    return value
 
 
 def _ordered(data: dict[str, Any]) -> dict[str, Any]:
