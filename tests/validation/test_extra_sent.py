@@ -57,11 +57,13 @@ def test_accelerator_count_4_on_a3_highgpu_8g(tmp_path: Path) -> None:
 
 
 def test_machine_type_a3_highgpu_4g_with_8_h100(tmp_path: Path) -> None:
-    result, _ = run(tmp_path, job(pools({"machineSpec": {"machineType": "a3-highgpu-4g"}}), chief=H100))
+    result, lines = run(tmp_path, job(pools({"machineSpec": {"machineType": "a3-highgpu-4g"}}), chief=H100))
     d = only_error(result)
     # The count the spec wrote no longer fits the machine extra sends: the native rule's
-    # finding, where the native key puts it (the count), naming extra's machine.
-    assert d.code == "accelerator-count" and 'machine type "a3-highgpu-4g" are: [4]' in d.message
+    # finding, at the line that changed the machine.
+    assert (d.code, d.path) == ("accelerator-count", f"{POOLS}[0].machineSpec.machineType")
+    assert 'machine type "a3-highgpu-4g" are: [4]' in d.message
+    at_line(d, lines, "machineType: a3-highgpu-4g")
 
 
 def test_a_second_pool_after_a_tpu_slice(tmp_path: Path) -> None:

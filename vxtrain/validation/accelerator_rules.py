@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 
 from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, plural
@@ -73,7 +74,14 @@ def _accelerator(pool: Pool, acc: Accelerator, native: NativeSpec) -> Iterator[D
         return
     if count is None or count < 1 or pool.machine_type is None:
         return
-    yield from _fit(pool.machine_type, acc_type, count, native, base)
+    found = _fit(pool.machine_type, acc_type, count, native, base)
+    machine_at = (pool.role, "machine_type")
+    if machine_at in native.sent and not any((pool.role, "accelerator", part) in native.sent
+                                             for part in ("type", "count")):
+        # `extra:` moved the pool to this machine and the accelerators are the spec's own:
+        # the misfit is at the line that changed the machine.
+        found = (replace(d, **native.where(machine_at)) for d in found)
+    yield from found
 
 
 def _not_offered_accelerator(machine_type: str | None, acc_type: str, native: NativeSpec,
