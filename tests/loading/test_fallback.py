@@ -80,6 +80,11 @@ def test_a_rung_error_points_at_the_entry_own_line() -> None:
     assert not error.message.startswith("in fallback rung")  # its path already says where
 
 
+def test_a_required_key_an_entry_deletes_is_located_at_the_null_not_at_1_1() -> None:
+    result = check(BASE + "fallback:\n  - region: us-east1\n  - display_name: null\n")
+    assert lines(result) == [("missing-key", "fallback[1].display_name", 13, 5)]
+
+
 def test_a_mistake_of_the_spec_is_reported_once_not_once_per_rung() -> None:
     bad = BASE.replace("replicas: 2", "replicas: 0")
     result = check(bad + "fallback:\n  - region: us-east1\n  - region: europe-west4\n")

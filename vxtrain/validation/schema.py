@@ -136,13 +136,17 @@ _LIMITS: dict[str, Callable[[Any, Any], str]] = {
 
 def _missing_key(err: Any, path: KeyPath, native: NativeSpec) -> Diagnostic:
     missing = err.message.split("'")[1] if "'" in err.message else err.message
+    # A key a line deleted (a fallback entry's ``key: null``) is located at that line, not
+    # at the mapping it is missing from (1:1 for a top-level key).
+    deleted = path + (missing,)
+    at = deleted if deleted in native.origin else path
     if native.format == "native":
         hint = _REQUIRED_HINTS.get(missing, "add it (`vxtrain schema` lists every key)")
     else:
         # The key is absent, so the origin map cannot say how the user would spell it: the format can.
         missing = wording(native.format).key_name(missing)
         hint = "add it"
-    return error("missing-key", f"missing required key '{missing}': {hint}", **native.where(path))
+    return error("missing-key", f"missing required key '{missing}': {hint}", **native.where(at))
 
 
 def _unknown_keys(err: Any, path: KeyPath, native: NativeSpec) -> list[Diagnostic]:
