@@ -77,6 +77,15 @@ def test_a_second_pool_after_a_tpu_slice(tmp_path: Path) -> None:
     at_line(d, lines, "machineSpec:")
 
 
+def test_a_pool_only_extra_writes_takes_nothing_from_defaults(tmp_path: Path) -> None:
+    data = {"defaults": {"machine_type": "n1-standard-8", "image": IMAGE},
+            **job(pools({}, {"replicaCount": 2, "containerSpec": {"imageUri": IMAGE}}), chief={})}
+    result, lines = run(tmp_path, data)
+    d = only_error(result)
+    assert (d.code, d.path) == ("missing-machine-type", f"{POOLS}[1]")
+    at_line(d, lines, "- replicaCount: 2")
+
+
 def test_pool_0_replica_count_2(tmp_path: Path) -> None:
     result, lines = run(tmp_path, job(pools({"replicaCount": 2}), chief=N1))
     d = only_error(result)

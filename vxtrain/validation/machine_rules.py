@@ -7,7 +7,7 @@ from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool
-from vxtrain.validation._common import TRAINING_MACHINES_DOC, key_path, or_list
+from vxtrain.validation._common import TRAINING_MACHINES_DOC, key_path, or_list, raw_pool
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -20,7 +20,10 @@ def _machine(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
     path = key_path(native, pool.role, "machine_type")
     mt = pool.machine_type
     if mt is None:
-        if path == (pool.role,):  # absent; a wrong-typed value is the schema's to report
+        # Absent (a wrong-typed value is the schema's to report): not written, or not in a
+        # pool only `extra:` writes (formats.gcloud.as_sent: nothing of defaults reaches it).
+        extra_only = (pool.role,) in native.sent and raw_pool(native, pool.role).get("machine_type") is None
+        if path == (pool.role,) or extra_only:
             yield error("missing-machine-type", f"{pool.role} has no machine_type: Vertex AI needs "
                         "machineSpec.machineType, e.g. n1-standard-8", **native.where(path))
         return
