@@ -14,6 +14,7 @@ import pytest
 
 import vxtrain
 from tests.processes import stop
+from vxtrain.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDY = """\
@@ -88,3 +89,9 @@ def test_stockout_and_pending_flags_as_a_user_starts_them() -> None:
     assert failed["error"] == {"code": 8, "message": "Resources are insufficient in region: us-east1. "
                                                      "Please try a different region."}
     assert later["state"] == "JOB_STATE_PENDING"
+
+
+@pytest.mark.parametrize("argv", [["--port", "70000"], ["--port", "-1"], ["--simulate", "-5"],
+                                  ["--stockout-after", "-1"], ["--simulate", "1e300"]])
+def test_out_of_range_numbers_are_usage_errors_before_anything_listens(argv: list[str]) -> None:
+    assert main(["emulator", *argv]) == 2

@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from vxtrain.commands import _common as c
+from vxtrain.model import DURATION_MAX_SECONDS
 from vxtrain.runtime.gpus import GpuOptions
 from vxtrain.runtime.signals import interrupt_on_signals
 
@@ -44,11 +45,12 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     from vxtrain.backends.emulator import parse_fault, start_emulator
     from vxtrain.backends.emulator.quotas import parse_quota, unmatched
     from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
-    from vxtrain.backends.emulator.stockouts import region_warnings
+    from vxtrain.backends.emulator.stockouts import quota_region_warnings, region_warnings
 
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
     limits = [parse_quota(q) for q in quota]  # and bad --quota values
-    warnings = [*filter(None, map(unmatched, limits)), *region_warnings(stockout, pending)]
+    warnings = [*filter(None, map(unmatched, limits)), *quota_region_warnings(limits),
+                *region_warnings(stockout, pending)]
     for why in warnings:
         print(f"vxtrain emulator: warning: {why}", file=sys.stderr, flush=True)
     if not allow_remote:
@@ -78,13 +80,14 @@ def register(app: typer.Typer) -> None:
     def _emulator(
         host: Annotated[str, typer.Option("--host", help="Address to bind: loopback only, unless --allow-remote.")]
         = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", help="Port to bind exclusively (0: any free port).")]
+        port: Annotated[int, typer.Option("--port", min=0, max=65535,
+                                          help="Port to bind exclusively (0: any free port).")]
         = DEFAULT_PORT,
         fault: Annotated[Optional[list[str]], typer.Option(
             "--fault", help="METHOD:KIND:COUNT, repeatable; e.g. create:unavailable-before-commit:1. "
                             "Also VXTRAIN_EMULATOR_FAULTS (comma-separated).")] = None,
         simulate: Annotated[Optional[float], typer.Option(
-            "--simulate", metavar="SECONDS",
+            "--simulate", metavar="SECONDS", min=0, max=DURATION_MAX_SECONDS,
             help="Run nothing: walk each job through its states over SECONDS and succeed.")] = None,
         workdir: Annotated[Optional[Path], typer.Option(
             "--workdir", help="Directory jobs' relative commands run in (default: here).")] = None,
@@ -105,7 +108,7 @@ def register(app: typer.Typer) -> None:
             help="Jobs created in REGION stay PENDING, then end FAILED for capacity (code 8, "
                  "'Resources are insufficient in region'); repeatable.")] = None,
         stockout_after: Annotated[float, typer.Option(
-            "--stockout-after", metavar="SECONDS", min=0,
+            "--stockout-after", metavar="SECONDS", min=0, max=DURATION_MAX_SECONDS,
             help="How long a --stockout job stays PENDING before it fails.")] = 1.0,
         pending: Annotated[Optional[list[str]], typer.Option(
             "--pending", metavar="REGION", help="Jobs created in REGION stay PENDING until cancelled; repeatable.")]

@@ -8,7 +8,9 @@ import pytest
 
 from tests.backends.emulator.conftest import TERMINAL, State, custom_job
 from tests.polling import wait_for
-from vxtrain.backends.emulator.stockouts import Shortage, Stockouts, region_warnings, stockout_message
+from vxtrain.backends.emulator.quotas import parse_quota
+from vxtrain.backends.emulator.stockouts import (Shortage, Stockouts, quota_region_warnings, region_warnings,
+                                                 stockout_message)
 from vxtrain.errors import UsageError
 
 EAST, WEST = "projects/p/locations/us-east1", "projects/p/locations/us-west1"
@@ -68,3 +70,14 @@ def test_a_region_no_job_can_be_created_in_is_flagged() -> None:
     assert why.startswith("--stockout 'us-centrall': not a Vertex AI location")
     with pytest.raises(UsageError, match="--stockout and --pending both name us-east1"):
         list(region_warnings(["us-east1"], ["us-east1"]))
+
+
+def test_a_quota_region_typo_warns_like_stockout_with_did_you_mean() -> None:
+    limits = [parse_quota("custom_model_training_nvidia_a100_gpus:us-centrl1=8"),
+              parse_quota("custom_model_training_nvidia_a100_gpus:us-central1=8"),
+              parse_quota("custom_model_training_nvidia_a100_gpus=8")]
+    [why] = quota_region_warnings(limits)
+    assert why.startswith("--quota custom_model_training_nvidia_a100_gpus:us-centrl1: 'us-centrl1' is not a "
+                          "Vertex AI location") and "did you mean us-central1?" in why
+    [why] = region_warnings(["us-centrl1"], [])
+    assert "did you mean us-central1?), so no job" in why

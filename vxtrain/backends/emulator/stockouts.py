@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator
 from enum import Enum
+from typing import Protocol
 
 from vxtrain import catalog
 from vxtrain.errors import UsageError
@@ -67,7 +68,32 @@ def region_warnings(stockout: Iterable[str], pending: Iterable[str]) -> Iterator
         for region in regions:
             if catalog.region(region) is None:
                 yield (f"{flag} {region!r}: not a Vertex AI location (the locations page lists none by that "
-                       "name), so no job is likely to be created there")
+                       f"name{_did_you_mean(region)}), so no job is likely to be created there")
+
+
+class _Limit(Protocol):
+    """What a quota limit (quotas.QuotaLimit, a module above this one) says of its place."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def region(self) -> str | None: ...
+
+
+def quota_region_warnings(limits: Iterable[_Limit]) -> Iterator[str]:
+    """A ``--quota METRIC:REGION=N`` whose region is not a Vertex AI location (a typo: the
+    limit would never apply), worded as ``--stockout``'s and ``--pending``'s are."""
+    for limit in limits:
+        region = limit.region
+        if region is not None and catalog.region(region) is None:
+            yield (f"--quota {limit.metric}:{region}: {region!r} is not a Vertex AI location (the locations page "
+                   f"lists none by that name{_did_you_mean(region)}), so this limit never applies to a job")
+
+
+def _did_you_mean(region: str) -> str:
+    near = catalog.near_region(region)
+    return f"; did you mean {' or '.join(near)}?" if near else ""
 
 
 def stockout_message(name: str) -> str:
