@@ -271,13 +271,45 @@ chief: {machine_type: n1-standard-8, accelerator: {type: NVIDIA_TESLA_T4, count:
 evaluators: {machine_type: n1-standard-4, replicas: 2}
 """
 
+#: Empty slots in a job of Python packages: --python-package-uris (a comma in a URI) and
+#: the executor image and module in each pool's flag.
+PACKAGE_GAPS = """\
+display_name: package-gaps
+region: us-central1
+defaults:
+  python_package:
+    executor_image: us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.2-1:latest
+    package_uris: [gs://b/trainer-0.3.0.tar.gz, "gs://b/extra,1.tar.gz"]
+    module: trainer.task
+  args: [--rounds=200]
+chief: {machine_type: n1-standard-8}
+evaluators: {machine_type: n1-standard-4}
+"""
 
-@pytest.mark.parametrize("text", [QUOTES, GAPS], ids=["quotes", "gaps"])
+#: A study with empty slots: gcloud ai hp-tuning-jobs create takes the config as it is.
+STUDY_GAPS = """\
+display_name: study-gaps
+region: us-central1
+defaults: {image: us-docker.pkg.dev/p/r/train:1, machine_type: n1-standard-4}
+chief: {}
+evaluators: {}
+study:
+  metric: {id: accuracy, goal: maximize}
+  parameters:
+    lr: {type: double, min: 0.0001, max: 0.1, scale: log}
+  max_trials: 4
+  parallel_trials: 2
+"""
+
+
+@pytest.mark.parametrize("text", [QUOTES, GAPS, PACKAGE_GAPS, STUDY_GAPS],
+                         ids=["quotes", "gaps", "package-gaps", "study-gaps"])
 def test_gcloud_sends_what_no_example_has_as_compiled(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       recorder: _Recorder) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(text)
     _check_gcloud_sends_the_compiled_job(spec, tmp_path, capsys, recorder)
-    if text is GAPS:
+    if text is not QUOTES:
         sent = json.loads(recorder.requests[0].body)
-        assert sent["jobSpec"]["workerPoolSpecs"][1:3] == [{}, {}]  # what this case is for
+        spec_key = "trialJobSpec" if text is STUDY_GAPS else "jobSpec"
+        assert sent[spec_key]["workerPoolSpecs"][1:3] == [{}, {}]  # what this case is for
