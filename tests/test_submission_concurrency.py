@@ -10,24 +10,32 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from vxtrain import api as vx
 from vxtrain import errors
 from vxtrain import submission as api
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
+from vxtrain.backends.emulator.stockouts import Shortage
 from vxtrain.submission.lease import lease_path
+from vxtrain.vocab.kinds import CUSTOM
 from tests.packaging.conftest import bucket, gcs, gcs_server_url  # noqa: F401 - fixtures (fake-gcs-server)
 from tests.processes import stop
+from tests.test_submission_ladder import REGIONS, listed, outcomes, region_of
+from tests.test_submission_ladder import spec as ladder_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT, REGION = "p", "us-central1"
@@ -196,3 +204,88 @@ def test_a_missing_bucket_leaves_the_label_protocol(local: EmulatorHandle, gcs: 
                       backoff=SHORT_LEASE, staging_bucket="gs://no-such-bucket-vxtrain", say=said.append)
     assert [j.name for j in local.jobs()] == [view["name"]]
     assert any("label protocol alone" in line for line in said), said
+
+
+# --- the ladder's own cases ---------------------------------------------------------------------
+
+@pytest.fixture
+def ladder_emulator() -> Iterator[EmulatorHandle]:
+    """Jobs run 0.4 s (simulated); a ``pending`` region keeps them PENDING until cancelled."""
+    handle = start_emulator(simulate_seconds=0.4, environ={}, out=io.StringIO())
+    try:
+        yield handle
+    finally:
+        handle.stop(grace=None)
+
+
+def test_a_followed_rung_cancelled_before_it_ran_is_left_for_capacity(ladder_emulator: EmulatorHandle,
+                                                                     tmp_path: Path) -> None:
+    """Another hand (a submit with the same key that waited too long) cancels the rung-0 job
+    this ladder follows, before it ran: the same judgement as on resume, capacity; the ladder
+    moves on instead of ending exit 3 on a job it never saw run."""
+    ladder_emulator.stockouts.set(REGIONS[0], Shortage.pending)
+    cancelled: list[str] = []
+
+    def progress(view: dict[str, Any], elapsed: float) -> None:
+        if not cancelled and region_of(view) == REGIONS[0] and view["state"] == "JOB_STATE_PENDING":
+            cancelled.append(view["name"])
+            ladder_emulator.emulator.cancel(CUSTOM, view["name"])
+
+    view = vx.submit(ladder_spec(tmp_path), endpoint=ladder_emulator.address, wait=True, progress=progress)
+    assert cancelled and outcomes(view) == [(0, "pending-timeout"), (1, "succeeded")]
+    assert view["attempts"][0]["name"] == cancelled[0]
+
+
+def test_three_ladders_with_one_key_end_on_one_job(ladder_emulator: EmulatorHandle, tmp_path: Path) -> None:
+    """Rungs 0 and 1 never get machines; three submits with one key climb together, each
+    cancelling (or seeing cancelled) the rung it waited on too long: all three end on the
+    one rung-2 job, and no other job is left alive."""
+    for region in REGIONS[:2]:
+        ladder_emulator.stockouts.set(region, Shortage.pending)
+    path = ladder_spec(tmp_path)
+    barrier = threading.Barrier(3)
+
+    def climb(_: int) -> dict[str, Any]:
+        barrier.wait()
+        return vx.submit(path, endpoint=ladder_emulator.address, idempotency_key="ladder-3",
+                         until_running=True, max_pending=0.5)
+
+    with ThreadPoolExecutor(3) as pool:
+        views = list(pool.map(climb, range(3)))
+    names = {v["name"] for v in views}
+    assert len(names) == 1 and region_of(views[0]) == REGIONS[2], views
+    assert all(v["attempts"][-1]["rung"] == 2 for v in views)
+    alive = [j["name"] for j in listed(ladder_emulator) if j["state"] not in CANCELLED]
+    assert alive == list(names)
+
+
+def test_ctrl_c_mid_ladder_without_a_key_says_the_key_and_cancels_the_pending_job(tmp_path: Path) -> None:
+    """Ctrl-C while rung 0 waits for machines: the generated key is printed, the pending job
+    cancelled; resuming with that key goes on from rung 1 and creates nothing twice."""
+    path = ladder_spec(tmp_path)
+    with emulator("--simulate", "1", "--pending", REGIONS[0]) as address:
+        argv = [sys.executable, "-m", "vxtrain", "submit", str(path), "--endpoint", address, "--until-running",
+                "-o", "json"]
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True, env=_env())
+        try:
+            deadline = time.monotonic() + 30
+            while not api.list_jobs(project="p", region=REGIONS[0], endpoint=address):
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+            time.sleep(0.3)  # following it now
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            stop(proc, signal.SIGKILL, timeout=5)
+        assert proc.returncode == 130, err
+        found = re.search(r"resume this ladder with --idempotency-key (\S+)", err)
+        assert found is not None, err
+        first = api.list_jobs(project="p", region=REGIONS[0], endpoint=address)
+        assert [j["state"] for j in first] in (["JOB_STATE_CANCELLED"], ["JOB_STATE_CANCELLING"]), first
+        resumed = subprocess.run([*argv, "--idempotency-key", found.group(1)], cwd=ROOT, capture_output=True,
+                                 text=True, timeout=60, env=_env())
+        assert resumed.returncode == 0, resumed.stderr
+        doc = json.loads(resumed.stdout)
+        assert outcomes(doc) == [(0, "pending-timeout"), (1, "started")]
+        assert len(api.list_jobs(project="p", region=REGIONS[0], endpoint=address)) == 1  # none made twice

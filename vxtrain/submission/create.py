@@ -168,7 +168,7 @@ def elect(backend: JobBackend, kind: JobKind, parent: str, label: str, found: Jo
     said = False
     while True:
         try:
-            jobs = retrying(lambda: _labelled(backend, kind, parent, label, extra), backoff,
+            jobs = retrying(lambda: labelled_jobs(backend, kind, parent, label, extra), backoff,
                             f"list jobs labelled {LABEL_KEY}={label}", say)
         except errors.ApiError as exc:
             say(f"could not list the jobs labelled {LABEL_KEY}={label} to cancel duplicates: {exc}; "
@@ -199,7 +199,7 @@ def elect(backend: JobBackend, kind: JobKind, parent: str, label: str, found: Jo
     return Created(final, adopted=adopted or not mine, duplicates_cancelled=tuple(cancelled))
 
 
-def _labelled(backend: JobBackend, kind: JobKind, parent: str, label: str,
+def labelled_jobs(backend: JobBackend, kind: JobKind, parent: str, label: str,
               extra: Mapping[str, str] | None) -> list[JobDict]:
     """Every job under ``parent`` whose labels carry the key ``label`` (and ``extra``)."""
     wanted = {LABEL_KEY: label, **(extra or {})}

@@ -23,6 +23,7 @@ the stockout text is the one users report ("Resources are insufficient in region
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -33,7 +34,7 @@ from vxtrain.backends.base import JobBackend, JobDict, LocalRun
 from vxtrain.joblogs import LogSink
 from vxtrain.packaging.upload import UploadProgress
 from vxtrain.model import RUNG_LABEL
-from vxtrain.submission.create import find_any_kind
+from vxtrain.submission.create import find_any_kind, labelled_jobs
 from vxtrain.submission.events import log_say
 from vxtrain.submission.jobs import cancel, create_prepared, get, prepare, using, wait_job
 from vxtrain.submission.lease import bucket_name
@@ -186,6 +187,10 @@ def _climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
             view, last = _try(rung, ladder, labelled=len(rungs) > 1)
         except errors.ApiError as stopped:  # not capacity: the ladder ends, saying what the rungs before did
             raise stopped.with_attempts(_attempts(ladder)) from stopped
+        except KeyboardInterrupt:
+            if len(rungs) > 1 and not ladder.explicit:
+                _interrupted(rung, ladder)
+            raise
         if view is not None:
             return view
     return _out_of_capacity(rungs, ladder, last)
@@ -247,7 +252,12 @@ def _judge(rung: Rung, ladder: Ladder, final: dict[str, Any]) -> tuple[
         dict[str, Any] | None, Exception | None]:
     """The outcome of a followed job: stop here, or (capacity) move on."""
     state = final["state"]
-    capacity = capacity_outcome(final)
+    capacity = left_for_capacity(final)
+    if capacity is Outcome.pending_timeout:  # cancelled before it ran: another submit of the key left it
+        ladder.record(rung, final, capacity)
+        ladder.moved(rung, f"{final['name']} was cancelled before it ran (left for capacity: a submit "
+                           "with the same key waited too long for its machines)")
+        return None, errors.JobFailedError(f"{final['name']} was cancelled before it ran", final)
     if capacity is not None:
         ladder.record(rung, final, capacity)
         why = (final.get("error") or {}).get("message", "")
@@ -294,6 +304,16 @@ def capacity_outcome(view: dict[str, Any]) -> Outcome | None:
     return None
 
 
+def left_for_capacity(view: dict[str, Any]) -> Outcome | None:
+    """The one judgement of a rung's job the ladder leaves, followed or found on resume:
+    ``quota`` or ``stockout`` when it ended FAILED for capacity; ``pending-timeout`` when it
+    was CANCELLED before it ever ran (a ladder with its key waited too long for machines;
+    a job cancelled while running is not capacity); else None."""
+    if view.get("state") == "JOB_STATE_CANCELLED" and not view.get("start_time"):
+        return Outcome.pending_timeout
+    return capacity_outcome(view)
+
+
 def _follow(api: JobBackend, view: dict[str, Any], ladder: Ladder) -> dict[str, Any]:
     """Poll the job until it ends, or RUNNING (under until-running), or it has waited
     QUEUED/PENDING ``max_pending`` seconds (counted from when this submit followed it)."""
@@ -323,6 +343,32 @@ def _cancel_pending(api: JobBackend, view: dict[str, Any], ladder: Ladder) -> di
     final = wait_job(view["name"], backend=api, backoff=ladder.backoff, poll=ladder.poll,
                      check=False, say=ladder.say)
     return {**final, "adopted": view.get("adopted", False)}
+
+
+def _interrupted(rung: Rung, ladder: Ladder) -> None:
+    """Ctrl-C on a ladder whose key vxtrain made up: say the key, so the run can be resumed
+    (`--idempotency-key KEY` goes on where it stopped, creating nothing twice), and cancel
+    the job of this rung that is still waiting for machines, so no rung is left pending
+    behind the user's back (a resume counts it as left for capacity). A job already
+    running is left running, as a plain submit's Ctrl-C leaves it."""
+    ladder.say(f"interrupted on rung {rung.number} ({rung.region}): resume this ladder with "
+               f"--idempotency-key {shlex.quote(ladder.key)}")
+    label = label_value(ladder.key)
+    with using(ladder.backend, rung.region, ladder.endpoint) as api:
+        retry = default_backoff(api, ladder.backoff, LOCAL_RETRY, VERTEX_RETRY)
+        kind, parent = kind_of_job(rung.job), parent_of(rung.project, rung.region)
+        try:
+            jobs = retrying(lambda: labelled_jobs(api, kind, parent, label, {RUNG_LABEL: str(rung.number)}),
+                            retry, f"list the jobs of rung {rung.number}", ladder.say)
+            for job in jobs:
+                if job.get("state") not in WAITING_STATES:
+                    continue
+                cancel(str(job["name"]), backend=api, backoff=retry, say=ladder.say)
+                ladder.say(f"cancelled {job['name']}, still {job.get('state')}: the interrupted ladder "
+                           "leaves no job waiting for machines")
+        except errors.ApiError as exc:
+            ladder.say(f"could not cancel what rung {rung.number} left waiting ({exc}): "
+                       f"`vxtrain list --label {RUNG_LABEL}={rung.number}` shows it")
 
 
 def _out_of_capacity(rungs: Sequence[Rung], ladder: Ladder, last: Exception | None) -> dict[str, Any]:
@@ -360,8 +406,9 @@ def _resume(rungs: Sequence[Rung], ladder: Ladder) -> int | dict[str, Any]:
     rung, job = found[-1]
     with using(ladder.backend, rung.region, ladder.endpoint) as api:
         view = job_view(job, emulated=api.emulated, adopted=True)
-        if _moved_on(job, view):
-            ladder.record(rung, view, capacity_outcome(view) or Outcome.pending_timeout)
+        left = left_for_capacity(view)
+        if left is not None:
+            ladder.record(rung, view, left)
             ladder.say(f"{view['name']} (rung {rung.number}, same key) ran out of capacity: "
                        f"going on from rung {rung.number + 1}")
             return rungs.index(rung) + 1
@@ -384,15 +431,7 @@ def _record_below(rungs: Sequence[Rung], found: Sequence[tuple[Rung, JobDict]], 
             ladder.record(rung, None, Outcome.quota)
             continue
         view = job_view(job, emulated=False)
-        ladder.record(rung, view, capacity_outcome(view) or Outcome.pending_timeout)
-
-
-def _moved_on(job: JobDict, view: dict[str, Any]) -> bool:
-    """A job the ladder left behind for capacity: FAILED for capacity, or CANCELLED before it
-    ever ran (a pending too long; a job cancelled while running is not capacity)."""
-    if capacity_outcome(view) is not None:
-        return True
-    return view["state"] == "JOB_STATE_CANCELLED" and not job.get("startTime")
+        ladder.record(rung, view, left_for_capacity(view) or Outcome.pending_timeout)
 
 
 def _jobs_of(rungs: Sequence[Rung], ladder: Ladder) -> Iterator[tuple[Rung, JobDict]]:

@@ -24,7 +24,7 @@ def job_view(job: JobDict, *, emulated: bool = False, adopted: bool = False) -> 
         "adopted": adopted,
         "emulated": emulated,
     }
-    for source, target in (("endTime", "end_time"), ("error", "error")):
+    for source, target in (("startTime", "start_time"), ("endTime", "end_time"), ("error", "error")):
         if job.get(source):
             view[target] = job[source]
     key = (job.get("labels") or {}).get(LABEL_KEY)
