@@ -232,12 +232,15 @@ _MACHINES = sorted(catalog.training_machine_types())
 _ACCELERATORS = sorted(catalog.accelerator_types())
 
 
-def _errors(data: dict[str, Any]) -> list[tuple[str, str]]:
+def _check(data: dict[str, Any]) -> api.Result:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "job.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False))
-        result = api.check_file(path, api.Options(environ={}))
-    return sorted((d.code, d.message) for d in result.diagnostics if d.severity == "error")
+        return api.check_file(path, api.Options(environ={}))
+
+
+def _errors(data: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted((d.code, d.message) for d in _check(data).diagnostics if d.severity == "error")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -256,3 +259,8 @@ def test_a_machine_field_in_extra_is_checked_like_the_native_key(
     via_extra = {**head, "chief": {"machine_type": "n1-standard-8", "image": IMAGE},
                  "extra": pools({"machineSpec": machine_spec, "replicaCount": replicas})}
     assert _errors(via_extra) == _errors(native)
+    sent = _check(via_extra)
+    if sent.custom_job is not None:  # valid: sent exactly as written, extra merged last
+        written = _check({k: v for k, v in via_extra.items() if k != "extra"})
+        assert written.custom_job is not None
+        assert sent.custom_job == compiler.deep_merge(written.custom_job, via_extra["extra"])
