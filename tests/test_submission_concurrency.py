@@ -289,3 +289,47 @@ def test_ctrl_c_mid_ladder_without_a_key_says_the_key_and_cancels_the_pending_jo
         doc = json.loads(resumed.stdout)
         assert outcomes(doc) == [(0, "pending-timeout"), (1, "started")]
         assert len(api.list_jobs(project="p", region=REGIONS[0], endpoint=address)) == 1  # none made twice
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_a_submit_that_adopts_after_a_timeout_cancels_its_own_late_commit(ladder_emulator: EmulatorHandle,
+                                                                         round_: int) -> None:
+    """Two submits with one key; one's create times out and commits 2 s later, after it has
+    adopted the other's job: it lists until its grace has passed and cancels its own late job."""
+    ladder_emulator.add_fault("create:deadline-commit-late:1")
+    key = f"late-pair-{round_}"
+    barrier = threading.Barrier(2)
+
+    def one(_: int) -> dict[str, Any]:
+        barrier.wait()
+        return api.submit(job(), project=PROJECT, region=REGION, endpoint=ladder_emulator.address,
+                          idempotency_key=key, backoff=SHORT_LEASE)
+
+    with ThreadPoolExecutor(2) as pool:
+        views = list(pool.map(one, range(2)))
+    time.sleep(LATE_COMMIT_SECONDS + 0.5)
+    assert views[0]["name"] == views[1]["name"]
+    alive = [j["name"] for j in jobs_of(ladder_emulator.address, key) if j["state"] not in CANCELLED]
+    assert alive == [views[0]["name"]]
+
+
+def test_two_ladders_with_a_late_commit_leave_no_rung_alive_behind(ladder_emulator: EmulatorHandle,
+                                                                   tmp_path: Path) -> None:
+    """Inside a ladder the same: rung 0 never gets machines, one ladder's rung-0 create commits
+    late after it adopted the other's; no rung-0 job is left PENDING while rung 1 runs."""
+    ladder_emulator.stockouts.set(REGIONS[0], Shortage.pending)
+    ladder_emulator.add_fault("create:deadline-commit-late:1")
+    path = ladder_spec(tmp_path)
+    barrier = threading.Barrier(2)
+
+    def climb(_: int) -> dict[str, Any]:
+        barrier.wait()
+        return vx.submit(path, endpoint=ladder_emulator.address, idempotency_key="ladder-late",
+                         until_running=True, max_pending=0.5)
+
+    with ThreadPoolExecutor(2) as pool:
+        views = list(pool.map(climb, range(2)))
+    time.sleep(LATE_COMMIT_SECONDS + 0.5)
+    assert views[0]["name"] == views[1]["name"] and region_of(views[0]) == REGIONS[1]
+    alive = [j["name"] for j in listed(ladder_emulator) if j["state"] not in CANCELLED]
+    assert alive == [views[0]["name"]]
