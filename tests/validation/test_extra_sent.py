@@ -183,6 +183,16 @@ def test_a_strategy_only_the_api_names_is_left_to_extra_checks(tmp_path: Path) -
     assert result.valid, result.diagnostics
 
 
+def test_env_extra_gives_the_pools_code_gets_the_env_rules(tmp_path: Path) -> None:
+    env = {"containerSpec": {"env": [{"name": "FINE", "value": "1"}, {"name": "1BAD", "value": "x"}]}}
+    data = {"defaults": {"env": {"SHARED": "1"}}, **job(pools(env), chief=N1, workers=N1)}
+    result, lines = run(tmp_path, data)
+    d = only_error(result)
+    assert (d.code, d.path) == ("bad-env-name", f"{POOLS}[0].containerSpec.env[1].name")
+    at_line(d, lines, "name: 1BAD")
+    assert result.job is not None and result.job.pools["chief"].env == {"SHARED": "1", "FINE": "1", "1BAD": "x"}
+
+
 # --- the price and the quota read the job as sent -----------------------------------------
 
 def test_spot_in_extra_is_priced_and_counted_as_spot(tmp_path: Path) -> None:

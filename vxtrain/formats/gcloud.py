@@ -439,4 +439,24 @@ def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, Key
         whole = written_at(native.data, own_role, key) or links.get((target, key))
         if whole is not None and whole != (target, key):
             sent[(target, key)] = whole
+    _sent_env(native, sent, raw, written, links, merged, own, pool, target)
     data[target] = pool
+
+
+def _sent_env(native: NativeSpec, sent: dict[KeyPath, KeyPath], raw: Mapping[str, Any], written: Mapping[str, Any],
+              links: Mapping[KeyPath, KeyPath], merged: Mapping[str, Any], own: Mapping[str, Any],
+              pool: dict[str, Any], role: str) -> None:
+    """The env ``extra`` gives the code the pool compiles to (compile merges it by name, as
+    ``defaults``' env merges with the pool's), onto the pool's ``env``. Env given to the other
+    kind of code is extra.py's conflict to report; the Reduction Server takes none."""
+    env = written.get("env")
+    code = "pythonPackageSpec" if merged.get("python_package") is not None and merged.get("image") is None \
+        else "containerSpec"
+    if role == NO_DEFAULTS_ROLE or not isinstance(raw.get(code), Mapping) or not isinstance(env, Mapping) or not env:
+        return
+    own_env = own.get("env")
+    pool["env"] = {**(own_env if isinstance(own_env, Mapping) else {}), **env}
+    sent.update({(role, "env", name): links[(role, "env", name)] for name in env if (role, "env", name) in links})
+    whole = written_at(native.data, role, "env") or links.get((role, "env"))
+    if whole is not None and whole != (role, "env"):
+        sent[(role, "env")] = whole
