@@ -10,7 +10,10 @@ Its rooms:
 * :mod:`~vxtrain.submission.retry`: backoffs and ``retrying`` (google.api_core.retry
   on transient errors only, each retry reported);
 * :mod:`~vxtrain.submission.create`: creating a job exactly once (docs/submitting.md,
-  "Submitting exactly once");
+  "Submitting exactly once"), and the label protocol's judgement (``elect``: the key's
+  oldest job kept, every other live one cancelled);
+* :mod:`~vxtrain.submission.lease`: with a bucket, one create per key however many
+  submits race (a lease object taken with ``ifGenerationMatch=0``);
 * :mod:`~vxtrain.submission.placement`: a job on a persistent resource checked
   against the resource (exists, RUNNING, pools match, replicas fit) before it is created;
 * :mod:`~vxtrain.submission.quota`: the quota preflight, a job's needs against the
