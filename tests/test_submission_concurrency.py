@@ -206,6 +206,21 @@ def test_a_missing_bucket_leaves_the_label_protocol(local: EmulatorHandle, gcs: 
     assert any("label protocol alone" in line for line in said), said
 
 
+
+def test_unreachable_storage_leaves_the_label_protocol_soon(local: EmulatorHandle,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storage that refuses connections: its retries are bounded by the backoff's deadline
+    (not the library's 120 s), then a warning, and the submit goes on without the lease."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")
+    said: list[str] = []
+    quick = api.Backoff(initial=0.02, maximum=0.2, deadline=3.0, commit_grace=4.0)
+    started = time.monotonic()
+    view = api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="unr-1",
+                      backoff=quick, staging_bucket="gs://any-bucket", say=said.append)
+    assert time.monotonic() - started < 20
+    assert [j.name for j in local.jobs()] == [view["name"]]
+    assert any("cannot be used" in line and "label protocol alone" in line for line in said), said
+
 # --- the ladder's own cases ---------------------------------------------------------------------
 
 @pytest.fixture
