@@ -220,7 +220,13 @@ def _trial_args(hpt: dict[str, Any], trial: str, seed: int | None) -> list[str]:
     from vxtrain.runtime import study  # lazy: as in local_run()
 
     config = study.StudyConfig.from_hpt_json(hpt)
-    points = study.suggest(config.study_spec, config.max_trials, seed=seed).points
+    # The first N points are the same whatever the count (grid order, or the seed's draws in turn):
+    # a study of a billion trials draws only as many as --trial needs, and at most MAX_LOCAL_TRIALS.
+    count = min(config.max_trials, int(trial))
+    if count > study.MAX_LOCAL_TRIALS:
+        raise UsageError(f"--trial {trial}: a local run draws the parameters of at most the first "
+                         f"{study.MAX_LOCAL_TRIALS:,} trials")
+    points = study.suggest(config.study_spec, count, seed=seed).points
     if int(trial) > len(points):
         raise UsageError(f"--trial {trial}: the study has {len(points)} trial(s), numbered from 1")
     return trial_args(points[int(trial) - 1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -17,8 +18,9 @@ import pytest
 
 from tests.polling import wait_for
 from tests.processes import stop
+from vxtrain.cli import main
 from vxtrain.runtime import runner as local
-from vxtrain.errors import LocalRunError
+from vxtrain.errors import LocalRunError, VxtrainError
 from vxtrain.model import Job, build
 
 pytestmark = pytest.mark.slow
@@ -561,3 +563,54 @@ local:
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert TPU_NOTE in out and "[workerpool0-0] no tf_config" in out
+
+
+# --- what the host can start (issue 27) ------------------------------------------------------
+
+def _huge(tmp_path: Path, replicas: int, study: str = "") -> Path:
+    spec = tmp_path / "huge.yaml"
+    spec.write_text("display_name: t\nchief: {machine_type: n1-standard-4, image: i}\n"
+                    f"workers: {{machine_type: n1-standard-4, image: i, replicas: {replicas}}}\n"
+                    f"local: {{command: [\"{sys.executable}\", \"-c\", \"pass\"]}}\n{study}")
+    return spec
+
+
+@pytest.mark.parametrize("replicas", [1_000_000_000, 100_000, 300])
+def test_a_local_run_past_what_the_host_starts_is_refused_before_anything_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], replicas: int) -> None:
+    started = time.monotonic()
+    assert main(["local-run", str(_huge(tmp_path, replicas))]) == 1
+    err = capsys.readouterr().err
+    assert f"would start {replicas + 1:,} replica processes on this host, more than 256" in err
+    assert "VXTRAIN_LOCAL_MAX_REPLICAS" in err and "Nothing was started" in err
+    assert time.monotonic() - started < 30  # no port, GPU or CLUSTER_SPEC per replica first
+
+
+def test_the_bound_is_raised_by_its_variable_but_not_past_the_hosts_open_files(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(local.MAX_LOCAL_REPLICAS_ENV, "100000000")
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if files == resource.RLIM_INFINITY:
+        pytest.skip("no open-file limit on this host")
+    local.check_host_can_start((files - local.FILES_FOR_VXTRAIN) // local.FILES_PER_REPLICA, "the job")
+    with pytest.raises(VxtrainError, match=r"open-file limit .*ulimit -n"):
+        local.check_host_can_start(files, "the job")
+    monkeypatch.setenv(local.MAX_LOCAL_REPLICAS_ENV, "lots")
+    with pytest.raises(VxtrainError, match="VXTRAIN_LOCAL_MAX_REPLICAS='lots'"):
+        local.check_host_can_start(1, "the job")
+
+
+def test_env_of_a_huge_job_builds_no_giant_cluster_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["env", str(_huge(tmp_path, 1_000_000_000)), "--replica", "workerpool1:0"]) == 1
+    assert "1,000,000,001 replicas: its CLUSTER_SPEC" in capsys.readouterr().err
+
+
+def test_a_local_study_of_a_billion_trials_is_refused_and_one_trial_of_it_draws_only_its_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    study = ("study:\n  metric: {id: acc, goal: maximize}\n  parameters: {lr: {type: double, min: 0.1, max: 0.5}}\n"
+             "  max_trials: 1000000000\n  parallel_trials: 1\n")
+    spec = _huge(tmp_path, 1, study)
+    assert main(["local-run", str(spec)]) == 1
+    assert "asks for 1,000,000,000 trials; a local study runs at most 10,000" in capsys.readouterr().err
+    assert main(["local-run", str(spec), "--trial", "3"]) == 0
+    assert main(["local-run", str(spec), "--trial", "20000"]) == 2

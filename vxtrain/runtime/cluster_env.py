@@ -16,12 +16,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from vxtrain.cluster import CLOUD_PORT
+from vxtrain.errors import VxtrainError
 from vxtrain.model import Job
 from vxtrain.slots import SLOTS, TF_CLUSTER_TYPES, TF_TASK_TYPES
 
 #: What a preview of a cloud run uses when no job id is known yet (Vertex AI
 #: job ids are decimal numbers).
 PREVIEW_JOB_ID = "0000000000000000000"
+#: Most replicas a CLUSTER_SPEC / TF_CONFIG is written out for here (``env``, local runs):
+#: each names every replica's host (~60 bytes), so a job of a billion replicas would build
+#: gigabytes in memory for one variable. 100,000 hosts is ~6 MB, past any real job.
+MAX_CLUSTER_REPLICAS = 100_000
 
 
 def pool_replicas(job: Job) -> dict[int, int]:
@@ -141,6 +146,7 @@ def replica_env(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica_
     """
     if not has_replica(job, pool_index, replica_index):
         raise KeyError(f"workerpool{pool_index}:{replica_index}")
+    check_cluster_size(job)
     hosts = cloud_hosts(job, job_id) if hosts is None else hosts
     env = dict(_pool_env(job, pool_index))
     env["CLUSTER_SPEC"] = json.dumps(cluster_spec(job, job_spec, pool_index, replica_index, hosts, trial))
@@ -152,6 +158,14 @@ def replica_env(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica_
     if job.tensorboard:
         env["AIP_TENSORBOARD_RESOURCE_NAME"] = job.tensorboard
     return env
+
+
+def check_cluster_size(job: Job) -> None:
+    """VxtrainError when the job has more replicas than a CLUSTER_SPEC is written out for here."""
+    total = sum(pool_replicas(job).values())
+    if total > MAX_CLUSTER_REPLICAS:
+        raise VxtrainError(f"the job has {total:,} replicas: its CLUSTER_SPEC (every replica's host) is written "
+                           f"out here for at most {MAX_CLUSTER_REPLICAS:,}; lower the replica counts")
 
 
 def _pool_env(job: Job, pool_index: int) -> dict[str, str]:

@@ -27,6 +27,7 @@ cancels it by setting ``stop`` (the CLI does that on Ctrl-C).
 from __future__ import annotations
 
 import os
+import resource
 import selectors
 import shlex
 import shutil
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any, TextIO, Union
 
 from vxtrain import catalog, slots
-from vxtrain.errors import LocalRunError
+from vxtrain.errors import LocalRunError, VxtrainError
 from vxtrain.model import Job, Pool
 from vxtrain.packaging.install import package_path_entries
 from vxtrain.packaging.source import import_root, source_folder
@@ -55,6 +56,16 @@ Output = Union[TextIO, Callable[[str], Any]]
 DEFAULT_GRACE = 3.0
 #: Seconds workers and evaluators get to end by themselves once the chief succeeded.
 DEFAULT_SETTLE = 1.0
+#: Most replica processes one local run starts at once (a study: every trial running at
+#: once together). A host runs a few dozen usefully; past this it is a typo (replicas:
+#: 100000) that would exhaust processes, memory or open files before Ctrl-C could act.
+#: VXTRAIN_LOCAL_MAX_REPLICAS raises it; the host's own limits still apply.
+MAX_LOCAL_REPLICAS = 256
+MAX_LOCAL_REPLICAS_ENV = "VXTRAIN_LOCAL_MAX_REPLICAS"
+#: Open files this process holds per replica it runs (its stdout and stderr pipes, a
+#: reserved port), and those it keeps for itself (Python, the loader, gRPC for the emulator).
+FILES_PER_REPLICA = 4
+FILES_FOR_VXTRAIN = 64
 _POLL = 0.05
 #: Interpreter names in a command that mean "the Python running vxtrain" locally.
 _PYTHON_NAMES = ("python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}")
@@ -200,6 +211,35 @@ def draw_addresses(job: Job, *, reserve: bool = False) -> Addresses:
     ports = iter(free_ports(sum(counts.values()) + 1, reserve=reserve))
     hosts = {k: [f"127.0.0.1:{next(ports)}" for _ in range(n)] for k, n in counts.items()}
     return Addresses(hosts, next(ports))
+
+
+def local_processes(job: Job) -> int:
+    """How many processes a local run of ``job`` starts (every replica but the Reduction Server's)."""
+    return sum(p.replicas or 0 for p in job.ordered_pools() if p.role != "reduction_server")
+
+
+def check_host_can_start(processes: int, what: str) -> None:
+    """VxtrainError, before anything starts, when ``processes`` replica processes at once are
+    more than this host lets this user start (RLIMIT_NPROC), than its open files allow
+    (RLIMIT_NOFILE), or than MAX_LOCAL_REPLICAS (VXTRAIN_LOCAL_MAX_REPLICAS): the numbers,
+    and what to do. ``what``: the run in words (``the job``, ``the study's 4 trials at once``)."""
+    text = os.environ.get(MAX_LOCAL_REPLICAS_ENV, "").strip()
+    if text and not text.isdigit():
+        raise VxtrainError(f"{MAX_LOCAL_REPLICAS_ENV}={text[:40]!r}: give a whole number of processes, e.g. 512")
+    cap = int(text) if text else MAX_LOCAL_REPLICAS
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    procs = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    limits = [(cap, f"the {MAX_LOCAL_REPLICAS_ENV} bound ({cap:,}; raise it to run more here)")]
+    if files != resource.RLIM_INFINITY:
+        limits.append(((files - FILES_FOR_VXTRAIN) // FILES_PER_REPLICA,
+                       f"this host's open-file limit ({files:,}, `ulimit -n`; {FILES_PER_REPLICA} per replica)"))
+    if procs != resource.RLIM_INFINITY:
+        limits.append((procs, f"this user's process limit ({procs:,}, `ulimit -u`)"))
+    most, why = min(limits, key=lambda item: item[0])
+    if processes > most:
+        raise VxtrainError(f"{what} would start {processes:,} replica processes on this host, more than "
+                           f"{max(most, 0):,}: {why}. Nothing was started; lower the replica counts (or "
+                           "parallel_trials) for a local run, or submit it to Vertex AI")
 
 
 def local_hosts(job: Job) -> dict[int, list[str]]:
@@ -636,6 +676,8 @@ def run_job(job: Job, job_spec: Mapping[str, Any], *, trial: str | None = None,
     as ``gpus`` says (:func:`.gpus.resolve`); GpuShortageError, before anything
     starts, when the host has too few.
     """
+    check_host_can_start(local_processes(job), "the job")  # before the GPUs' plan, per replica
+    cluster_env.check_cluster_size(job)
     gpu_plan = resolve(job, gpus) if gpu_plan is None else gpu_plan
     printer = _Printer(out, err)
     base = Path(base_dir).resolve() if base_dir is not None else Path.cwd()

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vxtrain.errors import LocalRunError
+from vxtrain.errors import LocalRunError, VxtrainError
 # The study's words (search space, trials, metrics) are shared with submission's views and
 # render: their home is the vocabulary floor.
 from vxtrain.vocab.studies import (INFEASIBLE, SUCCEEDED, MetricGoal, SearchParam, TrialResult, best_trial,
@@ -397,6 +397,7 @@ def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, see
     host has GPUs but too few for one trial."""
     from vxtrain.runtime.gpus import GpuOptions, resolve, trial_slots  # lazy: plan reads this module; only runs need GPUs
 
+    check_study_size(job, config)
     plan = resolve(job, gpus or GpuOptions()) if gpu_plan is None else gpu_plan
     slots = trial_slots(plan, config.parallel_trials)
     suggestions = suggest(config.study_spec, config.max_trials, seed=seed)
@@ -412,6 +413,25 @@ def run_study(job: Job, job_spec: Mapping[str, Any], config: StudyConfig, *, see
         trials = schedule(suggestions.points, runner, parallel=slots.at_once,
                           failure_limit=config.failure_limit, stop=stop, on_start=on_start, on_end=on_end)
     return judge(trials, goals, config, cancelled=stop is not None and stop.is_set(), notes=notes)
+
+
+#: Most trials a study runs on this host (each is a whole run of the job, one after the other;
+#: their parameters are drawn up front): a billion would fill memory before the first ran.
+MAX_LOCAL_TRIALS = 10_000
+
+
+def check_study_size(job: Job, config: StudyConfig) -> None:
+    """VxtrainError, before any trial, for more trials than a local study runs, or more
+    processes at once (its parallel trials together) than the host can start."""
+    if config.max_trials > MAX_LOCAL_TRIALS:
+        raise VxtrainError(f"the study asks for {config.max_trials:,} trials; a local study runs at most "
+                           f"{MAX_LOCAL_TRIALS:,} (each a whole run of the job): lower max_trials to run it "
+                           "here, or submit it to Vertex AI")
+    from vxtrain.runtime import runner as local  # lazy: as in LocalTrials.__call__
+
+    parallel = min(config.parallel_trials, config.max_trials)
+    local.check_host_can_start(local.local_processes(job) * parallel,
+                               f"the study ({parallel:,} trial(s) at once)" if parallel > 1 else "the study")
 
 
 def trial_plans(job: Job, plan: GpuPlan, slots: TrialGpus) -> queue.SimpleQueue[GpuPlan]:

@@ -82,3 +82,16 @@ def test_the_emulator_command_checks_its_gpu_options_before_serving(capsys: pyte
     assert code == 2 and "--gpus takes GPU indices or UUIDs" in err and "listening" not in err
     code, _, err = cli(capsys, "emulator", "--port", "0", "--share-gpus", "--no-gpus")
     assert code == 2 and "--no-gpus runs every replica on the CPU" in err
+
+
+def test_a_job_with_more_replicas_than_the_host_starts_fails_before_any_starts(
+        make_emulator: Any, connect: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    client = connect(make_emulator(workdir=tmp_path, out=io.StringIO()))
+    code = f"open({str(marker)!r}, 'a').close()"
+    job = client.create_custom_job(parent=PARENT, custom_job=custom_job(pools=[pool(py(code)),
+                                                                               pool(py(code), replicas=100_000)]))
+    ended = wait_until(client, job.name, TERMINAL)
+    assert ended.state == State.JOB_STATE_FAILED and ended.error.code == 9
+    assert "would start 100,001 replica processes on this host" in ended.error.message
+    assert not marker.exists()

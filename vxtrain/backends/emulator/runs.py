@@ -27,7 +27,7 @@ from google.protobuf import json_format
 from vxtrain import slots
 from vxtrain.backends.emulator.common import CANCELLED, FAILED, SUCCEEDED, now, spec_of
 from vxtrain.backends.emulator.logging_service import LogStore
-from vxtrain.errors import GpuShortageError, LocalRunError
+from vxtrain.errors import LocalRunError, VxtrainError
 from vxtrain.formats.gcloud import job_from_custom_job
 from vxtrain.model import Job, LocalSpec
 from vxtrain.runtime import runner, study
@@ -145,8 +145,12 @@ class JobRunner:
         except NotRunnable as exc:
             return Outcome(FAILED, 9, str(exc))  # 9: FAILED_PRECONDITION
         try:
+            if record.kind is TUNING:  # more trials or processes than this host runs: before any plan
+                study.check_study_size(model, study.StudyConfig.from_hpt_json(_study_json(record.job)))
+            else:
+                runner.check_host_can_start(runner.local_processes(model), "the job")
             gpu_plan = resolve(model, self.gpus, emulator=True)
-        except GpuShortageError as exc:  # nothing started: the job cannot run on this host
+        except VxtrainError as exc:  # GpuShortageError, or the bounds: nothing started, the job cannot run here
             return Outcome(FAILED, 9, f"The job cannot run on this emulator's host: {exc}")
         if record.kind is TUNING:
             return self._run_trials(record, model, spec, base_dir, gpu_plan)
