@@ -142,3 +142,22 @@ def test_a_file_whose_check_raises_is_that_files_error_and_the_others_are_checke
     assert [d.code for d in a.diagnostics] == ["check-failed"] and "VXTRAIN_SOURCE_MAX_FILES" in a.diagnostics[0].message
     assert a.diagnostics[0].file == str(tmp_path / "a.yaml")
     assert b.valid
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_in_one_specs_source_folder_is_that_specs_error(tmp_path: Path) -> None:
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "task.py").write_text("")
+    locked = tmp_path / "code" / "locked.bin"
+    locked.write_bytes(b"x")
+    locked.chmod(0)
+    (tmp_path / "a.yaml").write_text("display_name: a\nchief:\n  machine_type: n1-standard-4\n  python_package:\n"
+                                     "    executor_image: us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:"
+                                     "latest\n    module: task\n    source: code\n")
+    (tmp_path / "b.yaml").write_text("display_name: b\nchief: {machine_type: n1-standard-4, image: i}\n")
+    try:
+        a, b = api.validate([tmp_path])
+    finally:
+        locked.chmod(0o644)
+    assert [(d.code, d.line) for d in a.diagnostics if d.severity == "error"] == [("source-unreadable", 7)]
+    assert b.valid
