@@ -95,3 +95,14 @@ def test_a_job_with_more_replicas_than_the_host_starts_fails_before_any_starts(
     assert ended.state == State.JOB_STATE_FAILED and ended.error.code == 9
     assert "would start 100,001 replica processes on this host" in ended.error.message
     assert not marker.exists()
+
+
+def test_a_study_of_a_billion_trials_fails_before_its_points_are_drawn(make_emulator: Any, connect: Any,
+                                                                        tmp_path: Path) -> None:
+    for simulate in (None, 0.1):
+        client = connect(make_emulator(workdir=tmp_path, out=io.StringIO(), simulate_seconds=simulate))
+        job = client.create_hyperparameter_tuning_job(parent=PARENT,
+                                                      hyperparameter_tuning_job=hpt_job([pool(py("pass"))], trials=1_000_000_000))
+        ended = wait_until(client, job.name, TERMINAL, hpt=True)
+        assert ended.state == State.JOB_STATE_FAILED and ended.error.code == 9
+        assert "1,000,000,000 trials" in ended.error.message and not ended.trials

@@ -163,6 +163,10 @@ class JobRunner:
         if record.kind is TUNING:
             with self._lock:
                 config = study.StudyConfig.from_hpt_json(_study_json(record.job))
+                if config.max_trials > study.MAX_LOCAL_TRIALS:  # their points are drawn up front
+                    return Outcome(FAILED, 9, f"The job cannot run on this emulator's host: the study asks for "
+                                   f"{config.max_trials:,} trials, and it simulates at most "
+                                   f"{study.MAX_LOCAL_TRIALS:,}")
                 points = study.suggest(config.study_spec, config.max_trials, seed=self.seed).points
                 for number, params in enumerate(points, 1):
                     record.job.trials.append(_trial(str(number), params, study_types.Trial.State.SUCCEEDED))
