@@ -233,3 +233,11 @@ def test_hard_links_to_names_outside_the_folder_are_packaged_and_listed(tmp_path
     found = source.survey(root)
     assert [str(f) for f in found.files] == ["a.py", "b.py", "secret.txt"]
     assert [str(f) for f in found.hard_links] == ["secret.txt"]
+
+
+def test_the_home_folder_itself_is_no_source_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(source.SourceError, match="is your home folder, not a source folder"):
+        source.survey(tmp_path)
+    (tmp_path / "project").mkdir()
+    assert source.survey(tmp_path / "project").files == []

@@ -229,10 +229,13 @@ def survey(root: Path) -> Survey:
 def refuse_system_folder(real: Path) -> None:
     """SourceError when ``real`` (a resolved path) is ``/`` or one of the system's folders."""
     text = real.as_posix()
-    if text in SYSTEM_FOLDERS or any(text.startswith(v + "/") for v in VIRTUAL_FOLDERS) \
-            or real == Path.home().resolve():
-        what = "the root of the file system" if text == "/" else "a system folder" \
-            if real != Path.home().resolve() else "your home folder"
+    try:
+        home: Path | None = Path.home().resolve()
+    except (RuntimeError, KeyError, OSError):  # no HOME and no password entry
+        home = None
+    if text in SYSTEM_FOLDERS or any(text.startswith(v + "/") for v in VIRTUAL_FOLDERS) or real == home:
+        what = "the root of the file system" if text == "/" else "your home folder" if real == home \
+            else "a system folder"
         raise SourceError(f"{real} is {what}, not a source folder: give the folder that holds only the code "
                           "(e.g. the project's folder, relative to the spec)", "source-system-folder")
 
