@@ -76,6 +76,12 @@ def test_pool_slots_gaps_and_trailing_drop(roles: tuple[str, ...], shape: str) -
     assert all(p == {} for p in pools if not p)
 
 
+def test_an_integral_float_count_is_compiled_as_that_integer() -> None:
+    """replicas: 8.0 is 8 (JSON Schema's integer, proto3 JSON's int64): never dropped."""
+    [_, workers] = pools_of(spec(workers={"replicas": 8.0, **GPU}))
+    assert workers["replicaCount"] == 8 and type(workers["replicaCount"]) is int
+
+
 def test_pool_contents_and_key_order() -> None:
     [chief, workers] = pools_of(spec(workers={"replicas": 3, **GPU}))
     assert list(chief) == ["machineSpec", "replicaCount", "containerSpec", "diskSpec"]
