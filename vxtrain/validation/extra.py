@@ -37,7 +37,7 @@ from typing import Any
 from vxtrain import protos
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import Key, KeyPath, NativeSpec
-from vxtrain.model import Job
+from vxtrain.model import DURATION_MAX_SECONDS, Job
 from vxtrain.protos import MessageRef, ProtoField
 
 #: The message ``extra`` is a part of.
@@ -58,7 +58,6 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/_-]*=*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: google.protobuf.Duration JSON: seconds with up to 9 fractional digits and an "s".
 _DURATION = re.compile(r"([0-9]+)(\.[0-9]{1,9})?s")
-_DURATION_MAX_SECONDS = 315_576_000_000
 #: google.protobuf.Timestamp JSON (RFC 3339 with a "T" and an explicit offset).
 _TIMESTAMP = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{1,9})?"
                         r"(Z|[+-][0-9]{2}:[0-9]{2})")
@@ -263,7 +262,7 @@ def _well_known(ref: str, value: Any, name: str, path: KeyPath,
 
 def _duration(value: Any, name: str, path: KeyPath, native: NativeSpec) -> Iterator[Diagnostic]:
     match = _DURATION.fullmatch(value) if isinstance(value, str) else None
-    if match is not None and int(match.group(1)) <= _DURATION_MAX_SECONDS:
+    if match is not None and int(match.group(1)) <= DURATION_MAX_SECONDS:
         return
     text = ("a Duration: seconds with an `s` suffix in quotes, e.g. \"3600s\" or \"1.5s\" (extra is not "
             "converted: write 7 days as \"604800s\")")
