@@ -22,8 +22,7 @@ from vxtrain.packaging.upload import UploadProgress
 from vxtrain.joblogs import LOCAL_LOGS, VERTEX_LOGS, Entry, Follower, LogSink, LogWatch, read_entries
 from vxtrain.submission.create import Created, adopt, create_once, elect
 from vxtrain.submission.events import log_say
-from vxtrain.submission.lease import bucket_name, create_leased
-from vxtrain.submission.names import label_value, parent_of, split_name
+from vxtrain.submission.names import bucket_name, label_value, parent_of, split_name
 from vxtrain.submission.placement import check_placement
 from vxtrain.submission.publish import Publication, images_json, publish
 from vxtrain.submission.quota import Read, check_quota
@@ -152,6 +151,10 @@ def create_prepared(api: JobBackend, ready: Prepared, custom_job: JobDict, *, pa
         return elect(api, kind_of_job(ready.existing), parent, label_value(key), ready.existing, adopted=True,
                      backoff=backoff, say=say, extra=labels)
     if lease_bucket is not None:
+        # lazy: the lease brings google-cloud-storage and google.api_core (~300 ms, -X importtime),
+        # for a submit with a key the caller chose and a bucket alone
+        from vxtrain.submission.lease import create_leased
+
         return create_leased(api, custom_job, parent=parent, key=key, bucket=lease_bucket, backoff=backoff,
                              say=say, local=local, labels=labels)
     return create_once(api, custom_job, parent=parent, key=key, backoff=backoff, say=say, local=local,

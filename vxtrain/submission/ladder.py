@@ -37,8 +37,7 @@ from vxtrain.model import RUNG_LABEL
 from vxtrain.submission.create import find_any_kind, labelled_jobs
 from vxtrain.submission.events import log_say
 from vxtrain.submission.jobs import cancel, create_prepared, get, prepare, using, wait_job
-from vxtrain.submission.lease import bucket_name
-from vxtrain.submission.names import label_value, parent_of
+from vxtrain.submission.names import bucket_name, label_value, parent_of
 from vxtrain.submission.publish import Publication, images_json
 from vxtrain.submission.quota import Read
 from vxtrain.submission.retry import LOCAL_RETRY, VERTEX_RETRY, Backoff, default_backoff, retrying

@@ -18,8 +18,10 @@ submit need not wait for it to expire.
 A lease that cannot be used (the bucket missing, no permission, storage unreachable) is
 said through ``say``, and the submit goes on under the label protocol alone.
 
-google-cloud-storage is imported through vxtrain.packaging.upload's ``storage_client``;
-``google.api_core.exceptions`` lazily, as there (+60 ms, only for a submit with a bucket).
+It imports google-cloud-storage's retry and google.api_core's exceptions at its top:
+vxtrain.submission.jobs imports this module only for a submit that takes a lease (a key
+the caller chose, and a bucket), so ``status``, ``wait`` and a submit without a bucket
+never load them.
 """
 from __future__ import annotations
 
@@ -33,9 +35,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from google.api_core import exceptions as gexc
+from google.cloud.storage.retry import DEFAULT_RETRY
+
 from vxtrain import errors
 from vxtrain.backends.base import JobBackend, JobDict, LocalRun
-from vxtrain.packaging.upload import split_gs_uri, storage_client
+from vxtrain.packaging.upload import storage_client
 from vxtrain.submission.create import Created, create_once, elect, find_labelled
 from vxtrain.submission.names import LABEL_KEY, label_value
 from vxtrain.submission.retry import Backoff, retrying
@@ -48,16 +53,6 @@ if TYPE_CHECKING:
 
 #: Where the leases live in the bucket.
 LEASE_PREFIX = "vxtrain/leases"
-
-
-def bucket_name(staging_bucket: str | None) -> str | None:
-    """``gs://BUCKET[/PREFIX]`` → ``BUCKET`` (the lease lives at the bucket's root); None without one."""
-    if not staging_bucket:
-        return None
-    try:
-        return split_gs_uri(staging_bucket)[0]
-    except ValueError:
-        return None  # not a gs:// URI: validation says so where packages need it
 
 
 def lease_path(parent: str, key: str, labels: Mapping[str, str] | None = None) -> str:
@@ -116,9 +111,6 @@ def create_leased(backend: JobBackend, job: JobDict, *, parent: str, key: str, b
 def _storage_retry(backoff: Backoff) -> Any:
     """The storage library's retry, bounded by the backoff's deadline (at most 60 s; the
     library's own is 120 s): unreachable storage leaves the lease soon, not minutes later."""
-    # lazy: google-cloud-storage only where a bucket is used (+250 ms, vxtrain.packaging.upload)
-    from google.cloud.storage.retry import DEFAULT_RETRY
-
     return DEFAULT_RETRY.with_timeout(min(backoff.deadline or 60.0, 60.0))
 
 
@@ -134,7 +126,6 @@ class _Leased:
         self.uri = f"gs://{lease.bucket.name}/{lease.path}"
 
     def run(self) -> Created:
-        from google.api_core import exceptions as gexc  # lazy: +60 ms, see the module docstring
 
         try:
             if self._take(0):
@@ -151,7 +142,6 @@ class _Leased:
     def _take(self, generation: int) -> bool:
         """Write the lease if its generation is still ``generation`` (0: it does not exist);
         whether this submit now holds it."""
-        from google.api_core import exceptions as gexc  # lazy: as in run
 
         blob = self.lease.bucket.blob(self.lease.path)
         try:
@@ -170,7 +160,6 @@ class _Leased:
 
     def _read(self) -> tuple[int, dict[str, Any]] | None:
         """The lease's generation and content, or None when there is none (or it is unreadable)."""
-        from google.api_core import exceptions as gexc  # lazy: as in run
 
         blob = self.lease.bucket.get_blob(self.lease.path, retry=self.lease.retry)
         if blob is None:
@@ -208,7 +197,6 @@ class _Leased:
     def _name(self, name: str) -> None:
         """Write the job's name into the lease this submit holds (a lease taken over meanwhile,
         or a write that fails, is said: the label protocol still keeps one job)."""
-        from google.api_core import exceptions as gexc  # lazy: as in run
 
         try:
             self.lease.bucket.blob(self.lease.path).upload_from_string(
@@ -224,7 +212,6 @@ class _Leased:
 
     def _release(self) -> None:
         """Delete the lease this submit holds, so the next submit need not wait for it to expire."""
-        from google.api_core import exceptions as gexc  # lazy: as in run
 
         if not self.lease.generation:
             return

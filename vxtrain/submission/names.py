@@ -7,6 +7,7 @@ import re
 
 from vxtrain import errors
 from vxtrain.model import IDEMPOTENCY_LABEL
+from vxtrain.packaging.upload import split_gs_uri
 from vxtrain.vocab.kinds import CUSTOM, KINDS, JobKind
 
 #: The label that makes a create idempotent (Vertex label keys: lowercase,
@@ -67,3 +68,13 @@ def console_url(name: str) -> str:
     """The Cloud console page of a job (the SDK uses the "training" page for both kinds)."""
     project, region, _, job_id = split_name(name)
     return CONSOLE_URL.format(region=region, id=job_id, project=project)
+
+
+def bucket_name(staging_bucket: str | None) -> str | None:
+    """``gs://BUCKET[/PREFIX]`` → ``BUCKET`` (the lease lives at the bucket's root); None without one."""
+    if not staging_bucket:
+        return None
+    try:
+        return split_gs_uri(staging_bucket)[0]
+    except ValueError:
+        return None  # not a gs:// URI: validation says so where packages need it
