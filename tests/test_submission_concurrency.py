@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from vxtrain.submission.lease import lease_path
 from vxtrain.vocab.kinds import CUSTOM
 from tests.packaging.conftest import bucket, gcs, gcs_server_url  # noqa: F401 - fixtures (fake-gcs-server)
 from tests.processes import stop
+from tests.test_emulator_cli import emulator
 from tests.test_submission_ladder import REGIONS, listed, outcomes, region_of
 from tests.test_submission_ladder import spec as ladder_spec
 
@@ -48,20 +48,6 @@ BOUND_S = 90.0
 
 def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
-
-
-@contextmanager
-def emulator(*flags: str) -> Iterator[str]:
-    """`vxtrain emulator --port 0 FLAGS`; its address once it listens; stopped (Ctrl-C) at the end."""
-    proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "emulator", "--port", "0", *flags],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True, env=_env())
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        assert "listening on" in line, line
-        yield line.rsplit(" ", 1)[1].strip()
-    finally:
-        stop(proc, signal.SIGINT, timeout=30)
 
 
 def spec(tmp_path: Path) -> Path:
