@@ -212,11 +212,7 @@ def gcloud_command(custom_job: dict[str, Any], project: str | None, region: str 
     command_lib/ai/custom_jobs/validation.py) and the rest of its spec in the config, which
     the flags override; ``convert`` refuses first the pools the flags cannot say."""
     config = f"{stem}.gcloud.yaml"
-    argv = ["gcloud", "ai", "custom-jobs", "create", f"--display-name={custom_job['displayName']}"]
-    if region:
-        argv.append(f"--region={region}")
-    if project:
-        argv.append(f"--project={project}")
+    argv = _create_argv("custom-jobs", custom_job, project, region)
     labels = custom_job.get("labels") or {}
     if labels:
         argv.append("--labels=" + ",".join(f"{k}={v}" for k, v in labels.items()))
@@ -240,13 +236,19 @@ def gcloud_tuning_command(tuning_job: dict[str, Any], project: str | None, regio
     gcloud fills ``maxTrialCount``/``parallelTrialCount`` with 1 only when the config has
     none, and validation requires both (``gcloud ai hp-tuning-jobs create --help``)."""
     config = f"{stem}.gcloud.yaml"
-    argv = ["gcloud", "ai", "hp-tuning-jobs", "create", f"--display-name={tuning_job['displayName']}"]
+    argv = _create_argv("hp-tuning-jobs", tuning_job, project, region)
+    argv.append(f"--config={config}")
+    return _config_and_command(config, tuning_job, argv)
+
+
+def _create_argv(group: str, job: dict[str, Any], project: str | None, region: str | None) -> list[str]:
+    """``gcloud ai GROUP create`` with the job's display name, and the region and project when known."""
+    argv = ["gcloud", "ai", group, "create", f"--display-name={job['displayName']}"]
     if region:
         argv.append(f"--region={region}")
     if project:
         argv.append(f"--project={project}")
-    argv.append(f"--config={config}")
-    return _config_and_command(config, tuning_job, argv)
+    return argv
 
 
 def _config_and_command(config: str, body: dict[str, Any], argv: list[str]) -> str:
