@@ -237,22 +237,26 @@ def test_a_followed_rung_cancelled_before_it_ran_is_left_for_capacity(ladder_emu
     assert view["attempts"][0]["name"] == cancelled[0]
 
 
+def _climb_together(count: int, path: Path, address: str, key: str) -> list[dict[str, Any]]:
+    """``count`` ladder submits of ``path`` with one key, started together (threads behind a
+    barrier), each following its rung until RUNNING and moving on after 0.5 s pending."""
+    barrier = threading.Barrier(count)
+
+    def climb(_: int) -> dict[str, Any]:
+        barrier.wait()
+        return vx.submit(path, endpoint=address, idempotency_key=key, until_running=True, max_pending=0.5)
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(climb, range(count)))
+
+
 def test_three_ladders_with_one_key_end_on_one_job(ladder_emulator: EmulatorHandle, tmp_path: Path) -> None:
     """Rungs 0 and 1 never get machines; three submits with one key climb together, each
     cancelling (or seeing cancelled) the rung it waited on too long: all three end on the
     one rung-2 job, and no other job is left alive."""
     for region in REGIONS[:2]:
         ladder_emulator.stockouts.set(region, Shortage.pending)
-    path = ladder_spec(tmp_path)
-    barrier = threading.Barrier(3)
-
-    def climb(_: int) -> dict[str, Any]:
-        barrier.wait()
-        return vx.submit(path, endpoint=ladder_emulator.address, idempotency_key="ladder-3",
-                         until_running=True, max_pending=0.5)
-
-    with ThreadPoolExecutor(3) as pool:
-        views = list(pool.map(climb, range(3)))
+    views = _climb_together(3, ladder_spec(tmp_path), ladder_emulator.address, "ladder-3")
     names = {v["name"] for v in views}
     assert len(names) == 1 and region_of(views[0]) == REGIONS[2], views
     assert all(v["attempts"][-1]["rung"] == 2 for v in views)
@@ -320,16 +324,7 @@ def test_two_ladders_with_a_late_commit_leave_no_rung_alive_behind(ladder_emulat
     late after it adopted the other's; no rung-0 job is left PENDING while rung 1 runs."""
     ladder_emulator.stockouts.set(REGIONS[0], Shortage.pending)
     ladder_emulator.add_fault("create:deadline-commit-late:1")
-    path = ladder_spec(tmp_path)
-    barrier = threading.Barrier(2)
-
-    def climb(_: int) -> dict[str, Any]:
-        barrier.wait()
-        return vx.submit(path, endpoint=ladder_emulator.address, idempotency_key="ladder-late",
-                         until_running=True, max_pending=0.5)
-
-    with ThreadPoolExecutor(2) as pool:
-        views = list(pool.map(climb, range(2)))
+    views = _climb_together(2, ladder_spec(tmp_path), ladder_emulator.address, "ladder-late")
     time.sleep(LATE_COMMIT_SECONDS + 0.5)
     assert views[0]["name"] == views[1]["name"] and region_of(views[0]) == REGIONS[1]
     alive = [j["name"] for j in listed(ladder_emulator) if j["state"] not in CANCELLED]
