@@ -30,7 +30,7 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
              simulate: float | None = None, workdir: str | Path | None = None,
              seed: int | None = None, allow_remote: bool = False, quota: Sequence[str] = (),
              gpus: GpuOptions | None = None, stockout: Sequence[str] = (),
-             pending: Sequence[str] = (), stockout_after: float = 1.0) -> int:
+             pending: Sequence[str] = (), stockout_after: float = 1.0, preempt: Sequence[str] = ()) -> int:
     """Serve on ``host:port`` until Ctrl-C, SIGTERM or SIGHUP (the normal ways to stop it:
     exit 0), then cancel the running jobs and stop their processes (vxtrain.runtime.signals).
     ``gpus``: how every job's replicas share this host's GPUs (as for ``local-run``).
@@ -39,18 +39,20 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     emulator runs the commands of the jobs it is sent. ``quota``: the limits its Cloud
     Quotas API serves and its creates enforce (``METRIC:REGION=N``). Jobs created in a
     ``stockout`` region fail for capacity after ``stockout_after`` seconds; in a
-    ``pending`` one they stay PENDING until cancelled.
+    ``pending`` one they stay PENDING until cancelled. ``preempt``: ``REGION:AFTER[:COUNT]`` rules
+    by which a job RUNNING AFTER seconds loses its machines and ends FAILED for capacity.
     """
     # lazy: grpc and aiplatform's protos, +1.2 s for `vxtrain emulator --help` (see the module docstring)
     from vxtrain.backends.emulator import parse_fault, start_emulator
     from vxtrain.backends.emulator.quotas import parse_quota, unmatched
     from vxtrain.backends.emulator.server import is_loopback_host, refuse_remote
-    from vxtrain.backends.emulator.stockouts import quota_region_warnings, region_warnings
+    from vxtrain.backends.emulator.stockouts import parse_preempt, quota_region_warnings, region_warnings
 
     faults = [parse_fault(f) for f in fault]  # bad --fault values fail before binding
     limits = [parse_quota(q) for q in quota]  # and bad --quota values
+    preemptions = [parse_preempt(p) for p in preempt]  # and bad --preempt values
     warnings = [*filter(None, map(unmatched, limits)), *quota_region_warnings(limits),
-                *region_warnings(stockout, pending)]
+                *region_warnings(stockout, pending, preemptions)]
     for why in warnings:
         print(f"vxtrain emulator: warning: {why}", file=sys.stderr, flush=True)
     if not allow_remote:
@@ -62,7 +64,7 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
         handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir,
                                 seed=seed, allow_remote=allow_remote, quotas=limits,
                                 gpus=gpus or GpuOptions(), stockout=stockout, pending=pending,
-                                stockout_after=stockout_after)
+                                stockout_after=stockout_after, preempt=preemptions)
         try:
             print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
             handle.wait_for_termination()
@@ -113,7 +115,12 @@ def register(app: typer.Typer) -> None:
         pending: Annotated[Optional[list[str]], typer.Option(
             "--pending", metavar="REGION", help="Jobs created in REGION stay PENDING until cancelled; repeatable.")]
         = None,
+        preempt: Annotated[Optional[list[str]], typer.Option(
+            "--preempt", metavar="REGION:AFTER[:COUNT]",
+            help="A job in REGION RUNNING for AFTER seconds loses its machines: its replicas are stopped and "
+                 "it ends FAILED for capacity (code 8), as a preempted Spot job does; the first COUNT jobs "
+                 "created there (default: every one); repeatable.")] = None,
     ) -> None:
         raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote, quota or (),
                                   c.gpu_options(gpus, share_gpus, no_gpus), stockout or (), pending or (),
-                                  stockout_after))
+                                  stockout_after, preempt or ()))

@@ -156,6 +156,11 @@ class JobRunner:
             return self._run_trials(record, model, spec, base_dir, gpu_plan)
         return self._run(record, model, spec, base_dir, gpu_plan=gpu_plan)
 
+    def note(self, record: RunningJob, line: str) -> None:
+        """Write ``line`` (ending in a newline) into the job's output and log, as the emulator's
+        own words (``[vxtrain] ...``), e.g. that it took the job's machines (``--preempt``)."""
+        self._outputs(record)[0](line)
+
     def _simulate(self, record: RunningJob, seconds: float) -> Outcome:
         """Run nothing; after ``seconds`` succeed (a study gets its trials, all succeeded)."""
         if record.stop.wait(seconds):
@@ -182,8 +187,8 @@ class JobRunner:
         local, base_dir = found
         if base_dir is None or base_dir.is_dir():
             return local, base_dir or self.workdir
-        self._outputs(record)[0](f"[vxtrain] the spec's folder {base_dir} is not on this host: "
-                                 f"running from {self.workdir}\n")
+        self.note(record, f"[vxtrain] the spec's folder {base_dir} is not on this host: "
+                          f"running from {self.workdir}\n")
         return local, self.workdir
 
     def _run(self, record: RunningJob, model: Job, spec: dict[str, Any], base_dir: Path, *,

@@ -21,7 +21,7 @@ from vxtrain.backends.emulator import jobservice, logging_service, persistent_re
 from vxtrain.backends.emulator.faults import Fault, faults_from_env
 from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
-from vxtrain.backends.emulator.stockouts import DEFAULT_STOCKOUT_AFTER, Stockouts
+from vxtrain.backends.emulator.stockouts import DEFAULT_STOCKOUT_AFTER, Preemption, Preemptions, Stockouts
 from vxtrain.backends.emulator.store import Emulator
 from vxtrain.errors import UsageError, VxtrainError
 from vxtrain.runtime.gpus import GpuOptions
@@ -83,6 +83,11 @@ class EmulatorHandle:
         """The regions without capacity (``set(region, Shortage.stockout)`` changes one)."""
         return self.emulator.stockouts
 
+    @property
+    def preemptions(self) -> Preemptions:
+        """The regions whose running jobs lose their machines (``add("us-east1:2:1")`` adds one)."""
+        return self.emulator.preemptions
+
     def stop(self, grace: float | None = 0.5) -> None:
         """Stop serving, cancel the jobs still running, and wait until no thread
         or process of the emulator is left (idempotent)."""
@@ -116,7 +121,8 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
                    max_workers: int = 16, seed: int | None = None,
                    allow_remote: bool = False, quotas: Iterable[QuotaLimit | str] = (),
                    gpus: GpuOptions | None = None, stockout: Iterable[str] = (), pending: Iterable[str] = (),
-                   stockout_after: float = DEFAULT_STOCKOUT_AFTER) -> EmulatorHandle:
+                   stockout_after: float = DEFAULT_STOCKOUT_AFTER,
+                   preempt: Iterable[Preemption | str] = ()) -> EmulatorHandle:
     """Serve the emulated services (:data:`SERVICES`) on ``host:port`` (0: any free port).
 
     The emulator runs the command of every job it is sent, as this user: a
@@ -132,14 +138,17 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
 
     Jobs created in a ``stockout`` region end FAILED for capacity after
     ``stockout_after`` seconds PENDING; in a ``pending`` region they stay PENDING
-    until cancelled (vxtrain.backends.emulator.stockouts).
+    until cancelled (vxtrain.backends.emulator.stockouts). ``preempt``: rules
+    (``REGION:AFTER[:COUNT]``, as ``--preempt``) by which a job that has been RUNNING
+    AFTER seconds loses its machines and ends FAILED for capacity.
     """
     if not allow_remote:
         refuse_remote(host)
     env = os.environ if environ is None else environ
     emulator = Emulator(faults=[*faults, *faults_from_env(env)], simulate_seconds=simulate_seconds,
                         workdir=workdir, out=out, seed=seed, quotas=quotas, gpus=gpus,
-                        stockouts=Stockouts(stockout, pending, stockout_after))
+                        stockouts=Stockouts(stockout, pending, stockout_after),
+                        preemptions=Preemptions(preempt))
     executor = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator")
     server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers(tuple(build(emulator) for build in SERVICES))

@@ -33,7 +33,7 @@ from vxtrain.backends.emulator.logging_service import LogStore
 from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
 from vxtrain.backends.emulator.runs import JobRunner, Outcome, cancelled
-from vxtrain.backends.emulator.stockouts import Shortage, Stockouts, stockout_message
+from vxtrain.backends.emulator.stockouts import Preemptions, Shortage, Stockouts, stockout_message
 from vxtrain.model import LocalSpec
 from vxtrain.runtime.gpus import GpuOptions
 from vxtrain.vocab.kinds import RESOURCE_EXHAUSTED, JobKind
@@ -54,6 +54,12 @@ class Record:
     history: list[JobState] = field(default_factory=list)
     #: The capacity its region lacked when it was created (None: it gets its machines).
     shortage: Shortage | None = None
+    #: Seconds it may run before it loses its machines (``--preempt``; None: it keeps them).
+    preempt_after: float | None = None
+    #: Set when it lost them: its run was stopped, and it ends FAILED for capacity.
+    preempted: bool = False
+    #: Set once it is in a terminal state (what a ``--preempt`` timer waits on).
+    ended: threading.Event = field(default_factory=threading.Event)
 
 
 class Emulator:
@@ -66,13 +72,16 @@ class Emulator:
     quota limits it serves (Cloud Quotas API) and enforces at create (``METRIC:REGION=N``).
     ``gpus``: how the jobs' replicas share this host's GPUs (vxtrain.runtime.gpus).
     ``stockouts``: the regions without capacity (see vxtrain.backends.emulator.stockouts).
+    ``preemptions``: the regions whose running jobs lose their machines (``--preempt``, same module).
     """
 
     def __init__(self, *, faults: Iterable[Fault | str] = (), simulate_seconds: float | None = None,
                  workdir: str | Path | None = None, out: TextIO | None = None, seed: int | None = None,
                  quotas: Iterable[QuotaLimit | str] = (), gpus: GpuOptions | None = None,
-                 stockouts: Stockouts | None = None) -> None:
+                 stockouts: Stockouts | None = None, preemptions: Preemptions | None = None) -> None:
         self.faults = FaultPlan()
+        #: Regions where running jobs lose their machines (changeable while serving).
+        self.preemptions = preemptions or Preemptions()
         #: Regions where jobs stock out or stay PENDING (changeable while serving).
         self.stockouts = stockouts or Stockouts()
         for fault in faults:
@@ -170,10 +179,7 @@ class Emulator:
             except RpcError:
                 pass  # e.g. the emulator closed meanwhile: nothing is stored
 
-        thread = threading.Thread(target=commit, name="vxtrain-emulator-late-commit", daemon=True)
-        with self._lock:  # started under the lock: close() must never join a thread not started yet
-            self._threads.append(thread)
-            thread.start()
+        self._spawn(commit, "late-commit")
 
     def create(self, kind: JobKind, parent: str, job: Any) -> Any:
         """Validate and store ``job``, start its lifecycle; return the stored copy."""
@@ -189,6 +195,8 @@ class Emulator:
             job.name = f"projects/{project}/locations/{location}/{kind.collection}/{self._new_id()}"
             # Read at create: a region given capacity back later does not rescue the job.
             record = Record(kind, job, seq=next(self._seq), shortage=self.stockouts.of(job.name))
+            if record.shortage is None:  # a job that never gets machines cannot lose them
+                record.preempt_after = self.preemptions.claim(job.name)
             self._records[job.name] = record
             self._set_state(record, QUEUED, created=True)
             answer = copy(job)
@@ -289,6 +297,7 @@ class Emulator:
             record.job.end_time = record.job.update_time
             if outcome.state != SUCCEEDED:
                 record.job.error = status_pb2.Status(code=outcome.code, message=outcome.message)
+            record.ended.set()
 
     def _start(self, record: Record) -> None:
         thread = threading.Thread(target=self._lifecycle, args=(record,), daemon=True,
@@ -308,11 +317,38 @@ class Emulator:
             if record.stop.wait(step) or not self._advance(record, state):
                 self._finish(record, cancelled(record.kind))
                 return
+        if record.preempt_after is not None:
+            self._spawn(lambda: self._preempt(record), "preempt")
         try:
             outcome = self.runner.execute(record, step)
         except Exception as exc:  # noqa: BLE001 - a job thread must always end its job
             outcome = Outcome(FAILED, 13, f"The emulator could not run the job: {exc}")
-        self._finish(record, outcome)
+        with self._lock:  # a cancel that came before the end wins, as it does for a stockout
+            if record.preempted and record.job.state != CANCELLING:
+                outcome = Outcome(FAILED, RESOURCE_EXHAUSTED, stockout_message(record.job.name))
+            self._finish(record, outcome)
+
+    def _preempt(self, record: Record) -> None:
+        """After ``preempt_after`` seconds RUNNING, take the job's machines: stop its run (its
+        replicas get SIGTERM, then SIGKILL, as for a cancel) and mark it preempted; a job that
+        ended or was cancelled first keeps its end."""
+        assert record.preempt_after is not None  # only started for a job that has one
+        if record.ended.wait(record.preempt_after):
+            return
+        with self._lock:
+            if record.stop.is_set() or record.job.state != RUNNING:
+                return
+            record.preempted = True
+            record.stop.set()
+        self.runner.note(record, f"[vxtrain] preempted after {record.preempt_after:g} s RUNNING (--preempt): "
+                                 "the job lost its machines; every replica is stopped\n")
+
+    def _spawn(self, target: Callable[[], None], what: str) -> None:
+        """Run ``target`` on a thread ``close()`` joins."""
+        thread = threading.Thread(target=target, name=f"vxtrain-emulator-{what}", daemon=True)
+        with self._lock:  # started under the lock: close() must never join a thread not started yet
+            self._threads.append(thread)
+            thread.start()
 
 
     def _short(self, record: Record, shortage: Shortage, step: float) -> None:
