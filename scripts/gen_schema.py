@@ -25,7 +25,10 @@ env = {"type": "object", "description": "Environment variables of the container 
 accel = {"type": "object", "description": "Accelerators on every node of the pool.", "additionalProperties": False,
          "required": ["type"],
          "properties": {"type": {"type": "string", "description": "AcceleratorType enum name, e.g. NVIDIA_TESLA_V100, NVIDIA_L4, NVIDIA_H100_80GB."},
-                        "count": {"type": "integer", "minimum": 1, "default": 1, "description": "Accelerators per node."}}}
+                        "count": {"type": "integer", "minimum": 1, "default": 1, "description": "Accelerators per node."},
+                        # MachineSpec.gpuPartitionSize: "If set, the accelerator_count should be set to 1."
+                        "partition_size": {"type": "string", "pattern": "^[1-9]g\\.[1-9][0-9]*gb$", "x-accepts": "a MIG partition size such as 1g.10gb",
+                                           "description": "NVIDIA Multi-Instance GPU partition size (machineSpec.gpuPartitionSize), e.g. 1g.10gb; with count: 1."}}}
 # bootDiskSizeGb: "an integer between 100 and 64,000, inclusive"
 # (https://cloud.google.com/vertex-ai/docs/training/configure-compute#boot_disk_options).
 disk = {"type": "object", "description": "Boot disk of every node.", "additionalProperties": False,
@@ -65,8 +68,34 @@ reservation = {"type": "object", "additionalProperties": False, "required": ["af
                "properties": {"affinity": {"type": "string", "enum": ["specific", "any", "none"],
                                            "description": "specific (the reservation named by name), any (any matching reservation, else on-demand) or none (on-demand only)."},
                               "name": {"type": "string", "description": "With affinity specific: projects/PROJECT/zones/ZONE/reservations/NAME."}}}
+# WorkerPoolSpec.nfsMounts / lustreMounts (machine_resources.proto NfsMount, LustreMount): every field "Required".
+nfs_mount = {"type": "object", "additionalProperties": False, "required": ["server", "path", "mount_point"],
+             "description": "An NFS share mounted at /mnt/nfs/MOUNT_POINT (WorkerPoolSpec.nfsMounts).",
+             "properties": {"server": {"type": "string", "minLength": 1, "description": "IP address of the NFS server (a private address in the VPC)."},
+                            "path": {"type": "string", "pattern": "^/", "x-accepts": "an absolute path starting with /", "description": "Path the server exports, starting with /."},
+                            "mount_point": {"type": "string", "minLength": 1, "description": "Directory name under /mnt/nfs/ where the share is mounted."}}}
+lustre_mount = {"type": "object", "additionalProperties": False, "required": ["instance_ip", "volume_handle", "filesystem", "mount_point"],
+                "description": "A Lustre file system mounted at /mnt/lustre/MOUNT_POINT (WorkerPoolSpec.lustreMounts).",
+                "properties": {"instance_ip": {"type": "string", "minLength": 1, "description": "IP address of the Lustre instance."},
+                               "volume_handle": {"type": "string", "minLength": 1, "description": "Unique identifier of the Lustre volume."},
+                               "filesystem": {"type": "string", "minLength": 1, "description": "Name of the Lustre file system."},
+                               "mount_point": {"type": "string", "minLength": 1, "description": "Directory name under /mnt/lustre/ where it is mounted."}}}
+mount_props = {
+    "nfs_mounts": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/nfs_mount"}, "description": "NFS shares mounted on every node (needs network or psc_interface)."},
+    "lustre_mounts": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/lustre_mount"}, "description": "Lustre file systems mounted on every node."},
+}
+# CustomJobSpec.pscInterfaceConfig (service_networking.proto PscInterfaceConfig, DnsPeeringConfig).
+dns_peering = {"type": "object", "additionalProperties": False, "required": ["domain", "target_project", "target_network"],
+               "description": "A DNS zone of another network resolved from the job (DnsPeeringConfig).",
+               "properties": {"domain": {"type": "string", "minLength": 1, "description": "DNS name suffix of the zone, ending with a dot, e.g. corp.example.com."},
+                              "target_project": {"type": "string", "minLength": 1, "description": "Project ID hosting the Cloud DNS zone (the Vertex AI Service Agent needs dns.peer there)."},
+                              "target_network": {"type": "string", "minLength": 1, "description": "VPC network name in target_project where the zone is visible."}}}
+psc_interface = {"type": "object", "additionalProperties": False, "required": ["network_attachment"],
+                 "description": "Private Service Connect interface (PSC-I): the job reaches a VPC through a network attachment (jobSpec.pscInterfaceConfig); the way for H100 Mega, H200 and B200 machines, which VPC peering does not serve.",
+                 "properties": {"network_attachment": {"type": "string", "minLength": 1, "description": "Network attachment in the job's region: NAME or projects/PROJECT/regions/REGION/networkAttachments/NAME."},
+                                "dns_peering": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/dns_peering"}, "description": "DNS zones of other networks to resolve (dnsPeeringConfigs)."}}}
 def pool(desc, replicas):
-    props = {"replicas": replicas, **machine_props, **container_props}
+    props = {"replicas": replicas, **machine_props, **container_props, **mount_props}
     return {"type": "object", "description": desc, "additionalProperties": False, "properties": props}
 count = {"type": "integer", "minimum": 1, "description": "Number of nodes in the pool.", "default": 1}
 # The syntax has one home, vxtrain.model (parse_duration reads what this pattern accepts).
@@ -101,6 +130,13 @@ schema = {
         "base_output_dir": {"type": "string", "description": "gs:// prefix for AIP_MODEL_DIR, AIP_CHECKPOINT_DIR, AIP_TENSORBOARD_LOG_DIR (a local path is allowed for --target local)."},
         "tensorboard": {"type": "string", "description": "Tensorboard resource name (needs service_account)."},
         "enable_web_access": {"type": "boolean", "default": False, "description": "Interactive shell access to the replicas."},
+        "enable_dashboard_access": {"type": "boolean", "default": False, "description": "Access to the dashboard the chief container serves (jobSpec.enableDashboardAccess)."},
+        "psc_interface": {"$ref": "#/$defs/psc_interface"},
+        "reserved_ip_ranges": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
+                               "description": "Names of reserved IP ranges of the peered network (with network) the job is deployed in."},
+        "experiment": {"type": "string", "minLength": 1, "description": "Vertex AI Experiment: projects/P/locations/L/metadataStores/default/contexts/EXPERIMENT."},
+        "experiment_run": {"type": "string", "minLength": 1, "description": "Experiment run (with experiment): projects/P/locations/L/metadataStores/default/contexts/EXPERIMENT-RUN."},
+        "protected_artifact_location_id": {"type": "string", "minLength": 1, "description": "Vertex AI location where protected artifacts are stored, when it differs from the job's region."},
         "scheduling": {"type": "object", "additionalProperties": False, "description": "Scheduling options.",
                        "properties": {"timeout": {**duration, "description": "Maximum run time (Vertex default 7d)."},
                                       "restart_job_on_worker_restart": {"type": "boolean", "default": False, "description": "Restart the whole job when a replica restarts."},
@@ -108,7 +144,7 @@ schema = {
                                       "max_wait": {**duration, "description": "FLEX_START: how long to wait for resources."},
                                       "disable_retries": {"type": "boolean", "default": False, "description": "Fail the job instead of retrying it after an internal error."}}},
         "defaults": {"type": "object", "additionalProperties": False, "description": "Merged into every training pool (never into reduction_server).",
-                     "properties": {**machine_props, **container_props}},
+                     "properties": {**machine_props, **container_props, **mount_props}},
         "chief": pool("Pool 0: the primary replica. Always exactly 1 replica.", {"type": "integer", "default": 1, "description": "Must be 1 (Vertex requires one primary replica)."}),
         "workers": pool("Pool 1: workers.", count),
         "parameter_servers": pool("Pool 2: parameter servers (not with reduction_server).", count),
@@ -139,7 +175,8 @@ schema = {
         "image_repository": {"type": "string", "minLength": 1, "description": "HOST/PATH where images built from build: are pushed, e.g. us-central1-docker.pkg.dev/PROJECT/REPO (--image-repository overrides)."},
         "extra": {"type": "object", "description": "Raw CustomJob fields (camelCase REST form), deep-merged last; checked against the installed aiplatform protos."},
     },
-    "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg, "reservation": reservation, "build": build},
+    "$defs": {"accelerator": accel, "disk": disk, "python_package": pkg, "reservation": reservation, "build": build,
+              "nfs_mount": nfs_mount, "lustre_mount": lustre_mount, "psc_interface": psc_interface, "dns_peering": dns_peering},
 }
 
 # fallback: each entry is an overlay on the spec (as -f), any top-level key but fallback
@@ -153,6 +190,34 @@ schema["properties"]["fallback"] = {
               "description": "An overlay on the spec: mappings merge key by key, lists and scalars replace, null deletes.",
               "properties": {key: {"description": f"Replaces or merges into the spec's {key}."}
                              for key in schema["properties"]}},
+}
+
+# recovery: and notify: belong to the submit that follows the job, not to one rung's job: added
+# after fallback, so a fallback entry cannot carry them (they apply to the whole ladder).
+schema["properties"]["recovery"] = {
+    "type": "object", "additionalProperties": False, "required": ["max_recoveries"],
+    "description": "submit --wait starts the job again (a new CustomJob, same base_output_dir) when it loses its "
+                   "machines after it started: a stockout or preemption, an internal error, or a listed exit code.",
+    "properties": {
+        "max_recoveries": {"type": "integer", "minimum": 1, "maximum": 100,
+                           "description": "New attempts after the first, at most."},
+        "on_exit_codes": {"type": "array", "minItems": 1, "uniqueItems": True,
+                          "items": {"type": "integer", "minimum": 1, "maximum": 255},
+                          "description": "A replica exiting with one of these codes is recoverable too "
+                                         "(Vertex: 'The replica workerpoolK-I exited with a non-zero status of N')."},
+        "strategy": {"type": "string", "enum": ["same", "next"], "default": "same",
+                     "description": "same: start the rung that ran again | next: go on down the fallback ladder."},
+        "spot_to_standard_after": {"type": "integer", "minimum": 1,
+                                   "description": "Under scheduling.strategy SPOT: after this many preemptions, "
+                                                  "the next attempts use STANDARD (on-demand) VMs."},
+    },
+}
+schema["properties"]["notify"] = {
+    "type": "array", "minItems": 1,
+    "items": {"type": "string", "pattern": "^https?://[^\\s/?#]+[^\\s]*$",
+              "x-accepts": "an http:// or https:// URL, e.g. a Slack or Google Chat incoming webhook"},
+    "description": "URLs that get one JSON object per event (started, recovering, succeeded, failed, cancelled, "
+                   "no-capacity) while submit follows the job (--notify adds more).",
 }
 
 

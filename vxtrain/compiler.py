@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from vxtrain import catalog, slots
-from vxtrain.model import (RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, Pool, PythonPackage, Reservation,
-                           Scheduling, Study, StudyParameter)
+from vxtrain.model import (RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, LustreMount, NfsMount, Pool,
+                           PscInterface, PythonPackage, Reservation, Scheduling, Study, StudyParameter)
 from vxtrain.vocab.kinds import CUSTOM, TUNING
 
 _ALGORITHMS = {
@@ -85,7 +85,43 @@ def _job_spec_scalars(job: Job) -> dict[str, Any]:
         out["enableWebAccess"] = job.enable_web_access
     if job.persistent_resource is not None:
         out["persistentResourceId"] = job.persistent_resource
+    out.update(_newer_job_fields(job))
     return out
+
+
+def _newer_job_fields(job: Job) -> dict[str, Any]:
+    """The CustomJobSpec fields of 2025-26 (google/cloud/aiplatform/v1/custom_job.proto)."""
+    out: dict[str, Any] = {}
+    if job.reserved_ip_ranges:
+        out["reservedIpRanges"] = list(job.reserved_ip_ranges)
+    if job.psc_interface is not None:
+        out["pscInterfaceConfig"] = compile_psc_interface(job.psc_interface)
+    if job.protected_artifact_location_id is not None:
+        out["protectedArtifactLocationId"] = job.protected_artifact_location_id
+    if job.enable_dashboard_access is not None:
+        out["enableDashboardAccess"] = job.enable_dashboard_access
+    if job.experiment is not None:
+        out["experiment"] = job.experiment
+    if job.experiment_run is not None:
+        out["experimentRun"] = job.experiment_run
+    return out
+
+
+def compile_psc_interface(psc: PscInterface) -> dict[str, Any]:
+    """PscInterfaceConfig: networkAttachment and dnsPeeringConfigs (service_networking.proto)."""
+    out: dict[str, Any] = {}
+    if psc.network_attachment is not None:
+        out["networkAttachment"] = psc.network_attachment
+    peering = [_present({"domain": d.domain, "targetProject": d.target_project, "targetNetwork": d.target_network})
+               for d in psc.dns_peering]
+    if peering:
+        out["dnsPeeringConfigs"] = peering
+    return out
+
+
+def _present(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` without the ones that are None (the lenient model's missing values)."""
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def compile_pools(job: Job) -> list[dict[str, Any]]:
@@ -114,7 +150,22 @@ def compile_pool(pool: Pool, *, region: str | None = None) -> dict[str, Any]:
         out["containerSpec"] = _container_spec(pool, region)
     if pool.disk is not None:
         out["diskSpec"] = {"bootDiskType": pool.disk.type, "bootDiskSizeGb": pool.disk.size_gb}
+    if pool.nfs_mounts:
+        out["nfsMounts"] = [_nfs_mount(m) for m in pool.nfs_mounts]
+    if pool.lustre_mounts:
+        out["lustreMounts"] = [_lustre_mount(m) for m in pool.lustre_mounts]
     return out
+
+
+def _nfs_mount(mount: NfsMount) -> dict[str, Any]:
+    """NfsMount (machine_resources.proto): server, path, mountPoint."""
+    return _present({"server": mount.server, "path": mount.path, "mountPoint": mount.mount_point})
+
+
+def _lustre_mount(mount: LustreMount) -> dict[str, Any]:
+    """LustreMount (machine_resources.proto): instanceIp, volumeHandle, filesystem, mountPoint."""
+    return _present({"instanceIp": mount.instance_ip, "volumeHandle": mount.volume_handle,
+                     "filesystem": mount.filesystem, "mountPoint": mount.mount_point})
 
 
 def _machine_spec(pool: Pool) -> dict[str, Any]:
@@ -126,6 +177,8 @@ def _machine_spec(pool: Pool) -> dict[str, Any]:
         out["acceleratorType"] = acc.type
         if acc.count is not None:
             out["acceleratorCount"] = acc.count
+        if acc.partition_size is not None:
+            out["gpuPartitionSize"] = acc.partition_size
     if pool.tpu_topology is not None:
         out["tpuTopology"] = pool.tpu_topology
     if pool.reservation is not None and pool.reservation.affinity in RESERVATION_AFFINITY:

@@ -100,6 +100,44 @@ class Accelerator:
 
     type: str | None
     count: int | None
+    #: machineSpec.gpuPartitionSize: the NVIDIA MIG partition size (``1g.10gb``), with count 1.
+    partition_size: str | None = None
+
+
+@dataclass
+class NfsMount:
+    """An NFS share mounted on every node of a pool at ``/mnt/nfs/<mount_point>`` (WorkerPoolSpec.nfsMounts)."""
+
+    server: str | None
+    path: str | None
+    mount_point: str | None
+
+
+@dataclass
+class LustreMount:
+    """A Lustre file system mounted at ``/mnt/lustre/<mount_point>`` (WorkerPoolSpec.lustreMounts)."""
+
+    instance_ip: str | None
+    volume_handle: str | None
+    filesystem: str | None
+    mount_point: str | None
+
+
+@dataclass
+class DnsPeering:
+    """A DNS zone of another network the job resolves (PscInterfaceConfig.dnsPeeringConfigs)."""
+
+    domain: str | None
+    target_project: str | None
+    target_network: str | None
+
+
+@dataclass
+class PscInterface:
+    """Private Service Connect interface of the job (jobSpec.pscInterfaceConfig)."""
+
+    network_attachment: str | None
+    dns_peering: list[DnsPeering] = field(default_factory=list)
 
 
 @dataclass
@@ -123,6 +161,10 @@ RESERVATION_NAME_KEY = "compute.googleapis.com/reservation-name"
 #: where a hyphen is not an identifier character (AIP-160).
 IDEMPOTENCY_LABEL = "vxtrain_idempotency_key"
 RUNG_LABEL = "vxtrain_fallback_rung"
+#: With ``recovery:``, each attempt's number (0: the first job; each recovery one more),
+#: beside the key on every job of the submit, and ``VXTRAIN_ATTEMPT`` its env in every pool.
+ATTEMPT_LABEL = "vxtrain_attempt"
+ATTEMPT_ENV = "VXTRAIN_ATTEMPT"
 
 
 @dataclass
@@ -179,6 +221,8 @@ class Pool:
     tpu_topology: str | None = None
     reservation: Reservation | None = None
     build: Build | None = None
+    nfs_mounts: list[NfsMount] = field(default_factory=list)
+    lustre_mounts: list[LustreMount] = field(default_factory=list)
 
     @property
     def index(self) -> int:
@@ -200,6 +244,17 @@ class Scheduling:
     strategy: str | None = None
     max_wait: int | None = None
     disable_retries: bool | None = None
+
+
+@dataclass
+class Recovery:
+    """``recovery:``: new attempts of a job that lost its machines after it started
+    (vxtrain.submission.recovery)."""
+
+    max_recoveries: int | None = None
+    on_exit_codes: list[int] = field(default_factory=list)
+    strategy: str = "same"  # same: the rung that ran again | next: on down the fallback ladder
+    spot_to_standard_after: int | None = None
 
 
 @dataclass
@@ -269,6 +324,18 @@ class Job:
     image_repository: str | None = None
     #: jobSpec.persistentResourceId: the ID of a PersistentResource in the job's project and region.
     persistent_resource: str | None = None
+    #: jobSpec.pscInterfaceConfig, reservedIpRanges, enableDashboardAccess, experiment,
+    #: experimentRun, protectedArtifactLocationId (the job fields of 2025-26).
+    psc_interface: PscInterface | None = None
+    reserved_ip_ranges: list[str] = field(default_factory=list)
+    enable_dashboard_access: bool | None = None
+    experiment: str | None = None
+    experiment_run: str | None = None
+    protected_artifact_location_id: str | None = None
+    #: ``recovery:``: what submit --wait does when the job loses its machines after it started.
+    recovery: Recovery | None = None
+    #: ``notify:``: http(s) URLs that get one JSON object per event while submit follows the job.
+    notify: list[str] = field(default_factory=list)
 
     def pool(self, role: str) -> Pool | None:
         """The pool with ``role``, or None."""
@@ -443,7 +510,8 @@ def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
     acc_raw = raw.get("accelerator")
     accelerator = None
     if isinstance(acc_raw, dict):
-        accelerator = Accelerator(_str(acc_raw.get("type")), _int(acc_raw.get("count", 1)))
+        accelerator = Accelerator(_str(acc_raw.get("type")), _int(acc_raw.get("count", 1)),
+                                  _str(acc_raw.get("partition_size")))
     disk_raw = raw.get("disk")
     disk = None
     if isinstance(disk_raw, dict):
@@ -472,7 +540,25 @@ def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
         args=_strlist(raw.get("args")), env=_strmap(raw.get("env")), disk=disk,
         python_package=pkg, auto_replicas=auto, tpu_topology=_str(raw.get("tpu_topology")),
         reservation=reservation, build=build,
+        nfs_mounts=[NfsMount(_str(m.get("server")), _str(m.get("path")), _str(m.get("mount_point")))
+                    for m in _dicts(raw.get("nfs_mounts"))],
+        lustre_mounts=[LustreMount(_str(m.get("instance_ip")), _str(m.get("volume_handle")),
+                                   _str(m.get("filesystem")), _str(m.get("mount_point")))
+                       for m in _dicts(raw.get("lustre_mounts"))],
     )
+
+
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    """The mappings of a list (a lenient read of a list of objects)."""
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _build_psc(raw: Any) -> PscInterface | None:
+    if not isinstance(raw, dict):
+        return None
+    peering = [DnsPeering(_str(d.get("domain")), _str(d.get("target_project")), _str(d.get("target_network")))
+               for d in _dicts(raw.get("dns_peering"))]
+    return PscInterface(_str(raw.get("network_attachment")), peering)
 
 
 def _build_study(raw: Mapping[str, Any]) -> Study:
@@ -532,7 +618,23 @@ def build(data: Mapping[str, Any]) -> Job:
         extra=_dict(data.get("extra")), staging_bucket=_str(data.get("staging_bucket")),
         image_repository=_str(data.get("image_repository")),
         persistent_resource=_str(_lifted_job_value(data, "persistent_resource")),
+        psc_interface=_build_psc(data.get("psc_interface")),
+        reserved_ip_ranges=_strlist(data.get("reserved_ip_ranges")),
+        enable_dashboard_access=_bool(data.get("enable_dashboard_access")),
+        experiment=_str(data.get("experiment")), experiment_run=_str(data.get("experiment_run")),
+        protected_artifact_location_id=_str(data.get("protected_artifact_location_id")),
+        recovery=_build_recovery(data.get("recovery")), notify=_strlist(data.get("notify")),
     )
+
+
+def _build_recovery(raw: Any) -> Recovery | None:
+    """The ``recovery:`` block (None when absent or not a mapping)."""
+    if not isinstance(raw, dict):
+        return None
+    codes = raw.get("on_exit_codes")
+    return Recovery(_int(raw.get("max_recoveries")),
+                    [c for c in map(_int, codes) if c is not None] if isinstance(codes, list) else [],
+                    _str(raw.get("strategy")) or "same", _int(raw.get("spot_to_standard_after")))
 
 
 def _lifted_job_value(data: Mapping[str, Any], key: str) -> Any:
