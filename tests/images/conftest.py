@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import requests
 
+from tests.images.bases import python_base  # noqa: F401 - a fixture: bases with a real Python
 from tests.registry import (  # noqa: F401 - the tests import these from here
     ACCEPT, DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, BaseImage, digest, push_base, push_blob, put_manifest,
     registry_binary, running_registry, tar_gz,
