@@ -9,6 +9,17 @@ Reproducible entries, as ko and jib write them: sorted by name, directories
 made explicit, mtime 0, uid/gid 0 with no user names, modes normalised to 0755
 (directories and executables) or 0644, and gzip with no name and no timestamp.
 
+Compression: ISA-L's deflate (python-isal, its library built into the wheel) at
+level GZIP_LEVEL, fed in fixed CHUNK-sized pieces. No deflate promises the same
+bytes across implementations, versions or platforms (zlib-ng's maintainers, citing
+zlib's: https://github.com/zlib-ng/zlib-ng/issues/2216), and Python's ``zlib`` is
+whatever the machine links (zlib-ng-compat on some distributions); a pinned wheel is
+one compressor everywhere the wheel is the same build. It is also about six times
+faster than zlib at the same ratio (docs/performance.md). What names the content
+does not depend on it: the tag hashes the inputs and ``diff_id`` the tar.
+tests/images/test_recipe.py pins the bytes of a tiny layer, so a new compressor is
+noticed (docs/decisions.md, "Image files and their speed").
+
 The dependency layer is ``pip install --target`` of wheels only, for the
 image's platform (linux/amd64) and Python, with pip's documented
 cross-platform options (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-platform):
@@ -18,7 +29,6 @@ how the tests install a local wheel with no network).
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import os
 import re
@@ -30,18 +40,29 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from isal import isal_zlib
+
 from vxtrain.errors import VxtrainError
 from vxtrain.images.recipe import CODE_DIR
-from vxtrain.packaging.source import iter_files
+from vxtrain.packaging.credentials import WHITEOUT_PREFIX
+from vxtrain.packaging.source import iter_files, packaged_mode
 
 #: The platforms pip may take wheels for: linux/amd64, manylinux2014 (glibc 2.17) up to
 #: glibc 2.28 (Vertex AI's prebuilt images are Debian/Ubuntu with a newer glibc).
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
-#: gzip level: fixed, so the same tar gives the same gzip bytes (zlib's output depends on it).
-GZIP_LEVEL = 6
-#: Read files in this many bytes at a time.
+#: ISA-L's deflate level (0-3): fixed, as the bytes depend on it. 2 (python-isal's default)
+#: packs as tightly as zlib's level 1 at ISA-L's level 1 speed (docs/performance.md).
+GZIP_LEVEL = 2
+#: Read files, and feed the compressor, this many bytes at a time.
 CHUNK = 1024 * 1024
+#: A gzip member's header (RFC 1952): deflate, no flags, mtime 0, no extra flags, OS
+#: "unknown" (255), as Python's gzip writes with mtime=0: no name, no time, no machine.
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 _MISSING = re.compile(r"No matching distribution found for ([^\s]+)")
+
+
+class LayerError(VxtrainError):
+    """A file that cannot go into a layer as it is (exit 1, before anything is pushed)."""
 
 
 class DependencyError(VxtrainError):
@@ -81,19 +102,72 @@ class _Hashing:
         self.target.flush()
 
 
+class _Gzip:
+    """A write-only stream that gzips what it is given into ``target``: one member, the
+    deflate stream fed in CHUNK-sized pieces whatever sizes the writes come in (ISA-L's
+    output may depend on where its input is cut), then the CRC-32 and size (RFC 1952)."""
+
+    def __init__(self, target: _Hashing) -> None:
+        self.target, self.pending, self.crc, self.size = target, bytearray(), 0, 0
+        self.deflate = isal_zlib.compressobj(GZIP_LEVEL, isal_zlib.DEFLATED, -isal_zlib.MAX_WBITS)
+        target.write(GZIP_HEADER)
+
+    def write(self, data: bytes) -> int:
+        """Buffer ``data``; compress every whole CHUNK."""
+        self.pending += data
+        if len(self.pending) >= CHUNK:
+            whole = len(self.pending) - len(self.pending) % CHUNK
+            view = memoryview(self.pending)
+            for start in range(0, whole, CHUNK):
+                self._deflate(view[start:start + CHUNK])
+            view.release()
+            del self.pending[:whole]
+        return len(data)
+
+    def _deflate(self, piece: bytes | memoryview) -> None:
+        self.crc = isal_zlib.crc32(piece, self.crc)
+        self.size += len(piece)
+        self.target.write(self.deflate.compress(piece))
+
+    def flush(self) -> None:
+        """Nothing to do: only close ends the stream."""
+
+    def close(self) -> None:
+        """Compress the rest and write the trailer."""
+        self._deflate(bytes(self.pending))
+        self.pending.clear()
+        self.target.write(self.deflate.flush() + self.crc.to_bytes(4, "little")
+                          + (self.size & 0xFFFFFFFF).to_bytes(4, "little"))
+
+
 def write_layer(files: Iterable[tuple[PurePosixPath, Path]], dest: Path) -> Layer:
     """A gzipped tar at ``dest`` of ``files`` (path in the image → file here), with every
-    parent directory as its own entry, in sorted order."""
+    parent directory as its own entry, in sorted order. LayerError, before anything is
+    written, for a name a runtime reads as a whiteout (``.wh.``)."""
     entries = _with_parents(dict(files))
+    _refuse_whiteouts(entries)
     with dest.open("wb") as raw:
         outer = _Hashing(raw)
-        with gzip.GzipFile(filename="", mode="wb", fileobj=outer, mtime=0, compresslevel=GZIP_LEVEL) as gz:
-            inner = _Hashing(gz)  # type: ignore[arg-type]
-            with tarfile.open(fileobj=inner, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
-                for name in sorted(entries, key=lambda n: n.encode("utf-8", "surrogateescape")):
-                    _add(tar, name, entries[name])
+        gz = _Gzip(outer)
+        inner = _Hashing(gz)  # type: ignore[arg-type]
+        with tarfile.open(fileobj=inner, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+            for name in sorted(entries, key=lambda n: n.encode("utf-8", "surrogateescape")):
+                _add(tar, name, entries[name])
+        gz.close()
     return Layer(dest, f"sha256:{outer.sha.hexdigest()}", f"sha256:{inner.sha.hexdigest()}", outer.size,
                  sum(1 for p in entries.values() if p is not None))
+
+
+def _refuse_whiteouts(entries: dict[str, Path | None]) -> None:
+    """LayerError naming the entries with a part starting ``.wh.``: the OCI layer format's
+    whiteouts (https://github.com/opencontainers/image-spec/blob/main/layer.md#whiteouts),
+    which the runtime deletes, with the base's file of that name."""
+    bad = [name for name in entries if any(part.startswith(WHITEOUT_PREFIX) for part in name.split("/"))]
+    if bad:
+        files = [str(entries[name]) for name in bad if entries[name] is not None] or bad
+        raise LayerError(f"{', '.join(sorted(files)[:10])}: a name starting with {WHITEOUT_PREFIX} is a deletion in "
+                         "an image layer (the runtime removes it, and the base's file of that name): rename it, or "
+                         "leave it out; nothing was pushed")
 
 
 def _with_parents(files: dict[PurePosixPath, Path]) -> dict[str, Path | None]:
@@ -117,7 +191,7 @@ def _add(tar: tarfile.TarFile, name: str, path: Path | None) -> None:
         tar.addfile(info)
         return
     st = path.stat()
-    info.size, info.mode = st.st_size, 0o755 if st.st_mode & 0o100 else 0o644
+    info.size, info.mode = st.st_size, packaged_mode(st.st_mode)
     with path.open("rb") as f:
         tar.addfile(info, f)
 

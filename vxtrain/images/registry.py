@@ -42,6 +42,8 @@ CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 #: The username that goes with an access token on Google's registries.
 GOOGLE_USER = "oauth2accesstoken"
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
+#: Bytes read from a layer file per piece of its upload.
+UPLOAD_CHUNK = 1024 * 1024
 #: Blobs at least this big report their upload to the progress display.
 PROGRESS_THRESHOLD = 1024 * 1024
 
@@ -128,16 +130,12 @@ class Repository:
         return True
 
     def push_file(self, path: Path, digest: str, size: int, progress: UploadProgress | None) -> None:
-        """Upload the file ``path`` (monolithic, streamed from disk)."""
-        with _display(progress, f"pushing {digest[7:19]}", size) as position:
-            sent = [0]
-
-            def moved(_digest: str, chunk: bytes, _total: int = 0) -> None:
-                sent[0] += len(chunk)
-                position(sent[0])
-
-            self._call(f"pushing {digest}", lambda: self.dxf.push_blob(
-                str(path), progress=moved, digest=digest, check_exists=False))
+        """Upload the file ``path`` (monolithic, streamed from disk) under ``digest``, known
+        from when it was written: dxf's ``push_blob(filename)`` would read the whole file
+        once more to hash it before sending it (one more pass over a layer of gigabytes)."""
+        with _display(progress, f"pushing {digest[7:19]}", size) as position, path.open("rb") as f:
+            body = _Sized(iter(lambda: f.read(UPLOAD_CHUNK), b""), size, position)
+            self._call(f"pushing {digest}", lambda: self.dxf.push_blob(data=body, digest=digest, check_exists=False))
 
     def push_stream(self, chunks: Iterable[bytes], digest: str, size: int, progress: UploadProgress | None) -> None:
         """Upload ``size`` bytes as they come from ``chunks`` (a blob copied from another registry)."""

@@ -1,0 +1,103 @@
+"""Files a source folder must not carry into an image or a package: credentials, and
+names a container runtime reads as deletions.
+
+One table for both (``build.source`` and ``python_package.source``): an image is pushed
+to a registry that every reader of the project can pull, a package is uploaded to a
+bucket; either way a credential inside is handed to everyone who can read it. A file
+in the table is refused by validate, plan and submit, naming each one and the fix:
+list it in ``.vxtrainignore`` (or ``.gitignore``) in the folder, or move it out. An
+ignored file is never read, hashed nor packaged (vxtrain.packaging.source), so that is
+the way to keep one next to the code.
+
+The table matches names, not contents: a name is what each tool looks for, so it is
+what a copied home folder or a careless ``cp -r ~/.config`` brings in; reading every
+file's bytes for keys would cost a second read of the folder and still miss most.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+__all__ = ["CREDENTIALS", "Credential", "WHITEOUT_PREFIX", "credential_files", "whiteout_names"]
+
+#: A layer entry whose name starts with this is a whiteout: the runtime deletes the file
+#: of that name in the layers below, and shows neither
+#: (https://github.com/opencontainers/image-spec/blob/main/layer.md#whiteouts; ``.wh..wh..opq``,
+#: the opaque whiteout, hides a whole folder). A user's file of that name would be pushed
+#: and then vanish, taking a file of the base with it.
+WHITEOUT_PREFIX = ".wh."
+
+
+@dataclass(frozen=True)
+class Credential:
+    """One kind of credential file: its name (path parts at the end of a file's path, or a
+    folder whose every file counts), and why it is refused."""
+
+    parts: tuple[str, ...]
+    folder: bool  # every file under a folder of this name (path) counts
+    why: str
+
+    def matches(self, rel: PurePosixPath) -> bool:
+        """True when the relative path ``rel`` of a file is this credential."""
+        names, n = rel.parts, len(self.parts)
+        if not self.folder:
+            return names[-n:] == self.parts
+        return any(names[i:i + n] == self.parts for i in range(len(names) - n))
+
+    @property
+    def pattern(self) -> str:
+        """The ignore-file line that leaves it out (``**/.ssh/``, ``**/.netrc``)."""
+        return "**/" + "/".join(self.parts) + ("/" if self.folder else "")
+
+
+_SSH_KEY = "an SSH private key: whoever holds it logs in as you"
+_GCLOUD = "gcloud's credentials: whoever holds them acts as you on Google Cloud"
+#: Each entry's source is the tool's own documentation of where it keeps credentials:
+#: ssh(1) FILES; `gcloud info` (its config folder) and
+#: https://cloud.google.com/docs/authentication/application-default-credentials;
+#: https://docs.docker.com/reference/cli/docker/login/; curl's and Python's netrc(5);
+#: https://git-scm.com/docs/git-credential-store;
+#: https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-files.html;
+#: https://kubernetes.io/docs/concepts/configuration/organize-cluster-access-kubeconfig/;
+#: https://packaging.python.org/en/latest/specifications/pypirc/ (read 2026-11-27).
+CREDENTIALS: tuple[Credential, ...] = (
+    Credential((".ssh",), True, "SSH keys and the hosts they open: whoever holds them logs in as you"),
+    Credential(("id_rsa",), False, _SSH_KEY),
+    Credential(("id_dsa",), False, _SSH_KEY),
+    Credential(("id_ecdsa",), False, _SSH_KEY),
+    Credential(("id_ed25519",), False, _SSH_KEY),
+    Credential(("id_ecdsa_sk",), False, _SSH_KEY),
+    Credential(("id_ed25519_sk",), False, _SSH_KEY),
+    Credential(("gcloud", "credentials.db"), False, _GCLOUD),
+    Credential(("gcloud", "access_tokens.db"), False, _GCLOUD),
+    Credential(("gcloud", "legacy_credentials"), True, _GCLOUD),
+    Credential(("application_default_credentials.json",), False,
+               "Application Default Credentials: whoever holds them acts as you on Google Cloud"),
+    Credential((".docker", "config.json"), False, "Docker's registry logins (auths): whoever holds them "
+               "pushes and pulls as you"),
+    Credential((".netrc",), False, "machine passwords (curl, pip, git and ftp read them)"),
+    Credential(("_netrc",), False, "machine passwords (netrc's Windows name)"),
+    Credential((".env",), False, "an environment file: where API keys and passwords are kept"),
+    Credential((".git-credentials",), False, "git's stored passwords and tokens, in plain text"),
+    Credential((".aws", "credentials"), False, "AWS access keys"),
+    Credential((".kube", "config"), False, "Kubernetes clusters' credentials (kubeconfig)"),
+    Credential((".pypirc",), False, "package index upload passwords and tokens"),
+    Credential((".pgpass",), False, "PostgreSQL passwords"),
+    Credential((".gnupg",), True, "GnuPG private keys"),
+)
+
+
+def credential_files(files: Iterable[PurePosixPath]) -> list[tuple[PurePosixPath, Credential]]:
+    """The files (relative paths, in the order given) that are credentials, each with its entry."""
+    found = []
+    for rel in files:
+        hit = next((entry for entry in CREDENTIALS if entry.matches(rel)), None)
+        if hit is not None:
+            found.append((rel, hit))
+    return found
+
+
+def whiteout_names(files: Iterable[PurePosixPath]) -> list[PurePosixPath]:
+    """The files (relative paths) with a part that a runtime reads as a whiteout."""
+    return [rel for rel in files if any(part.startswith(WHITEOUT_PREFIX) for part in rel.parts)]
