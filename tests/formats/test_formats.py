@@ -273,21 +273,54 @@ def test_gcloud_fields_without_a_native_key_go_to_extra_and_compile_back() -> No
           - machineSpec: {machineType: ct5lp-hightpu-4t, tpuTopology: 2x2}
             replicaCount: 2
             containerSpec: {imageUri: us-docker.pkg.dev/my-project/t/a:1}
-            nfsMounts: [{server: 10.0.0.2, path: /data, mountPoint: data}]
-        reservedIpRanges: [vertex-range]
+        models: [projects/p/locations/us-central1/models/m]
         persistentResourceId: my-pool
         """)
     assert diags == []
-    assert native.data["extra"] == {"jobSpec": {
-        "reservedIpRanges": ["vertex-range"],
-        "workerPoolSpecs": [{}, {"nfsMounts": [{"server": "10.0.0.2", "path": "/data", "mountPoint": "data"}]}]}}
+    assert native.data["extra"] == {"jobSpec": {"models": ["projects/p/locations/us-central1/models/m"]}}
     # tpuTopology and persistentResourceId have native keys (checked like the native ones)
     assert native.data["workers"]["tpu_topology"] == "2x2" and native.data["persistent_resource"] == "my-pool"
     spec = compile_custom_job_spec(model.build(native.data))
-    assert spec["reservedIpRanges"] == ["vertex-range"] and spec["persistentResourceId"] == "my-pool"
+    assert spec["models"] == ["projects/p/locations/us-central1/models/m"] and spec["persistentResourceId"] == "my-pool"
     assert spec["workerPoolSpecs"][1]["machineSpec"] == {"machineType": "ct5lp-hightpu-4t", "tpuTopology": "2x2"}
-    assert spec["workerPoolSpecs"][1]["nfsMounts"][0]["mountPoint"] == "data"
-    assert "nfsMounts" not in spec["workerPoolSpecs"][0]
+
+
+def test_gcloud_newer_job_fields_map_to_native_keys_and_compile_back() -> None:
+    text = """
+        workerPoolSpecs:
+          - machineSpec: {machineType: a2-highgpu-1g, acceleratorType: NVIDIA_TESLA_A100, acceleratorCount: 1,
+                          gpuPartitionSize: 1g.5gb}
+            containerSpec: {imageUri: us-docker.pkg.dev/my-project/t/a:1}
+          - machineSpec: {machineType: n1-standard-8}
+            replicaCount: 2
+            containerSpec: {imageUri: us-docker.pkg.dev/my-project/t/a:1}
+            nfsMounts: [{server: 10.0.0.2, path: /data, mountPoint: data}]
+            lustreMounts: [{instanceIp: 10.0.0.3, volumeHandle: vh, filesystem: fs, mountPoint: l}]
+        reservedIpRanges: [vertex-range]
+        pscInterfaceConfig:
+          networkAttachment: att
+          dnsPeeringConfigs: [{domain: corp.example.com., targetProject: p2, targetNetwork: vpc}]
+        enableDashboardAccess: true
+        experiment: projects/p/locations/us-central1/metadataStores/default/contexts/e
+        experimentRun: projects/p/locations/us-central1/metadataStores/default/contexts/e-r
+        protectedArtifactLocationId: europe-west4
+        """
+    native, diags = convert(text)
+    assert diags == [] and "extra" not in native.data
+    assert native.data["chief"]["accelerator"]["partition_size"] == "1g.5gb"
+    assert native.data["workers"]["nfs_mounts"] == [{"server": "10.0.0.2", "path": "/data", "mount_point": "data"}]
+    assert native.data["workers"]["lustre_mounts"][0]["volume_handle"] == "vh"
+    assert native.data["psc_interface"] == {"network_attachment": "att", "dns_peering": [
+        {"domain": "corp.example.com.", "target_project": "p2", "target_network": "vpc"}]}
+    assert native.data["reserved_ip_ranges"] == ["vertex-range"] and native.data["enable_dashboard_access"] is True
+    assert native.where(("psc_interface", "dns_peering", 0, "target_project"))["path"] \
+        == "pscInterfaceConfig.dnsPeeringConfigs[0].targetProject"
+    # the round trip: every field the file gave comes back as it was written
+    spec = compile_custom_job_spec(model.build(native.data))
+    assert spec == {**yaml.safe_load(textwrap.dedent(text)), "workerPoolSpecs": spec["workerPoolSpecs"]}
+    assert spec["workerPoolSpecs"][0]["machineSpec"]["gpuPartitionSize"] == "1g.5gb"
+    assert spec["workerPoolSpecs"][1]["nfsMounts"] == [{"server": "10.0.0.2", "path": "/data", "mountPoint": "data"}]
+    assert spec["workerPoolSpecs"][1]["lustreMounts"][0]["instanceIp"] == "10.0.0.3"
 
 
 def test_gcloud_python_package_spec() -> None:

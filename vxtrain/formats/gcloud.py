@@ -108,20 +108,65 @@ def _spec_fields(conv: Conversion, spec: Mapping[str, Any], prefix: KeyPath) -> 
     hints = {k: f"'{k}' is a CustomJob field, not a CustomJobSpec one: put the spec under 'jobSpec:' "
                 "beside it (or use --display-name)" for k in ("displayName", "labels")}
     conv.check_keys(spec, fields_of("CustomJobSpec"), prefix, hints)
-    simple = {"serviceAccount": "service_account", "network": "network", "tensorboard": "tensorboard",
-              "enableWebAccess": "enable_web_access", "persistentResourceId": "persistent_resource"}
+    simple = {"serviceAccount": "service_account", "tensorboard": "tensorboard",
+              "enableWebAccess": "enable_web_access", "persistentResourceId": "persistent_resource", **NETWORK_FIELDS}
     for key, native in simple.items():
         if key in spec:
             conv.put((native,), spec[key], prefix + (key,))
+    if "pscInterfaceConfig" in spec:
+        _psc_interface(conv, spec["pscInterfaceConfig"], prefix + ("pscInterfaceConfig",))
     if "baseOutputDirectory" in spec:
         _output_dir(conv, spec["baseOutputDirectory"], prefix + ("baseOutputDirectory",))
     if "scheduling" in spec:
         _scheduling(conv, spec["scheduling"], prefix + ("scheduling",))
-    mapped = {"workerPoolSpecs", "baseOutputDirectory", "scheduling", *simple}
+    mapped = {"workerPoolSpecs", "baseOutputDirectory", "scheduling", "pscInterfaceConfig", *simple}
     for key in fields_of("CustomJobSpec"):
         if key in spec and key not in mapped:
             conv.put(("extra", "jobSpec", key), spec[key], prefix + (key,))
     _pools(conv, spec.get("workerPoolSpecs"), prefix + ("workerPoolSpecs",))
+
+
+#: CustomJobSpec fields whose native key has the same value (the newer job fields and the network).
+NETWORK_FIELDS: dict[str, str] = {
+    "network": "network", "reservedIpRanges": "reserved_ip_ranges", "enableDashboardAccess": "enable_dashboard_access",
+    "experiment": "experiment", "experimentRun": "experiment_run",
+    "protectedArtifactLocationId": "protected_artifact_location_id",
+}
+#: The fields of the messages below and their native keys (the same names in snake_case).
+_DNS_PEERING = {"domain": "domain", "targetProject": "target_project", "targetNetwork": "target_network"}
+_MOUNTS: dict[str, tuple[str, dict[str, str]]] = {
+    "nfsMounts": ("nfs_mounts", {"server": "server", "path": "path", "mountPoint": "mount_point"}),
+    "lustreMounts": ("lustre_mounts", {"instanceIp": "instance_ip", "volumeHandle": "volume_handle",
+                                       "filesystem": "filesystem", "mountPoint": "mount_point"}),
+}
+
+
+def _psc_interface(conv: Conversion, value: Any, src: KeyPath) -> None:
+    """pscInterfaceConfig → psc_interface {network_attachment, dns_peering: [{domain, ...}]}."""
+    raw = conv.mapping(value, src, "pscInterfaceConfig")
+    if raw is None:
+        return
+    conv.link(("psc_interface",), src)
+    if "networkAttachment" in raw:
+        conv.put(("psc_interface", "network_attachment"), raw["networkAttachment"], src + ("networkAttachment",))
+    if "dnsPeeringConfigs" in raw:
+        _objects(conv, raw["dnsPeeringConfigs"], ("psc_interface", "dns_peering"), src + ("dnsPeeringConfigs",),
+                 _DNS_PEERING)
+
+
+def _objects(conv: Conversion, value: Any, native: KeyPath, src: KeyPath, names: Mapping[str, str]) -> None:
+    """A list of messages → a list of native mappings (each field renamed by ``names``; others kept as
+    written, for the schema to name), every item and field linked to its source line."""
+    if not isinstance(value, list):
+        conv.put(native, value, src)  # the schema says what it should be
+        return
+    items = [{names.get(str(key), str(key)): sub for key, sub in item.items()} if isinstance(item, Mapping) else item
+             for item in value]
+    conv.put(native, items, src)
+    for i, item in enumerate(value):
+        if isinstance(item, Mapping):
+            for key in item:
+                conv.link(native + (i, names.get(str(key), str(key))), src + (i, str(key)))
 
 
 def _output_dir(conv: Conversion, value: Any, src: KeyPath) -> None:
@@ -197,7 +242,10 @@ def _pool(conv: Conversion, pool: Mapping[str, Any], index: int, src: KeyPath) -
         _python_package(conv, pool["pythonPackageSpec"], base, src + ("pythonPackageSpec",))
     if "diskSpec" in pool:
         _disk(conv, pool["diskSpec"], base, src + ("diskSpec",))
-    mapped = {"containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec"}
+    for key, (native, names) in _MOUNTS.items():
+        if key in pool:
+            _objects(conv, pool[key], base + (native,), src + (key,), names)
+    mapped = {"containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec", *_MOUNTS}
     for key in fields_of("WorkerPoolSpec"):
         if key in pool and key not in mapped:
             conv.put(("extra", "jobSpec", "workerPoolSpecs", index, key), pool[key], src + (key,))
@@ -218,7 +266,7 @@ def _machine(conv: Conversion, value: Any, base: KeyPath, index: int, src: KeyPa
     if "machineType" in raw:
         conv.put(base + ("machine_type",), raw["machineType"], src + ("machineType",))
     _accelerator(conv, raw, base, src)
-    mapped = {"machineType", "acceleratorType", "acceleratorCount"}
+    mapped = {"machineType", "acceleratorType", "acceleratorCount", "gpuPartitionSize"}
     if "tpuTopology" in raw:
         conv.put(base + ("tpu_topology",), raw["tpuTopology"], src + ("tpuTopology",))
         mapped.add("tpuTopology")
@@ -263,6 +311,8 @@ def _accelerator(conv: Conversion, raw: Mapping[str, Any], base: KeyPath, src: K
         conv.put(base + ("accelerator", "type"), acc_type, src + ("acceleratorType",))
     if has_count:
         conv.put(base + ("accelerator", "count"), int_or_same(count), src + ("acceleratorCount",))
+    if "gpuPartitionSize" in raw:
+        conv.put(base + ("accelerator", "partition_size"), raw["gpuPartitionSize"], src + ("gpuPartitionSize",))
 
 
 def _container(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
@@ -356,7 +406,8 @@ EXTRA_POOLS: KeyPath = ("extra", "jobSpec", "workerPoolSpecs")
 #: The native keys of a pool the spec writes that ``as_sent`` takes from ``extra``'s
 #: WorkerPoolSpec (the hardware, the replica count, the boot disk). Its code (containerSpec,
 #: pythonPackageSpec) stays extra.py's to check there; a pool only ``extra`` writes takes all.
-SENT_POOL_KEYS: tuple[str, ...] = ("machine_type", "accelerator", "tpu_topology", "replicas", "disk")
+SENT_POOL_KEYS: tuple[str, ...] = ("machine_type", "accelerator", "tpu_topology", "replicas", "disk", "nfs_mounts",
+                                   "lustre_mounts")
 
 
 def as_sent(native: NativeSpec) -> NativeSpec:
@@ -386,10 +437,30 @@ def as_sent(native: NativeSpec) -> NativeSpec:
             own = native.data.get("scheduling")
             data["scheduling"] = {**(own if isinstance(own, Mapping) else {}), **written}
             sent.update({("scheduling", key): conv.origin[("scheduling", key)] for key in written})
+    _sent_job_fields(native, data, sent, spec)
     if not sent:
         return native
     return NativeSpec(data=data, format=native.format, source=native.source, origin=native.origin,
                       sent={**native.sent, **sent})
+
+
+def _sent_job_fields(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, KeyPath],
+                     spec: Mapping[str, Any]) -> None:
+    """The network and the newer job fields ``extra.jobSpec`` sets, on their native keys (each
+    replaces the spec's own: compile merges ``extra`` last, a list or scalar whole)."""
+    conv = Conversion(native.source)
+    src = ("extra", "jobSpec")
+    for key, name in NETWORK_FIELDS.items():
+        if key in spec:
+            conv.put((name,), spec[key], src + (key,))
+    if "pscInterfaceConfig" in spec:
+        _psc_interface(conv, spec["pscInterfaceConfig"], src + ("pscInterfaceConfig",))
+    for key in conv.data:
+        own = data.get(key)
+        written = conv.data[key]
+        # pscInterfaceConfig merges field by field into the spec's psc_interface (deep_merge).
+        data[key] = {**own, **written} if isinstance(own, Mapping) and isinstance(written, Mapping) else written
+    sent.update({path: at for path, at in conv.origin.items() if path})
 
 
 def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, KeyPath],

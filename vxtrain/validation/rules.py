@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterable
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import NativeSpec
 from vxtrain.model import Job
-from vxtrain.validation import (accelerator_rules, container_rules, extra, image_rules, label_rules, machine_rules,
-                                package_rules, reduction_server_rules, region_rules, reservation_rules, role_rules,
-                                scheduling_rules, study_rules, tensorboard_rules, tpu_rules)
+from vxtrain.validation import (accelerator_rules, container_rules, experiment_rules, extra, gpudirect_rules,
+                                image_rules, label_rules, machine_rules, network_rules, package_rules, recovery_rules,
+                                reduction_server_rules, region_rules, reservation_rules, role_rules, scheduling_rules,
+                                study_rules, tensorboard_rules, tpu_rules)
 
 Rule = Callable[[Job, NativeSpec], Iterable[Diagnostic]]
 
@@ -43,7 +44,11 @@ RULES: tuple[Rule, ...] = (
     package_rules.check,  # python_package source/package_uris, staging_bucket
     image_rules.check,  # build: base, source, requirements; image_repository
     region_rules.check,  # region and accelerators per region
+    network_rules.check,  # VPC peering vs PSC-I, reserved ranges, NFS and Lustre mounts
+    gpudirect_rules.check,  # the NCCL settings of multi-node GPUDirect-RDMA jobs; GPU partitions (MIG)
+    experiment_rules.check,  # experiment, experiment_run, protected_artifact_location_id
     extra.check,  # extra: field by field, value by value
+    recovery_rules.check,  # recovery: and notify:
 )
 
 

@@ -1,0 +1,85 @@
+"""How a job's machines talk: each machine type's GPU network (GPUDirect-RDMA, GPUDirect-TCPXO
+or plain TCP), the accelerators Vertex AI does not peer with a VPC network, and the MIG
+partition sizes of each GPU.
+
+Data: ``gpu_networks.csv`` (configure-compute's machine list and RDMA note),
+``vpc_peering.csv`` (using-private-ip's note) and ``gpu_partitions.csv`` (GKE's MIG
+table, unverified for Vertex AI). A machine type's built-in GPUs come from
+``gpu_machines.csv`` (:func:`vxtrain.catalog.machines.builtin_accelerator`).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from vxtrain.catalog.tables import rows
+
+#: The GPU networks the plan names: GPUDirect over RDMA (A3 Ultra, A4, A4X), GPUDirect-TCPXO
+#: (A3 Mega), and NCCL over the VM's TCP network (every other machine).
+GPUDIRECT_RDMA = "gpudirect-rdma"
+GPUDIRECT_TCPXO = "gpudirect-tcpxo"
+TCP = "tcp"
+#: The line configure-compute asks RDMA jobs to begin with: "When using RDMA, add `source
+#: /usr/local/gib/scripts/set_nccl_env.sh` to the beginning of the training command".
+NCCL_ENV_SCRIPT = "/usr/local/gib/scripts/set_nccl_env.sh"
+NCCL_ENV_LINE = f"source {NCCL_ENV_SCRIPT}"
+#: Where a machine type with no row gets ``tcp`` from: the page that names GPUDirect for the others.
+_DEFAULT_SOURCE = "https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/configure-compute#machine-types"
+
+
+@dataclass(frozen=True)
+class GpuNetwork:
+    """One machine type's GPU network, with the row's confidence and source."""
+
+    machine_type: str
+    network: str
+    confidence: str
+    source: str
+
+
+@dataclass(frozen=True)
+class VpcPeering:
+    """One row of vpc_peering.csv: an accelerator whose jobs Vertex AI does not peer with a VPC."""
+
+    accelerator: str
+    source: str
+
+
+@functools.cache
+def _networks() -> dict[str, GpuNetwork]:
+    return {r["machine_type"]: GpuNetwork(r["machine_type"], r["gpu_network"], r["confidence"], r["source"])
+            for r in rows("gpu_networks.csv")}
+
+
+@functools.cache
+def _no_peering() -> dict[str, VpcPeering]:
+    return {r["accelerator"]: VpcPeering(r["accelerator"], r["source"])
+            for r in rows("vpc_peering.csv") if r["vpc_peering"] == "no"}
+
+
+@functools.cache
+def _partitions() -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    for r in rows("gpu_partitions.csv"):
+        out.setdefault(r["accelerator"], []).append(r["partition_size"])
+    return {acc: tuple(sizes) for acc, sizes in out.items()}
+
+
+def gpu_network(machine_type: str) -> GpuNetwork:
+    """The GPU network of ``machine_type``: its row, else ``tcp`` (``derived``: no GPUDirect is named for it)."""
+    return _networks().get(machine_type) or GpuNetwork(machine_type, TCP, "derived", _DEFAULT_SOURCE)
+
+
+def rdma_machine_types() -> tuple[str, ...]:
+    """The machine types whose GPUs talk over GPUDirect-RDMA, in the table's order."""
+    return tuple(name for name, row in _networks().items() if row.network == GPUDIRECT_RDMA)
+
+
+def vpc_peering_refused(accelerator_type: str) -> VpcPeering | None:
+    """The using-private-ip row when Vertex AI does not peer jobs on ``accelerator_type`` (else None)."""
+    return _no_peering().get(accelerator_type)
+
+
+def gpu_partition_sizes(accelerator_type: str) -> tuple[str, ...]:
+    """The MIG partition sizes of ``accelerator_type`` (empty: none known)."""
+    return _partitions().get(accelerator_type, ())
