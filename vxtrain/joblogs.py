@@ -8,20 +8,38 @@ for the lines the training service writes itself
 Reading goes through a ``LogReader`` (vxtrain.backends.cloud_logging): Cloud
 Logging on Vertex AI, an emulator's LoggingServiceV2 locally.
 
-Following (``logs --follow``, ``submit --wait``, ``wait``) polls ListLogEntries
-with a cursor: the last timestamp seen, minus an overlap window, because Cloud
-Logging is eventually consistent (an entry may become readable after a later
-one); entries are de-duplicated by ``insertId``. The interval backs off while
-nothing new comes and returns to its floor when lines arrive; after the job
-ends the follower keeps reading for a short grace period, for the last lines.
-The read quota is 60 entries.list requests per minute per project
-(https://cloud.google.com/logging/quotas#api-limits): ``VERTEX_LOGS`` polls at
-most every 10 s, one sixth of it even when lines keep coming.
+Following (``logs --follow``, ``submit --wait``, ``wait``) tails the job with one
+TailLogEntries stream (Cloud Logging's live tailing,
+https://cloud.google.com/logging/docs/view/streaming-live-tailing): one call per
+job instead of a ListLogEntries call every few seconds. The read quota is 60
+entries.list requests per minute per project, and cannot be raised
+(https://cloud.google.com/logging/quotas#api-limits). ListLogEntries still reads
+what a stream cannot carry: the lines written before it opened (once its first
+response says it is open), those it left out (``suppression_info``), and the
+last lines once the job has ended and the stream was kept open a grace period.
+
+When the stream is refused (a project has at most 10 tail sessions; no
+permission; a server without TailLogEntries), following falls back to polling,
+and says so once. A stream that breaks (UNAVAILABLE, INTERNAL…) is opened again
+once, the gap read with ListLogEntries; a second break falls back to polling.
+A session that ran its maximum duration (Cloud Logging ends them after an hour)
+is opened again, as often as needed.
+
+Polling reads ListLogEntries with a cursor: the last timestamp seen, minus an
+overlap window, because Cloud Logging is eventually consistent (an entry may
+become readable after a later one); entries are de-duplicated by ``insertId``,
+whichever way they came, so a switch from the stream to polling neither loses
+nor repeats a line. The interval backs off while nothing new comes and returns
+to its floor when lines arrive; after the job ends the follower keeps reading
+for a short grace period, for the last lines. ``VERTEX_LOGS`` polls at most
+every 10 s, one sixth of the quota even when lines keep coming.
 """
 from __future__ import annotations
 
 import json
+import queue
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +47,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from vxtrain import slots
-from vxtrain.backends.base import ML_JOB, SERVICE_TASK, LogReader
+from vxtrain.backends.base import ML_JOB, SERVICE_TASK, EntryDict, LogReader, LogTail, TailBatch
 from vxtrain.errors import ApiError, QuotaError, UsageError
 from vxtrain.model import duration_seconds
 from vxtrain.vocab.callbacks import Say
@@ -62,20 +80,25 @@ class Cadence:
     """How often a follower reads: ``initial`` seconds, times ``multiplier`` while
     nothing new arrives, capped at ``maximum``; ``overlap``: how far before the
     last timestamp seen each read starts (late entries); ``grace``: how long it
-    keeps reading after the job ended."""
+    keeps reading (or its stream open) after the job ended; ``opening``: how long
+    a new stream may take to answer before the lines before it are read anyway."""
 
     initial: float
     maximum: float
     multiplier: float = 2.0
     overlap: float = 0.0
     grace: float = 0.0
+    opening: float = 5.0
 
 
 #: Cloud Logging: ≤ 6 reads a minute (1/10 of the project's read quota), 60 s
 #: overlap for late entries, 20 s of reading after the end.
-VERTEX_LOGS = Cadence(initial=10.0, maximum=30.0, overlap=60.0, grace=20.0)
+VERTEX_LOGS = Cadence(initial=10.0, maximum=30.0, overlap=60.0, grace=20.0, opening=10.0)
 #: An emulator: the lines are in before the job's state says it ended.
-LOCAL_LOGS = Cadence(initial=0.1, maximum=1.0, overlap=1.0, grace=0.0)
+LOCAL_LOGS = Cadence(initial=0.1, maximum=1.0, overlap=1.0, grace=0.0, opening=5.0)
+#: A stream the server ended sooner than this after it opened counts as broken
+#: (Cloud Logging ends a session after an hour; one ended at once is no session).
+MIN_SESSION_SECONDS = 60.0
 
 
 # --- the query ------------------------------------------------------------------------
@@ -173,6 +196,16 @@ class Follower:
                        else min(self._delay * self.cadence.multiplier, self.cadence.maximum))
         return fresh
 
+    def open_tail(self) -> LogTail:
+        """A TailLogEntries stream of the job's lines (of ``replica``)."""
+        return self.reader.tail(self.project, log_filter(self.job_id, replica=self.replica))
+
+    def take(self, raws: list[EntryDict]) -> list[Entry]:
+        """The entries of a stream's response not seen yet (by either way), oldest first."""
+        fresh = [entry for entry in map(entry_of, raws) if self._is_new(entry)]
+        self._prune()
+        return fresh
+
     def delay(self) -> float:
         """Seconds until the next read."""
         return self._delay
@@ -210,25 +243,166 @@ class Follower:
 LogSink = Callable[[list[Entry]], None]
 
 
+class _Pump:
+    """Reads one tail stream on its own thread into a queue; the following thread takes
+    the batches from it and shows the lines (the sink is only ever called there)."""
+
+    def __init__(self, tail: LogTail) -> None:
+        self.tail = tail
+        self.opened = False  # its first response came: every line written from then on reaches it
+        self.started = time.monotonic()
+        #: A batch; an ApiError (the stream broke or was refused); None (the server ended it).
+        self.items: queue.Queue[TailBatch | ApiError | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="vxtrain-log-tail", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for batch in self.tail.batches():
+                self.items.put(batch)
+        except ApiError as exc:
+            self.items.put(exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - a thread's end: the follower must hear of it, or wait forever
+            self.items.put(ApiError(f"the log stream failed: {exc}"))
+            return
+        self.items.put(None)
+
+    def close(self) -> None:
+        """End the stream and wait for its thread (closing makes ``batches`` return)."""
+        self.tail.close()
+        self._thread.join(timeout=10.0)
+
+
 class LogWatch:
     """Reads a job's new lines into ``sink`` while the caller waits on the job's state.
 
-    ``sleep(seconds)`` stands in for the caller's pause between two state polls: it
-    reads whenever the follower is due. A read that fails transiently (unavailable,
-    quota) waits the longest interval; any other failure (no permission to read
-    logs, say) is reported once through ``warn`` and stops the reading, never the wait.
+    ``sleep(seconds)`` stands in for the caller's pause between two state polls. With
+    ``stream``, lines come from one TailLogEntries stream as they are written (read on a
+    thread of its own, shown on the caller's), falling back to polling as the module's
+    docstring says; else, and after a fall back, it reads whenever the follower is due.
+    A read that fails transiently (unavailable, quota) waits the longest interval; any
+    other failure (no permission to read logs, say) is reported once through ``warn``
+    and stops the reading, never the wait. ``close()`` ends the stream (idempotent).
     """
 
     def __init__(self, follower: Follower, sink: LogSink, *, warn: Say,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 stream: bool = False) -> None:
         self.follower, self.sink, self.warn = follower, sink, warn
         self._clock, self._sleep = clock, sleep
         self._due = clock()
         self.stopped = False
+        self.streaming = stream  # False once it fell back to polling
+        self._pump: _Pump | None = None
+        self._catch_up_at: float | None = None  # when to read what the stream cannot carry
+        self._reopens = 1  # a broken stream is opened again once; the next break falls back
 
     def sleep(self, seconds: float) -> None:
-        """Pause ``seconds``, reading lines whenever they are due."""
+        """Pause ``seconds``, showing lines as they arrive (or reading whenever due)."""
         end = self._clock() + seconds
+        if self.streaming and not self.stopped:
+            self._stream_until(end)
+            if self.streaming:
+                return
+        self._poll_until(end)
+
+    def finish(self) -> None:
+        """The job ended: keep the stream open (or read on) through ``cadence.grace``
+        seconds, for the last lines Cloud Logging may still be taking in; a stream then
+        closes, and one ListLogEntries read gets what it had not carried yet."""
+        end = self._clock() + self.follower.cadence.grace
+        if self.streaming and self._pump is not None and not self.stopped:
+            self._stream_until(end)
+            if self.streaming:
+                self.close()
+                if not self.stopped:
+                    self._read()
+                return
+        self._poll_finish(end)
+
+    def close(self) -> None:
+        """End the stream, if one is open (idempotent)."""
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            pump.close()
+
+    # -- streaming --
+
+    def _stream_until(self, end: float) -> None:
+        if self._pump is None:
+            self._open()
+        while self._pump is not None and not self.stopped:
+            now = self._clock()
+            if self._catch_up_at is not None and now >= self._catch_up_at:
+                self._catch_up()
+                continue
+            if now >= end:
+                return
+            limit = end if self._catch_up_at is None else min(end, self._catch_up_at)
+            try:
+                item = self._pump.items.get(timeout=limit - now)
+            except queue.Empty:
+                continue
+            self._take(self._pump, item)
+
+    def _open(self) -> None:
+        try:
+            tail = self.follower.open_tail()
+        except ApiError as exc:
+            self._fall_back(f"the log stream could not be opened ({exc})")
+            return
+        self._pump = _Pump(tail)
+        # The lines before the stream are read once it answers, or after ``opening`` anyway.
+        self._catch_up_at = self._clock() + self.follower.cadence.opening
+
+    def _take(self, pump: _Pump, item: TailBatch | ApiError | None) -> None:
+        if isinstance(item, TailBatch):
+            if not pump.opened:  # from now on every line reaches the stream: read the ones before
+                pump.opened = True
+                self._catch_up()
+            fresh = self.follower.take(item.entries)
+            if fresh:
+                self.sink(fresh)
+            if item.suppressed:  # the server left lines out of the stream: read them
+                self._catch_up()
+            return
+        self.close()
+        if item is None:
+            lasted = time.monotonic() - pump.started
+            if lasted >= MIN_SESSION_SECONDS:  # a session that ran its time: the next one goes on
+                self._open()
+            else:
+                self._broke(f"the server ended it after {lasted:.0f} s")
+        elif item.transient:
+            self._broke(str(item))
+        else:
+            self._fall_back(f"the log stream was refused: {item}")
+
+    def _broke(self, why: str) -> None:
+        if self._reopens > 0:
+            self._reopens -= 1
+            self._open()  # its first response reads the gap
+        else:
+            self._fall_back(f"the log stream broke again: {why}")
+
+    def _catch_up(self) -> None:
+        """Read with ListLogEntries what the stream cannot carry (from the last line seen,
+        minus the overlap); a transient failure tries again after the longest interval."""
+        self._catch_up_at = None
+        if not self._read():
+            self._catch_up_at = self._clock() + self.follower.cadence.maximum
+
+    def _fall_back(self, why: str) -> None:
+        self.close()
+        self.streaming = False
+        self._catch_up_at = None
+        self.warn(f"following the job's logs by polling ListLogEntries from now on: {why}")
+        self._due = self._clock()  # at once: from the last line the stream gave, minus the overlap
+
+    # -- polling --
+
+    def _poll_until(self, end: float) -> None:
         while True:
             now = self._clock()
             if not self.stopped and now >= self._due:
@@ -239,10 +413,7 @@ class LogWatch:
                 return
             self._sleep(min(end, self._due) - now if not self.stopped else end - now)
 
-    def finish(self) -> None:
-        """The job ended: read once more, and on through ``cadence.grace`` seconds
-        (Cloud Logging may still be taking in the last lines)."""
-        end = self._clock() + self.follower.cadence.grace
+    def _poll_finish(self, end: float) -> None:
         while not self.stopped:
             self._read()
             left = end - self._clock()
@@ -250,15 +421,18 @@ class LogWatch:
                 return
             self._sleep(min(self.follower.cadence.initial, left))
 
-    def _read(self) -> None:
+    def _read(self) -> bool:
+        """One ListLogEntries read into the sink; False when it failed transiently."""
         try:
             entries = self.follower.read()
         except ApiError as exc:
             if exc.transient or isinstance(exc, QuotaError):
                 self.follower.back_off()
-                return
+                return False
             self.warn(f"cannot read the job's logs ({exc}); following its state only")
             self.stopped = True
-            return
+            self.close()
+            return True
         if entries:
             self.sink(entries)
+        return True

@@ -138,11 +138,39 @@ SERVICE_TASK = "service"
 #: The most entries one ListLogEntries page may hold
 #: (https://cloud.google.com/logging/docs/reference/v2/rest/v2/entries/list).
 MAX_PAGE_SIZE = 1000
+#: "Number of open live-tailing sessions: 10 per Google Cloud project", a limit that
+#: cannot be raised (https://cloud.google.com/logging/quotas, read 2026-11).
+MAX_TAIL_SESSIONS = 10
+
+
+@dataclass(frozen=True)
+class TailBatch:
+    """One response of a tail stream: its entries (REST-JSON dicts, oldest first), and how
+    many matching entries the server left out since the previous response (Cloud Logging's
+    ``suppression_info``: its rate limit, or a client that reads too slowly)."""
+
+    entries: list[EntryDict]
+    suppressed: int = 0
+
+
+class LogTail(Protocol):
+    """One open tail stream (Cloud Logging's TailLogEntries)."""
+
+    def batches(self) -> Iterator[TailBatch]:
+        """The stream's responses as they arrive (the first may be empty: the stream is
+        open), until the server ends it or :meth:`close`. A refusal (the project's tail
+        sessions are all taken, no permission) or a break raises an ``ApiError``; the end of
+        the session's maximum duration ends the iteration (open another to go on)."""
+        ...
+
+    def close(self) -> None:
+        """End the stream (idempotent; from any thread: :meth:`batches` then ends)."""
+        ...
 
 
 @runtime_checkable
 class LogReader(Protocol):
-    """List log entries (Cloud Logging, or an emulator's LoggingServiceV2)."""
+    """List log entries, or tail them (Cloud Logging, or an emulator's LoggingServiceV2)."""
 
     #: True when the reader talks to an emulator rather than Cloud Logging.
     emulated: bool
@@ -150,6 +178,10 @@ class LogReader(Protocol):
     def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
                      page_size: int = MAX_PAGE_SIZE) -> Iterator[EntryDict]:
         """Every entry of ``projects/PROJECT`` matching ``filter``, all pages, in ``order_by`` order."""
+        ...
+
+    def tail(self, project: str, filter: str) -> LogTail:  # noqa: A002
+        """Open a stream of the entries of ``projects/PROJECT`` matching ``filter``, as they are written."""
         ...
 
     def close(self) -> None:

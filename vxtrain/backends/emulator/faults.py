@@ -8,6 +8,13 @@ against each of them. Every kind but ``deadline-after-commit`` and
 commit, then answers DEADLINE_EXCEEDED; the second answers DEADLINE_EXCEEDED at
 once and commits the call ``LATE_COMMIT_SECONDS`` later (a create whose caller
 gave up on it, still committed by the server).
+
+With METHOD ``tail``, a fault applies to the next COUNT TailLogEntries sessions
+(Cloud Logging's live tailing): a kind whose error is transient (``unavailable``,
+``unavailable-before-commit``, ``internal``, the ``deadline-*`` ones) lets the session open
+and breaks it after its first entries; any other refuses the session when it opens
+(``quota``/``ratelimit``: RESOURCE_EXHAUSTED, ``permission``/``disabled``: PERMISSION_DENIED,
+``unimplemented``), so a follower's fall back to polling can be tested.
 """
 from __future__ import annotations
 
@@ -24,7 +31,7 @@ from vxtrain.errors import UsageError
 from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES
 
 FAULT_ENV = "VXTRAIN_EMULATOR_FAULTS"
-FAULT_METHODS: tuple[str, ...] = ("create", "get", "list", "cancel", "delete", "quotas")
+FAULT_METHODS: tuple[str, ...] = ("create", "get", "list", "cancel", "delete", "quotas", "tail")
 FAULT_KINDS: tuple[str, ...] = ("unavailable-before-commit", "unavailable", "deadline-after-commit",
                                 "deadline-commit-late", "quota", "ratelimit", "permission", "internal", "disabled",
                                 "unimplemented")
@@ -98,6 +105,12 @@ class FaultPlan:
                     return Fault(fault.method, fault.kind, 1)
         return None
 
+    def take_tail(self) -> tuple[RpcError, bool] | None:
+        """The next TailLogEntries session's fault: its error, and True when it breaks the
+        open stream after its first entries (False: it refuses the session); or None."""
+        fault = self.take("tail")
+        return None if fault is None else (fault_error(fault), breaks_stream(fault))
+
     def pending(self) -> list[Fault]:
         """Faults that have not fired yet (copies)."""
         with self._lock:
@@ -140,8 +153,38 @@ def quota_refusal(metrics: Iterable[str]) -> RpcError:
                     f"The following quota metrics exceed quota limits: {', '.join(metrics)}")
 
 
+#: The ``tail`` fault kinds that break an open stream (the others refuse it at open).
+_STREAM_BREAKS = ("unavailable-before-commit", "unavailable", "internal", "deadline-after-commit",
+                  "deadline-commit-late")
+
+
+def breaks_stream(fault: Fault) -> bool:
+    """True when a ``tail`` fault breaks the session after its first entries (a transient
+    error), False when it refuses the session at open."""
+    return fault.kind in _STREAM_BREAKS
+
+
+def _tail_error(fault: Fault) -> RpcError | None:
+    """A ``tail`` fault's refusal in Cloud Logging's terms (None: the generic wording fits)."""
+    if fault.kind in ("quota", "ratelimit"):
+        # gcloud's words for RESOURCE_EXHAUSTED on TailLogEntries (googlecloudsdk tailing.py);
+        # the limit: 10 open live-tailing sessions per project (https://cloud.google.com/logging/quotas).
+        return RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED, "There are too many tail sessions open.")
+    if fault.kind == "permission":
+        return RpcError(grpc.StatusCode.PERMISSION_DENIED,
+                        "Permission 'logging.logEntries.list' denied on resource (or it may not exist).")
+    if fault.kind == "disabled":
+        return RpcError(grpc.StatusCode.PERMISSION_DENIED,
+                        "Cloud Logging API has not been used in this project before or it is disabled. Enable it "
+                        "and retry after a few minutes.")
+    return None
+
+
 def fault_error(fault: Fault, job: Any = None) -> RpcError:
-    """The gRPC error a fault produces, worded like Vertex's own."""
+    """The gRPC error a fault produces, worded like Vertex's own (Cloud Logging's for ``tail``)."""
+    tail = _tail_error(fault) if fault.method == "tail" else None
+    if tail is not None:
+        return tail
     if fault.kind == "unimplemented":
         return RpcError(grpc.StatusCode.UNIMPLEMENTED, "Method not found.")
     if fault.kind == "disabled":
