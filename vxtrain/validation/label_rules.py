@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.loading import fallback
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import IDEMPOTENCY_LABEL, RUNG_LABEL, Job
+from vxtrain.model import ATTEMPT_LABEL, IDEMPOTENCY_LABEL, RUNG_LABEL, Job
 from vxtrain.validation._common import quote_list
 
 LABELS_DOC = "https://cloud.google.com/resource-manager/docs/labels-overview#requirements"
@@ -19,20 +19,24 @@ LABELS_DOC = "https://cloud.google.com/resource-manager/docs/labels-overview#req
 #: spec may carry that many fewer.
 MAX_LABELS = 64
 MAX_LABEL_CHARS = 63
+#: The labels submit sets, and what sets each.
+_RESERVED = {IDEMPOTENCY_LABEL: "--idempotency-key KEY", RUNG_LABEL: "the fallback rung",
+             ATTEMPT_LABEL: "the recovery attempt"}
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     """Label count, keys and values per the Google Cloud label requirements."""
     added = _added_on_submit(native)
     if len(job.labels) > MAX_LABELS - added:
-        what = "one" if added == 1 else "two (the idempotency key and the fallback rung)"
+        what = {1: "one", 2: "two (the idempotency key and the fallback rung or the attempt)"}.get(
+            added, "three (the idempotency key, the fallback rung and the attempt)")
         yield error("too-many-labels", f"{len(job.labels)} labels; a job may have {MAX_LABELS} and vxtrain "
                     f"adds {what} on submit, so give at most {MAX_LABELS - added}", **native.where(("labels",)))
     for key, value in job.labels.items():
         path: KeyPath = ("labels", key) if key else ("labels",)
-        if key in (IDEMPOTENCY_LABEL, RUNG_LABEL):
+        if key in _RESERVED:
             yield error("reserved-label", f'label "{key}" is the one vxtrain sets on submit '
-                        f'({"--idempotency-key KEY" if key == IDEMPOTENCY_LABEL else "the fallback rung"}); '
+                        f'({_RESERVED[key]}); '
                         "a value given here would be overwritten: remove it", **native.where(path))
             continue
         problem = _label_problem(key, is_key=True)
@@ -48,7 +52,9 @@ def _added_on_submit(native: NativeSpec) -> int:
     """How many labels submit adds: the idempotency key, and the rung's number when the
     document has a ``fallback:`` list (a rung's own spec has none: the source says so)."""
     source = native.source.data
-    return 2 if isinstance(source, dict) and source.get(fallback.FALLBACK_KEY) else 1
+    if not isinstance(source, dict):
+        return 1
+    return 1 + bool(source.get(fallback.FALLBACK_KEY)) + bool(source.get("recovery"))
 
 
 def _label_problem(text: str, *, is_key: bool) -> str | None:
