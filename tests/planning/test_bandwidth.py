@@ -47,7 +47,7 @@ def test_pool_rows_have_the_contract_shape() -> None:
     out = planning.plan(model.build(google_example())).to_json()
     assert list(out)[:4] == ["training_gbps", "server_gbps", "reduction_server", "pools"]
     keys = ["index", "role", "replicas", "machine_type", "accelerator_type", "accelerator_count",
-            "gbps_per_node", "total_gbps", "confidence", "source"]
+            "gbps_per_node", "total_gbps", "confidence", "source", "gpu_network", "gpu_network_source"]
     assert all(list(row) == keys for row in out["pools"])
     assert [(r["index"], r["role"], r["replicas"], r["total_gbps"]) for r in out["pools"]] == [
         (0, "chief", 1, 100), (1, "workers", 4, 400), (2, "reduction_server", 16, 512)]

@@ -496,7 +496,8 @@ def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, Key
         value = written[key]
         if not isinstance(value, Mapping):
             pool[key] = value
-            sent[(target, key)] = links[(target, key)]
+            # a list's items (the mounts) and their fields point at their own extra lines
+            sent.update({path: at for path, at in links.items() if path[:2] == (target, key)})
             continue
         base = merged.get(key)
         pool[key] = {**(base if isinstance(base, Mapping) else {}), **value}

@@ -17,6 +17,7 @@ from typing import Any
 
 from vxtrain import catalog
 from vxtrain import diagnostics as dx
+from vxtrain.catalog import networking
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import NativeSpec, format_path
 from vxtrain.model import Job, Pool
@@ -39,6 +40,10 @@ class PoolBandwidth:
     gbps_per_node: float | None
     confidence: str
     source: str
+    #: How the pool's GPUs talk to other nodes' (catalog.networking): gpudirect-rdma,
+    #: gpudirect-tcpxo or tcp; None for a pool without GPUs (or without a machine type).
+    gpu_network: str | None = None
+    gpu_network_source: str | None = None
 
     @property
     def total_gbps(self) -> float | None:
@@ -54,6 +59,7 @@ class PoolBandwidth:
             "machine_type": self.machine_type, "accelerator_type": self.accelerator_type,
             "accelerator_count": self.accelerator_count, "gbps_per_node": self.gbps_per_node,
             "total_gbps": self.total_gbps, "confidence": self.confidence, "source": self.source,
+            "gpu_network": self.gpu_network, "gpu_network_source": self.gpu_network_source,
         }
 
 
@@ -150,10 +156,22 @@ def pool_bandwidth(pool: Pool) -> PoolBandwidth:
         gbps, confidence, source = egress.gbps, egress.confidence, egress.source
         if gbps is None:
             confidence = UNKNOWN
+    network = _gpu_network(pool)
     return PoolBandwidth(index=pool.index, role=pool.role, replicas=pool.replicas,
                          machine_type=pool.machine_type, accelerator_type=acc_type,
                          accelerator_count=pool.gpu_count, gbps_per_node=gbps,
-                         confidence=confidence, source=source)
+                         confidence=confidence, source=source,
+                         gpu_network=network.network if network else None,
+                         gpu_network_source=network.source if network else None)
+
+
+def _gpu_network(pool: Pool) -> networking.GpuNetwork | None:
+    """The GPU network of a pool with GPUs (its own or its machine's built-in ones), else None."""
+    if pool.machine_type is None:
+        return None
+    has_gpus = (pool.accelerator is not None and (pool.accelerator.type or "").startswith("NVIDIA_")) \
+        or catalog.builtin_accelerator(pool.machine_type) is not None
+    return networking.gpu_network(pool.machine_type) if has_gpus else None
 
 
 def _known_sum(rows: list[PoolBandwidth]) -> float:

@@ -15,7 +15,7 @@ from vxtrain.planning.bandwidth import AllReduce, Plan, PoolBandwidth, gbps
 
 _COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("pool", "right"), ("role", "left"), ("replicas", "right"), ("machine", "left"),
-    ("GPUs", "left"), ("Gbps/node", "right"), ("total", "right"), ("confidence", "left"))
+    ("GPUs", "left"), ("GPU network", "left"), ("Gbps/node", "right"), ("total", "right"), ("confidence", "left"))
 
 
 def items(plan: Plan) -> list[Any]:
@@ -40,7 +40,7 @@ def _cells(row: PoolBandwidth) -> list[str]:
         short = row.accelerator_type.removeprefix("NVIDIA_").removeprefix("TESLA_")
         gpus = f"{row.accelerator_count} × {short}"
     replicas = "?" if row.replicas is None else str(row.replicas)
-    return [str(row.index), row.role, replicas, row.machine_type or "?", gpus,
+    return [str(row.index), row.role, replicas, row.machine_type or "?", gpus, row.gpu_network or "-",
             gbps(row.gbps_per_node), gbps(row.total_gbps), row.confidence]
 
 

@@ -55,13 +55,22 @@ def _nccl_env(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     nodes = sum(p.replicas or 0 for p in rdma)
     if nodes <= 1:
         return
+    # A command in defaults: one warning at its line, naming the pools that run it.
+    lacking: dict[KeyPath, list[Pool]] = {}
+    packages: dict[KeyPath, list[Pool]] = {}
+    commands: dict[KeyPath, list[str]] = {}
     for pool in rdma:
         if pool.python_package is not None and pool.image is None and pool.build is None:
-            yield _package_warning(pool, nodes, native)
+            packages.setdefault(written_at(native.data, pool.role, "python_package") or (pool.role,), []).append(pool)
             continue
         argv, path = _training_command(job, native, pool)
         if not begins_with_nccl_env(argv):
-            yield warning("gpudirect-nccl-env", _message(pool, nodes, argv), **native.where(path))
+            lacking.setdefault(path, []).append(pool)
+            commands[path] = argv
+    for path, pools in lacking.items():
+        yield warning("gpudirect-nccl-env", _message(pools, nodes, commands[path]), **native.where(path))
+    for path, pools in packages.items():
+        yield _package_warning(pools, nodes, native.where(path))
 
 
 def begins_with_nccl_env(argv: Sequence[str]) -> bool:
@@ -111,15 +120,17 @@ def _extra_container(job: Job, index: int) -> Mapping[str, Any]:
     return container if isinstance(container, Mapping) else {}
 
 
-def _message(pool: Pool, nodes: int, argv: Sequence[str]) -> str:
-    return (f"{_head(pool, nodes)}: the training command does not begin by sourcing the NCCL settings, so NCCL "
+def _message(pools: Sequence[Pool], nodes: int, argv: Sequence[str]) -> str:
+    return (f"{_head(pools, nodes)}: the training command does not begin by sourcing the NCCL settings, so NCCL "
             f"falls back to TCP at a fraction of the bandwidth (configure-compute: \"When using RDMA, add "
             f"`{networking.NCCL_ENV_LINE}` to the beginning of the training command\", {RDMA_DOC}); "
             f"{fixed_command(argv)}")
 
 
-def _head(pool: Pool, nodes: int) -> str:
-    return (f"{pool.role} runs on {pool.machine_type} (GPUDirect-RDMA) in a job of {nodes} such nodes")
+def _head(pools: Sequence[Pool], nodes: int) -> str:
+    names = " and ".join(f"{p.role} ({p.machine_type})" for p in pools)
+    verb = "runs" if len(pools) == 1 else "run"
+    return f"{names} {verb} on GPUDirect-RDMA machines, {nodes} nodes in all"
 
 
 def fixed_command(argv: Sequence[str]) -> str:
@@ -139,15 +150,13 @@ def _yaml_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _package_warning(pool: Pool, nodes: int, native: NativeSpec) -> Diagnostic:
-    pkg = pool.python_package
+def _package_warning(pools: Sequence[Pool], nodes: int, where: dict[str, Any]) -> Diagnostic:
+    pkg = pools[0].python_package
     module = pkg.module if pkg is not None and pkg.module else "MODULE"
-    path = written_at(native.data, pool.role, "python_package") or (pool.role,)
-    return warning("gpudirect-nccl-env", f"{_head(pool, nodes)}: a python_package pool runs `python -m {module}` "
+    return warning("gpudirect-nccl-env", f"{_head(pools, nodes)}: a python_package pool runs `python -m {module}` "
                    f"in the executor image, so no command can begin with `{networking.NCCL_ENV_LINE}` and NCCL "
                    f"falls back to TCP ({RDMA_DOC}); run the code as a container instead: image: (or build:) with "
-                   f"command: [bash, -c, \"{networking.NCCL_ENV_LINE} && exec python -m {module}\"]",
-                   **native.where(path))
+                   f"command: [bash, -c, \"{networking.NCCL_ENV_LINE} && exec python -m {module}\"]", **where)
 
 
 # --- GPU partitions (MIG) ----------------------------------------------------------------------

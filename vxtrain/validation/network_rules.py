@@ -114,10 +114,11 @@ def _mounts(job: Job, pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
         return
     if job.network is None and job.psc_interface is None:
         key = "nfs_mounts" if pool.nfs_mounts else "lustre_mounts"
-        yield error("mount-needs-network", f"{pool.role}.{key} mounts a file system of your VPC, but the job has "
+        where = native.where(_at(native, pool, key))
+        yield error("mount-needs-network", f"{where['path']} mounts a file system of your VPC, but the job has "
                     "no network to reach it: a job that mounts an NFS share must name \"the network for Vertex AI "
                     f"to access\" ({NFS_DOC}); add psc_interface: {{network_attachment: NAME}} (recommended) or "
-                    "network: projects/NUMBER/global/networks/NAME", **native.where(_at(native, pool, key)))
+                    "network: projects/NUMBER/global/networks/NAME", **where)
     for i, nfs in enumerate(pool.nfs_mounts):
         yield from _ip(nfs.server, "server", "nfs_mounts", i, pool, native, private=True)
     for i, lustre in enumerate(pool.lustre_mounts):
@@ -135,12 +136,12 @@ def _ip(value: str | None, field: str, key: str, i: int, pool: Pool, native: Nat
     try:
         address = ipaddress.ip_address(value.strip())
     except ValueError:
-        yield error("mount-address", f"{pool.role}.{key}[{i}].{field} {value!r} is not an IP address: the field "
+        yield error("mount-address", f"{where['path']} {value!r} is not an IP address: the field "
                     f"takes the server's IP address (machine_resources.proto), not a host name ({NFS_DOC})",
                     **where)
         return
     if private and not address.is_private:
-        yield error("mount-address", f"{pool.role}.{key}[{i}].{field} {value!r} is a public address: the NFS "
+        yield error("mount-address", f"{where['path']} {value!r} is a public address: the NFS "
                     f"server \"must be a private address in your VPC\" ({NFS_DOC})", **where)
 
 
@@ -152,11 +153,11 @@ def _mount_points(points: Sequence[str | None], key: str, under: str, pool: Pool
             continue
         where = native.where(_at(native, pool, key, i, "mount_point"))
         if not _MOUNT_POINT.fullmatch(point) or point in (".", ".."):
-            yield error("mount-point", f"{pool.role}.{key}[{i}].mount_point {point!r} must be a directory name "
+            yield error("mount-point", f"{where['path']} {point!r} must be a directory name "
                         f"(\"a valid UNIX directory name\", mounted at {under}/<mount_point>: {NFS_DOC}), "
                         f"without slashes; e.g. {point.strip('/').replace('/', '-') or 'data'!r}", **where)
         elif point in seen:
-            yield error("mount-point", f"{pool.role}.{key}[{i}].mount_point {point!r} is used twice in the pool: "
+            yield error("mount-point", f"{where['path']} {point!r} is used twice in the {pool.role} pool: "
                         f"two file systems cannot be mounted at {under}/{point}; give each its own", **where)
         seen.add(point)
 
