@@ -94,6 +94,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # vxtrain's caches (the compiled schema validator) go to a folder of this run,
     # never into the developer's ~/.cache.
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="vxtrain-cache-")
+    # Every emulator a test starts (in process or a `vxtrain emulator` subprocess) asks
+    # each call for this bearer token, and vxtrain's clients (and the processes tests
+    # start) send it; tests/test_emulator_auth.py drops it to test the token file.
+    import secrets
+
+    os.environ["VXTRAIN_EMULATOR_TOKEN"] = secrets.token_urlsafe(32)
+    os.environ.pop("XDG_RUNTIME_DIR", None)  # token files, if any, go under XDG_CACHE_HOME above
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,6 @@ import sys
 import threading
 from pathlib import Path
 
-import grpc
 import pytest
 from google.auth.credentials import AnonymousCredentials
 from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
@@ -15,6 +14,7 @@ from google.cloud.logging_v2.services.logging_service_v2.transports import Loggi
 
 import vxtrain
 from vxtrain.backends.emulator import EmulatorHandle
+from vxtrain.backends.vertex import emulator_channel
 from vxtrain.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ def test_the_real_client_reads_an_emulated_jobs_lines(emulator: EmulatorHandle, 
     name = finished_job(emulator, tmp_path, capsys)
     project, job_id = name.split("/")[1], name.rsplit("/", 1)[-1]
     client = LoggingServiceV2Client(transport=LoggingServiceV2GrpcTransport(
-        channel=grpc.insecure_channel(emulator.address), credentials=AnonymousCredentials()))
+        channel=emulator_channel(emulator.address), credentials=AnonymousCredentials()))
     entries = list(client.list_log_entries(request={
         "resource_names": [f"projects/{project}"],
         "filter": f'resource.type="ml_job" AND resource.labels.job_id="{job_id}" AND '

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 from google.cloud import aiplatform_v1 as v1
 from google.cloud.aiplatform_v1.services.persistent_resource_service.transports import (
@@ -212,7 +211,7 @@ def backend(emulator: EmulatorHandle) -> Iterator[VertexBackend]:
 @pytest.fixture
 def resources(emulator: EmulatorHandle) -> Iterator[v1.PersistentResourceServiceClient]:
     """The real PersistentResourceServiceClient on the emulator's port."""
-    channel = grpc.insecure_channel(emulator.address)
+    channel = vertex.emulator_channel(emulator.address)
     yield v1.PersistentResourceServiceClient(transport=PersistentResourceServiceGrpcTransport(channel=channel))
     channel.close()
 

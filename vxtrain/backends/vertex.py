@@ -8,8 +8,9 @@ One class serves both targets:
 * Vertex AI: the regional endpoint ``{region}-aiplatform.googleapis.com``
   with Application Default Credentials
   (https://cloud.google.com/vertex-ai/docs/reference/rest#service-endpoint);
-* an emulator at ``HOST:PORT`` (``vxtrain emulator``): the same client over an
-  insecure gRPC channel with anonymous credentials.
+* an emulator at ``HOST:PORT`` (``vxtrain emulator``): the same client over a
+  local gRPC channel that sends the emulator's bearer token (vxtrain.backends.tokens
+  says where it is found).
 
 Jobs go in and come out as REST-JSON dicts (``json_format.ParseDict`` /
 ``MessageToDict``); protos never leave this module. Every
@@ -42,6 +43,7 @@ from google.protobuf import json_format
 
 from vxtrain import errors
 from vxtrain.backends.base import LOCAL_METADATA, JobDict, JobList, LocalRun, QuotaInfoList, ResourceDict
+from vxtrain.backends.tokens import find_token, how_to_give
 from vxtrain.vocab.kinds import JobKind
 
 #: Set (to "1") by the test suite: any endpoint that is not loopback is refused.
@@ -136,6 +138,8 @@ def translate(exc: BaseException, *, region: str | None = None, api: str = JOB_A
     cls, transient = _lookup(type(exc))
     message = _server_message(exc)
     text = _explain(cls, type(exc).__name__, message, exc, region, api)
+    if type(exc).__name__ in ("Unauthenticated", "Unauthorized") and host and is_loopback(host):
+        text = _emulator_refused(message)
     unresolved = host if transient and _UNRESOLVED.search(str(exc)) else None
     return cls(text, transient=transient, unresolved_host=unresolved,
                timed_out=any(k.__name__ == "DeadlineExceeded" for k in type(exc).__mro__))
@@ -176,6 +180,11 @@ def _explain(cls: type[errors.ApiError], kind: str, message: str, exc: BaseExcep
     return f"{api} failed ({kind}): {message}"
 
 
+def _emulator_refused(message: str) -> str:
+    """UNAUTHENTICATED from a loopback endpoint (an emulator; Vertex AI is never loopback)."""
+    return f"the emulator refused the call: {message} To give vxtrain its token: {how_to_give()}."
+
+
 def _permission_text(kind: str, message: str) -> str:
     if kind in ("Unauthenticated", "Unauthorized"):
         return (f"not authenticated: {message}; run `gcloud auth application-default login` "
@@ -212,13 +221,33 @@ def region_of(name: str) -> str | None:
 def gapic_client(client_cls: Any, transport_cls: Any, *, host: str, endpoint: str | None,
                  credentials: Any = None) -> Any:
     """A GAPIC client (JobService, LoggingServiceV2…) for ``host`` with Application
-    Default Credentials, or for the emulator at ``endpoint``: an insecure loopback
-    channel with anonymous credentials, which the real client talks to unchanged."""
+    Default Credentials, or for the emulator at ``endpoint``: a channel that sends its
+    bearer token (:func:`emulator_channel`), which the real client talks to unchanged."""
     if endpoint is None:
         return client_cls(credentials=credentials, client_options={"api_endpoint": host})
-    channel = grpc.insecure_channel(endpoint)
+    channel = emulator_channel(endpoint)
+    # The channel carries the token: the client's own credentials are never asked for one.
     anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]  # google-auth's __init__ is unannotated
     return client_cls(transport=transport_cls(channel=channel, credentials=anonymous))
+
+
+def emulator_channel(endpoint: str, token: str | None = None) -> grpc.Channel:
+    """A gRPC channel to the emulator at ``endpoint`` that sends ``authorization: Bearer TOKEN``
+    on every call, streams included (``token``: by default the one vxtrain.backends.tokens finds
+    for its port).
+
+    gRPC sends call credentials over secure or local channels only: a loopback endpoint gets
+    ``local_channel_credentials`` (no TLS, the kernel vouches the peer is on this host); one
+    that is not loopback (``--allow-remote``) gets a plain channel without the token, which the
+    emulator refuses: reach it through a tunnel (``ssh -L``), so the token never crosses a network.
+    """
+    host, port = split_endpoint(endpoint)
+    token = token or find_token(port)
+    if token is None or not is_loopback(host):
+        return grpc.insecure_channel(endpoint)
+    credentials = grpc.composite_channel_credentials(grpc.local_channel_credentials(),
+                                                     grpc.access_token_call_credentials(token))
+    return grpc.secure_channel(endpoint, credentials)
 
 
 def guarded(call: Callable[[], Any], *, host: str, region: str | None = None, api: str = JOB_API,

@@ -18,6 +18,7 @@ from google.cloud.aiplatform_v1.services.job_service.transports import JobServic
 
 from tests.polling import wait_for
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.backends.vertex import emulator_channel
 
 PARENT = "projects/test-project/locations/us-central1"
 State = v1.JobState
@@ -77,7 +78,7 @@ def connect() -> Iterator[Any]:
     channels: list[grpc.Channel] = []
 
     def make(handle: EmulatorHandle) -> v1.JobServiceClient:
-        channel = grpc.insecure_channel(handle.address)
+        channel = emulator_channel(handle.address)
         channels.append(channel)
         return v1.JobServiceClient(transport=JobServiceGrpcTransport(channel=channel))
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import grpc
 import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import aiplatform_v1 as v1
@@ -31,7 +30,7 @@ def handle(make_emulator: Any) -> EmulatorHandle:
 
 @pytest.fixture
 def client(handle: EmulatorHandle) -> Iterator[v1.PersistentResourceServiceClient]:
-    channel = grpc.insecure_channel(handle.address)
+    channel = vertex.emulator_channel(handle.address)
     yield v1.PersistentResourceServiceClient(transport=PersistentResourceServiceGrpcTransport(channel=channel))
     channel.close()
 

@@ -6,7 +6,6 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
-import grpc
 import pytest
 from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
@@ -18,6 +17,7 @@ from google.cloud.cloudquotas_v1.services.cloud_quotas.transports import CloudQu
 from vxtrain import errors
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.quotas import QuotaLimit, parse_quota, unmatched
+from vxtrain.backends.vertex import emulator_channel
 
 SERVICE_PARENT = "projects/p/locations/global/services/aiplatform.googleapis.com"
 LIMITS = ("custom_model_training_nvidia_t4_gpus:us-central1=4", "custom_model_training_nvidia_t4_gpus=1",
@@ -35,7 +35,7 @@ def handle() -> Iterator[EmulatorHandle]:
 
 @pytest.fixture
 def quotas(handle: EmulatorHandle) -> Iterator[CloudQuotasClient]:
-    channel = grpc.insecure_channel(handle.address)
+    channel = emulator_channel(handle.address)
     client = CloudQuotasClient(transport=CloudQuotasGrpcTransport(channel=channel, credentials=AnonymousCredentials()))
     try:
         yield client
@@ -45,7 +45,7 @@ def quotas(handle: EmulatorHandle) -> Iterator[CloudQuotasClient]:
 
 @pytest.fixture
 def jobs(handle: EmulatorHandle) -> Iterator[v1.JobServiceClient]:
-    channel = grpc.insecure_channel(handle.address)
+    channel = emulator_channel(handle.address)
     client = v1.JobServiceClient(transport=JobServiceGrpcTransport(channel=channel, credentials=AnonymousCredentials()))
     try:
         yield client
