@@ -40,6 +40,14 @@ def _images() -> tuple[ModuleType, ModuleType]:
     return recipe, reference
 
 
+def _safety() -> ModuleType:
+    """vxtrain.images.safety (imported by recipe: loaded already when _images() was called)."""
+    # lazy: as _images(); only a spec with build.requirements needs it
+    from vxtrain.images import safety
+
+    return safety
+
+
 def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
     """Where the pool's build (or a key in it) was written: the pool, else ``defaults``."""
     return key_path_of(native.data, role, "build", *keys)
@@ -64,7 +72,8 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
         yield from source_folder_checked(build.source, base, "build.source", "build-source-missing", "the image",
                                          native, _path(native, pool.role, "source"))
     if build.requirements:
-        yield from _requirements(build.requirements, base, native, _path(native, pool.role, "requirements"))
+        yield from _requirements(build.requirements, base, build.source, native,
+                                 _path(native, pool.role, "requirements"))
         if _images()[0].image_python(build) is None and base_ok:  # a bad or missing base has its own error
             yield error("build-python", f"{pool.role}.build has requirements but the image's Python is not known: "
                         f"the base {build.base!r} has no pyNNN in its name or tag; set build.python, e.g. '3.10'",
@@ -86,7 +95,8 @@ def _base(text: str, role: str, native: NativeSpec) -> Generator[Diagnostic, Non
     return True
 
 
-def _requirements(requirements: str, base: Path, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
+def _requirements(requirements: str, base: Path, source: str | None, native: NativeSpec,
+                  path: KeyPath) -> Iterator[Diagnostic]:
     try:
         found = source_folder(base, requirements)
     except (ValueError, RuntimeError) as exc:
@@ -103,9 +113,32 @@ def _requirements(requirements: str, base: Path, native: NativeSpec, path: KeyPa
         yield error("build-requirements-missing", f"build.requirements {requirements!r} is not a file (looked for "
                     f"{found}); give a requirements.txt relative to the spec", **native.where(path))
         return
+    if (yield from _requirements_inside(requirements, found, base, source, native, path)):
+        return  # nothing outside is read, not even to bound it
     recipe, _ = _images()
     try:
         recipe.requirements_bytes(found)  # bounded: what the image tag covers
     except recipe.RequirementsError as exc:
         yield error("build-requirements-unreadable", f"build.requirements {requirements!r}: {exc}",
                     **native.where(path))
+
+
+def _requirements_inside(requirements: str, found: Path, base: Path, source: str | None, native: NativeSpec,
+                         path: KeyPath) -> Generator[Diagnostic, None, bool]:
+    """An error for each requirements file or ``-r``/``-c`` line that names a file outside the
+    spec's folder and the source folder: pip would read it and quote it in its error. The
+    message names the file and line, never what the named file holds. Returns whether any."""
+    roots = [base]
+    try:
+        roots += [source_folder(base, source)] if source else []
+    except (ValueError, RuntimeError):  # an unusable source: its own error says so
+        pass
+    where = " or ".join(dict.fromkeys(str(root.resolve()) for root in roots))
+    outside = _safety().outside_includes(found, roots)
+    for bad in outside:
+        what = (f"build.requirements {requirements!r} is {bad.resolved}" if bad.line == 0
+                else f"{bad.file}:{bad.line}: includes {bad.written} ({bad.resolved})")
+        yield error("build-requirements-outside", f"{what}, outside the spec's folder and the source folder "
+                    f"({where}): requirements files, and those they include with -r/-c, must be in the project; "
+                    "copy the file in, or name it relative to a file inside", **native.where(path))
+    return bool(outside)
