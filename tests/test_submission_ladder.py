@@ -287,8 +287,8 @@ def test_a_rerun_after_success_creates_nothing(emulator: EmulatorHandle, tmp_pat
     assert len(listed(emulator)) == 1
     # Rung 0 has no job to find; the re-run still lists it, as the quota it was.
     assert outcomes(again[1]) == outcomes(first[1]) == [(0, "quota"), (1, "succeeded")]
-    assert again[1]["attempts"][0] == {"rung": 0, "region": REGIONS[0], "name": None, "state": None,
-                                       "outcome": "quota"}
+    assert again[1]["attempts"][0] == {"attempt": 0, "rung": 0, "region": REGIONS[0], "name": None,
+                                       "state": None, "outcome": "quota"}
 
 
 def test_a_rerun_after_a_capacity_failure_resumes_at_the_next_rung(

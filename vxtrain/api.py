@@ -16,7 +16,7 @@ import io
 import sys
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from vxtrain.runtime.runner import LocalRunResult
     from vxtrain.runtime.study import StudyResult
     from vxtrain.submission import ProgressFn, QuotaReport, Say
-    from vxtrain.submission.ladder import Ladder
+    from vxtrain.submission.ladder import Ladder, Rung
 
 __all__ = ["Options", "Result", "check_file", "compile_job", "load", "load_job", "local_run",
            "logs", "plan", "quota", "submit", "validate"]
@@ -68,7 +68,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
            progress: ProgressFn | None = None, logs: LogSink | None = None, say: Say | None = None,
            upload_progress: UploadProgress | None = None, until_running: bool = False,
            max_pending: float | None = None, quota_check: bool = True,
-           gpus: GpuOptions | None = None) -> dict[str, Any]:
+           gpus: GpuOptions | None = None, notify: Sequence[str] = ()) -> dict[str, Any]:
     """Create the spec's job exactly once (vxtrain.submission) and return its view, with
     ``attempts``: what each rung of the spec's ``fallback:`` ladder came to
     (vxtrain.submission.ladder; a spec without one is a ladder of one rung), and
@@ -91,12 +91,21 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     (``local``, before the job is created), JobFailedError when a followed job fails,
     and NoCapacity when every rung ran out of capacity (a spec without ``fallback:``:
     when the quota preflight found a need above a limit, nothing created).
+
+    With ``recovery:`` in the spec, a followed job that loses its machines after it
+    started gets a new attempt (vxtrain.submission.recovery), and the view has
+    ``recoveries`` and ``cost`` (a followed job's has them in any case); when the
+    recoveries are spent: NoCapacity after a capacity loss, else JobFailedError.
+    ``notify``: http(s) URLs (beside the spec's ``notify:``) that get one JSON object per
+    event while the job is followed (vxtrain.submission.notify).
     """
     # lazy: vxtrain.submission (and rungs, over it) cost ~130 ms of imports (-X importtime),
     # more than half of validate's start-up; validate and plan never need them
     from vxtrain import rungs, submission
     from vxtrain.submission import ladder as ladders
+    from vxtrain.submission.notify import check_url
 
+    _check_urls(notify, check_url)
     if target == "local" and endpoint:
         raise UsageError("--target local starts its own emulator; drop --endpoint (or --target local)")
     if target != "local" and gpus is not None:
@@ -109,10 +118,11 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
                             follow=follow, max_pending=max_pending, endpoint=endpoint, progress=progress,
                             logs=logs, say=say or submission.log_say, quota_check=quota_check,
                             upload_progress=upload_progress)
+    watch = _Watch(result, ladder, notify)
     try:
         if local_target:
-            return _submit_local(result, ladder, gpus)
-        return ladders.climb(rungs.rungs(result, emulated=endpoint is not None), ladder)
+            return _submit_local(result, watch, gpus)
+        return watch.follow(rungs.rungs(result, emulated=endpoint is not None))
     except InvalidArgumentError as exc:  # reworded: its class and the ladder's attempts kept
         raise exc.reworded(f"{exc}{rungs.spec_location(result, str(exc))}") from exc
     except NoCapacity as exc:
@@ -122,7 +132,36 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         raise NoCapacity(f"{exc}{rungs.spec_location(result, str(exc))}", exc.report, exc.attempts) from exc
 
 
-def _submit_local(result: Result, ladder: Ladder, gpus: GpuOptions | None) -> dict[str, Any]:
+def _check_urls(urls: Sequence[str], check: Callable[[str], str | None]) -> None:
+    """``--notify`` takes http(s) URLs with a host (``check``: vxtrain.submission.notify.check_url;
+    the spec's ``notify:`` is validated with the spec): anything else is refused before a create."""
+    for url in urls:
+        problem = check(url)
+        if problem is not None:
+            raise UsageError(f"--notify: {problem}")
+
+
+class _Watch:
+    """What follows the submit's rungs: the spec's ``recovery:`` policy and the notifier of the
+    spec's ``notify:`` and ``--notify`` URLs (vxtrain.submission.recovery.follow)."""
+
+    def __init__(self, result: Result, ladder: Ladder, notify: Sequence[str]) -> None:
+        assert result.job is not None  # a valid result has its model
+        self.ladder, self.recovery = ladder, result.job.recovery
+        self.urls = list(dict.fromkeys([*result.job.notify, *notify]))
+
+    def follow(self, rungs: list[Rung]) -> dict[str, Any]:
+        """Climb ``rungs``, recovering and notifying as the spec and options ask."""
+        # lazy: as in submit()
+        from vxtrain.submission import recovery
+        from vxtrain.submission.notify import Notifier
+
+        policy = recovery.Policy.of(self.recovery) if self.recovery is not None else None
+        notifier = Notifier(self.urls, self.ladder.say) if self.urls else None
+        return recovery.follow(rungs, self.ladder, policy, notifier)
+
+
+def _submit_local(result: Result, watch: _Watch, gpus: GpuOptions | None) -> dict[str, Any]:
     """An in-process emulator running the job with the local runner, followed to the end.
     With ``logs``, the job's lines reach it through the emulator's Logging service
     only (as on Vertex AI), not also straight from the replicas. The job is checked
@@ -131,16 +170,15 @@ def _submit_local(result: Result, ladder: Ladder, gpus: GpuOptions | None) -> di
     from vxtrain import rungs
     from vxtrain.backends import open_backend
     from vxtrain.runtime.gpus import GpuOptions, resolve
-    from vxtrain.submission.ladder import climb
 
     gpus = gpus or GpuOptions()
     assert result.job is not None  # a valid result has its model
     resolve(result.job, gpus)  # the emulator hands out the same GPUs: refuse here, before a create
     local = rungs.local_run(result)
     with open_backend("local", workdir=local.base_dir, gpus=gpus,
-                      job_output=_Discard() if ladder.logs is not None else None) as backend:
-        ladder.backend = backend
-        return climb(rungs.rungs(result, emulated=True, in_place=True), ladder)
+                      job_output=_Discard() if watch.ladder.logs is not None else None) as backend:
+        watch.ladder.backend = backend
+        return watch.follow(rungs.rungs(result, emulated=True, in_place=True))
 
 
 class _Discard(io.StringIO):

@@ -147,6 +147,8 @@ def _error_document(exc: VxtrainError) -> None:
         document["attempts"] = exc.attempts
     if isinstance(exc, NoCapacity) and exc.report is not None:  # the preflight's: which need is above which limit
         document["quota"] = exc.report.to_json()
+    if isinstance(exc, NoCapacity):  # recovery's: how many recoveries, what the attempts cost
+        document.update(exc.details)
     emit_json(document)
 
 

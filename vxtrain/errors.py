@@ -86,16 +86,20 @@ class JobFailedError(VxtrainError):
 
 class NoCapacity(VxtrainError):  # noqa: N818 - the Contract's JSON error type is "NoCapacity"
     """The job cannot get its machines: the quota preflight found a need above a limit
-    (nothing was created; ``report``: its QuotaReport), or every rung of ``fallback:``
-    ran out of capacity (``attempts``: what became of each)."""
+    (nothing was created; ``report``: its QuotaReport), every rung of ``fallback:``
+    ran out of capacity (``attempts``: what became of each), or ``recovery:``'s
+    recoveries were spent on lost machines (``details``: ``recoveries`` and ``cost``,
+    added to the JSON error document beside ``attempts``)."""
 
     exit_code = 5
 
     def __init__(self, message: str, report: Report | None = None,
-                 attempts: Sequence[Mapping[str, object]] = ()) -> None:
+                 attempts: Sequence[Mapping[str, object]] = (),
+                 details: Mapping[str, object] | None = None) -> None:
         super().__init__(message)
         self.report = report
         self.attempts = [dict(a) for a in attempts]
+        self.details = dict(details or {})
 
 
 class ApiError(VxtrainError):

@@ -256,6 +256,11 @@ class Recovery:
     strategy: str = "same"  # same: the rung that ran again | next: on down the fallback ladder
     spot_to_standard_after: int | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """plan's ``recovery`` object: the block as submit reads it."""
+        return {"max_recoveries": self.max_recoveries, "on_exit_codes": list(self.on_exit_codes),
+                "strategy": self.strategy, "spot_to_standard_after": self.spot_to_standard_after}
+
 
 @dataclass
 class LocalSpec:

@@ -224,9 +224,15 @@ def print_view(view: dict[str, Any], output: OutputFormat) -> None:
     lines.append(f"console: {view['console_url']}{suffix}")
     if view.get("error"):
         lines.append(f"error: {view['error'].get('message', view['error'])}")
-    if len(view.get("attempts") or ()) > 1:  # a fallback: ladder that went past rung 0
-        lines += [f"rung {a['rung']} ({a['region']}): {a['outcome']}" + (f" — {a['name']}" if a["name"] else "")
-                  for a in view["attempts"]]
+    if len(view.get("attempts") or ()) > 1:  # a fallback: ladder that went past rung 0, or recoveries
+        recovered = any(a.get("attempt") for a in view["attempts"])
+        lines += [(f"attempt {a['attempt']}, " if recovered else "") + f"rung {a['rung']} ({a['region']}): "
+                  f"{a['outcome']}" + (f" — {a['name']}" if a["name"] else "") for a in view["attempts"]]
+    if "cost" in view or view.get("recoveries"):  # submit --wait, status, wait: what the run cost
+        # lazy: render.recovery brings planning.cost (~12 ms, -X importtime); priced views only
+        from vxtrain.render.recovery import recovery_lines
+
+        lines += recovery_lines(view)
     if "trials" in view:  # a tuning job: the table of trials and the best one
         # lazy: +2 ms on every command line (vxtrain.cli imports this module); a tuning job's view only
         from vxtrain.render.study import metric_ids_of, summary_lines

@@ -20,8 +20,9 @@ from vxtrain.submission import cancel as cancel_job
 
 def status(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
-    """Print the job's state; 0 (whatever the state: use ``wait`` for an exit code)."""
-    c.print_view(c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint, say=say)),
+    """Print the job's state and its cost so far (list prices × run time); 0 (whatever the state:
+    use ``wait`` for an exit code)."""
+    c.print_view(c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint, say=say, priced=True)),
                  output)
     return 0
 
@@ -35,7 +36,7 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
         sink = progress.log if logs else None
         try:
             view = c.on_job(name, project, region, endpoint, lambda full: wait_job(
-                full, endpoint=endpoint, progress=progress, timeout=timeout, logs=sink, say=say))
+                full, endpoint=endpoint, progress=progress, timeout=timeout, logs=sink, say=say, priced=True))
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)

@@ -49,6 +49,8 @@ def plan_json(result: Result) -> dict[str, Any]:
         doc["fallback"] = [_rung_json(number, rung, valid) for number, rung in enumerate(result.fallback, 1)]
     if valid and result.images:  # build: what submit would build and push
         doc["images"] = [i.to_json() for i in result.images]
+    if result.job is not None and result.job.recovery is not None:  # what submit --wait does on lost machines
+        doc["recovery"] = result.job.recovery.to_json()
     return doc
 
 

@@ -8,6 +8,7 @@ google.cloud.aiplatform is imported by the backend only when the call is made.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import Annotated, Any, Optional
 
@@ -27,13 +28,14 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
            endpoint: str | None = None, target: c.Target = c.Target.vertex,
            idempotency_key: str | None = None, wait: bool = False, logs: bool = True,
            quota_check: bool = True, gpus: GpuOptions | None = None,
-           until_running: bool = False, max_pending: str | None = None) -> int:
+           until_running: bool = False, max_pending: str | None = None, notify: Sequence[str] = ()) -> int:
     """Submit the spec's job; 0 when created (RUNNING with --until-running, SUCCEEDED with
     --wait), 3 when it failed, 5 when it cannot get its machines: every rung of
     ``fallback:`` had no capacity, or (a spec without one) the quota preflight found a
-    need above a limit (unless not ``quota_check``). While it waits, the job's log lines
-    stream to stderr unless not ``logs``. ``gpus`` (``--target local`` only): how this
-    host's GPUs are handed out."""
+    need above a limit (unless not ``quota_check``), or (``recovery:``) the recoveries were
+    spent on lost machines. While it waits, the job's log lines stream to stderr unless not
+    ``logs``. ``gpus`` (``--target local`` only): how this host's GPUs are handed out.
+    ``notify``: URLs that get the followed job's events (beside the spec's ``notify:``)."""
     local = target is c.Target.local
     pending = c.parse_duration_option(max_pending, "--max-pending")
     if pending is not None and not (wait or until_running or local):
@@ -52,7 +54,7 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink,
                               say=say, upload_progress=upload_bar, quota_check=quota_check, gpus=gpus,
-                              until_running=until_running, max_pending=pending)
+                              until_running=until_running, max_pending=pending, notify=notify)
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
@@ -102,6 +104,11 @@ def register(app: typer.Typer) -> None:
             "--max-pending", metavar="DURATION",
             help="With --wait or --until-running: a job still QUEUED/PENDING after DURATION (90s, 30m) is "
                  "cancelled and the next fallback: rung tried.")] = None,
+        notify: Annotated[Optional[list[str]], typer.Option(
+            "--notify", metavar="URL",
+            help="POST one JSON object per event (started, recovering, succeeded, failed, cancelled, no-capacity) "
+                 "to this http(s) URL while the job is followed; repeatable (a Slack or Google Chat "
+                 "incoming webhook takes it as it is).")] = None,
         *,
         options: Options,
     ) -> None:
@@ -111,4 +118,4 @@ def register(app: typer.Typer) -> None:
                                 idempotency_key=idempotency_key, wait=wait, logs=not no_logs,
                                 quota_check=not no_quota_check,
                                 gpus=c.gpu_options(gpus, share_gpus, no_gpus) if chosen else None,
-                                until_running=until_running, max_pending=max_pending))
+                                until_running=until_running, max_pending=max_pending, notify=notify or ()))

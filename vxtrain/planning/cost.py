@@ -33,7 +33,9 @@ from vxtrain import catalog
 from vxtrain.catalog import prices
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import NativeSpec, format_path
-from vxtrain.model import Job, Pool, written_at
+from vxtrain.model import Accelerator, Job, Pool, written_at
+from vxtrain.slots import role_of
+from vxtrain.vocab.kinds import job_spec_of
 
 CURRENCY = "USD"
 UNKNOWN = "unknown"
@@ -287,10 +289,16 @@ def slice_hosts(job: Job) -> dict[str, int]:
     """Pool role → hosts of its TPU VM slice (``tpu_topology``), for pools whose slice spans more than one."""
     out: dict[str, int] = {}
     for pool in job.ordered_pools():
-        size = catalog.tpu_size(pool.machine_type, pool.tpu_topology, None, None)
-        if size is not None and size.hosts is not None and size.hosts > 1:
-            out[pool.role] = size.hosts
+        hosts = _hosts_of(pool)
+        if hosts > 1:
+            out[pool.role] = hosts
     return out
+
+
+def _hosts_of(pool: Pool) -> int:
+    """VMs per replica of ``pool``: a multi-host TPU VM slice's hosts (from its topology), else 1."""
+    size = catalog.tpu_size(pool.machine_type, pool.tpu_topology, None, None)
+    return size.hosts if size is not None and size.hosts is not None and size.hosts > 1 else 1
 
 
 def resource_name(resource_id: str, project: str | None, region: str | None) -> str:
@@ -368,6 +376,55 @@ def _unknown_path(u: Unknown, native: NativeSpec | None) -> tuple[str | int, ...
 
 def _where(native: NativeSpec | None, path: tuple[str | int, ...]) -> dict[str, Any]:
     return native.where(path) if native is not None else {"path": format_path(path)}
+
+
+# --- what a sent job costs while it runs (recovery's attempts, status, wait) -------------------
+
+def job_per_hour(job: Mapping[str, Any], region: str | None) -> float | None:
+    """USD per hour of a job as sent or read back (a CustomJob's or a tuning job's REST JSON):
+    its pools' machine specs priced as ``plan`` prices the spec's pools (the same catalog and
+    arithmetic; Spot prices under ``scheduling.strategy`` SPOT, nothing under a
+    ``persistentResourceId``). None when any price is unknown: never guessed."""
+    spec = job_spec_of(job)
+    strategy = str((spec.get("scheduling") or {}).get("strategy") or "").upper()
+    cost = Cost(region=region, pricing={"SPOT": SPOT, "FLEX_START": FLEX_START}.get(strategy, ON_DEMAND),
+                pools=[], timeout_seconds=DEFAULT_TIMEOUT_SECONDS, timeout_default=True,
+                study="trialJobSpec" in job, parallel_trials=_count(job.get("parallelTrialCount")) or 1)
+    if spec.get("persistentResourceId"):
+        cost.pricing, cost.billed_via = PERSISTENT_RESOURCE, str(spec["persistentResourceId"])
+    elif region is None:
+        return None
+    for index, raw in enumerate(spec.get("workerPoolSpecs") or []):
+        pool = _sent_pool(index, raw)
+        if pool is not None:
+            cost.pools.append(pool_cost(pool, cost, _hosts_of(pool)))
+    return _round(cost.per_hour)
+
+
+def _sent_pool(index: int, raw: Mapping[str, Any]) -> Pool | None:
+    """The model pool of one sent workerPoolSpec, with what its price needs (None: an empty slot)."""
+    machine = raw.get("machineSpec") or {}
+    if not raw or not machine:
+        return None
+    image = (raw.get("containerSpec") or {}).get("imageUri")
+    acc_type, acc_count = machine.get("acceleratorType"), _count(machine.get("acceleratorCount"))
+    accelerator = Accelerator(str(acc_type), acc_count) if acc_type and acc_count else None
+    return Pool(role=role_of(index, image), replicas=_count(raw.get("replicaCount")) or 1,
+                machine_type=machine.get("machineType"), accelerator=accelerator,
+                tpu_topology=machine.get("tpuTopology"))
+
+
+def _count(value: Any) -> int | None:
+    """An int64 of REST JSON (written as a string by MessageToDict), None when absent."""
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def run_usd(per_hour: float | None, hours: float) -> float | None:
+    """What ``hours`` of a job at ``per_hour`` cost (None when the price is unknown)."""
+    return None if per_hour is None else _round(per_hour * hours)
 
 
 # --- money in words -----------------------------------------------------------------

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from vxtrain.api import Result
 from vxtrain.model import Pool
-from vxtrain.render import bandwidth, console, cost, diagnostics_text
+from vxtrain.render import bandwidth, console, cost, diagnostics_text, recovery
 from vxtrain.render.packaging import image_lines, package_lines
 from vxtrain.render.study import search_space_lines
 from vxtrain.runtime.study import node_trials
@@ -60,6 +60,8 @@ def plan_text(result: Result) -> None:
         out.rule("Fallback ladder (tried in order when the job cannot get its machines)")
         for line in ladder_lines(result):
             out.print(line, markup=False, highlight=False)
+    if result.job.recovery is not None:
+        out.print(recovery.plan_line(result.job.recovery), markup=False, highlight=False)
 
 
 def study_lines(result: Result) -> list[str]:

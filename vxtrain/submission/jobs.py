@@ -29,7 +29,7 @@ from vxtrain.submission.quota import Read, check_quota
 from vxtrain.submission.retry import (
     LOCAL_POLL, LOCAL_RETRY, VERTEX_POLL, VERTEX_RETRY, Backoff, default_backoff, retrying,
 )
-from vxtrain.submission.views import job_view, raise_for_state
+from vxtrain.submission.views import job_cost, job_view, raise_for_state
 from vxtrain.vocab.callbacks import ProgressFn, Say
 from vxtrain.vocab.kinds import CUSTOM, TERMINAL_STATES, TUNING, kind_of_job, kind_of_name
 
@@ -162,11 +162,17 @@ def create_prepared(api: JobBackend, ready: Prepared, custom_job: JobDict, *, pa
 
 
 def get(name: str, *, backend: JobBackend | None = None, endpoint: str | None = None,
-        backoff: Backoff | None = None, say: Say = log_say) -> dict[str, Any]:
-    """The view of the job ``name`` (a full resource name)."""
+        backoff: Backoff | None = None, say: Say = log_say, priced: bool = False) -> dict[str, Any]:
+    """The view of the job ``name`` (a full resource name); ``priced``: with its ``cost`` so far
+    (vxtrain.submission.views.job_cost)."""
     with using(backend, split_name(name)[1], endpoint) as api:
         job = _get(api, name, default_backoff(api, backoff, LOCAL_RETRY, VERTEX_RETRY), say)
-        return job_view(job, emulated=api.emulated)
+        return _priced(job, job_view(job, emulated=api.emulated), priced)
+
+
+def _priced(job: JobDict, view: dict[str, Any], priced: bool) -> dict[str, Any]:
+    """``view`` with the job's ``cost`` when ``priced``."""
+    return {**view, "cost": job_cost(job)} if priced else view
 
 
 def _get(api: JobBackend, name: str, backoff: Backoff, say: Say) -> JobDict:
@@ -187,7 +193,7 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
              progress: ProgressFn | None = None, timeout: float | None = None,
              check: bool = True, logs: LogSink | None = None, replica: str | None = None,
              since: str | None = None, say: Say = log_say,
-             until: Callable[[dict[str, Any], float], bool] | None = None) -> dict[str, Any]:
+             until: Callable[[dict[str, Any], float], bool] | None = None, priced: bool = False) -> dict[str, Any]:
     """Poll the job with backoff until it ends (or ``until(view, elapsed_seconds)`` is
     true: the fallback ladder stops at RUNNING, or at a pending too long); return its view.
 
@@ -195,7 +201,8 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
     ``check``, a job that ends FAILED/CANCELLED/EXPIRED raises JobFailedError.
     ``logs(entries)`` gets the job's new log lines (of ``replica``, from ``since``)
     between polls, and its last ones after the end (vxtrain.joblogs.LogWatch). ``say``
-    gets retries, the log reader's warnings, and what Ctrl-C leaves running.
+    gets retries, the log reader's warnings, and what Ctrl-C leaves running. ``priced``: the
+    view has the job's ``cost`` (vxtrain.submission.views.job_cost).
     """
     with using(backend, split_name(name)[1], endpoint) as api, \
             _watching(api, name, logs, replica=replica, since=since, say=say) as watch:
@@ -205,7 +212,8 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
         start = time.monotonic()
         try:
             while True:
-                view = job_view(_get(api, name, retry, say), emulated=api.emulated)
+                job = _get(api, name, retry, say)
+                view = job_view(job, emulated=api.emulated)
                 elapsed = time.monotonic() - start
                 ended = view["state"] in TERMINAL_STATES
                 if ended and watch is not None:
@@ -224,6 +232,7 @@ def wait_job(name: str, *, backend: JobBackend | None = None, endpoint: str | No
             if not api.in_process:
                 say(f"stopped following {name}; the job keeps running: `vxtrain cancel {name}` stops it")
             raise
+    view = _priced(job, view, priced)
     if check:
         raise_for_state(view)
     return view
@@ -240,7 +249,12 @@ def _watching(api: JobBackend, name: str, sink: LogSink | None, *, replica: str 
     with open_log_reader(_log_endpoint(api)) as reader:
         follower = Follower(reader, project, job_id, replica=replica, since=since,
                             cadence=LOCAL_LOGS if api.emulated else VERTEX_LOGS)
-        yield LogWatch(follower, sink, warn=lambda message: say(f"warning: {message}"))
+        # One TailLogEntries stream per job, polling only as its fall back (vxtrain.joblogs).
+        watch = LogWatch(follower, sink, warn=lambda message: say(f"warning: {message}"), stream=True)
+        try:
+            yield watch
+        finally:
+            watch.close()  # the stream and its thread end with the following, however it ends
 
 
 def _log_endpoint(api: JobBackend) -> str | None:

@@ -12,6 +12,10 @@ Capacity, and nothing else, moves the ladder on:
 * with ``max_pending``, the job is still QUEUED/PENDING after that long: it is
   cancelled, and seen CANCELLED, before the next rung is created (never two alive).
 
+A job that ended FAILED *after it started* (``startTime`` set) lost its machines
+while it ran: that is not the ladder's business but recovery's
+(vxtrain.submission.recovery; ``lost_outcome``), whatever its error says.
+
 Any other end stops the ladder. Each rung's job carries the idempotency key and
 its rung number (``RUNG_LABEL``), so a re-run with the same key resumes where
 the last one stopped and creates nothing twice (``_resume``).
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -60,6 +64,15 @@ WAITING_STATES = frozenset({"JOB_STATE_QUEUED", "JOB_STATE_PENDING"})
 #: What a capacity-free spec would gain from ``fallback:``, said when it ran out.
 FALLBACK_HINT = ("this was capacity, not the job: a `fallback:` list in the spec (each entry an overlay, "
                  "e.g. `- region: us-east4` or another machine type) makes submit try those in turn")
+#: What a spec without ``recovery:`` would gain, said when its job lost its machines after it started.
+RECOVERY_HINT = ("the job lost its machines after it started (preempted, stocked out, or an internal error), "
+                 "not a failure of its code: a `recovery:` block in the spec (e.g. `recovery: {max_recoveries: 3}`) "
+                 "makes submit --wait start it again from its checkpoints in base_output_dir")
+#: google.rpc.Code.INTERNAL: "Internal errors ... the job is restarted up to two times, then fails"
+#: (https://cloud.google.com/vertex-ai/docs/training/understanding-training-service, read 2026-11-27).
+INTERNAL = 13
+#: Vertex AI's words for a replica whose code exited non-zero (seen in FAILED jobs' error.message).
+EXIT_TEXT = re.compile(r"The replica workerpool\d+-\d+ exited with a non-zero status of (\d+)")
 
 
 class Outcome(str, Enum):
@@ -71,6 +84,10 @@ class Outcome(str, Enum):
     started = "started"  # the ladder stopped at this rung's job, alive (RUNNING under --until-running)
     succeeded = "succeeded"
     failed = "failed"
+    # Lost its machines after it started (recovery's business, vxtrain.submission.recovery):
+    preempted = "preempted"  # a capacity end: a Spot preemption or stockout
+    internal = "internal"    # error.code 13
+    exit_code = "exit-code"  # a replica exited with one of recovery.on_exit_codes
 
 
 class Follow(str, Enum):
@@ -107,11 +124,15 @@ class Attempt:
     name: str | None
     state: str | None
     outcome: Outcome
+    #: The recovery attempt this job belongs to (0: the first; each recovery one more).
+    attempt: int = 0
+    #: The job's view as last seen (its times and machines price it: vxtrain.submission.recovery).
+    view: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"rung", "region", "name", "state", "outcome"}``."""
-        return {"rung": self.rung, "region": self.region, "name": self.name, "state": self.state,
-                "outcome": self.outcome.value}
+        """``{"attempt", "rung", "region", "name", "state", "outcome"}``."""
+        return {"attempt": self.attempt, "rung": self.rung, "region": self.region, "name": self.name,
+                "state": self.state, "outcome": self.outcome.value}
 
 
 @dataclass
@@ -143,11 +164,22 @@ class Ladder:
     duplicates_cancelled: list[str] = field(default_factory=list)
     #: How many rungs the ladder has (set by ``climb``).
     size: int = 1
+    #: Labels every job of this climb carries beside the key (and its rung): a recovery attempt's.
+    labels: dict[str, str] = field(default_factory=dict)
+    #: The rung this climb starts from (a recovery with ``strategy: next`` starts lower).
+    first: int = 0
+    #: The recovery attempt this climb makes jobs for (``Attempt.attempt``).
+    attempt: int = 0
+    #: Whether a job that lost its machines after it started is handed to recovery (the spec
+    #: has ``recovery:``): the climb stops there with that outcome instead of failing.
+    recovering: bool = False
+    #: recovery.on_exit_codes: a replica's exit codes that count as lost machines.
+    exit_codes: frozenset[int] = frozenset()
 
     def record(self, rung: Rung, view: dict[str, Any] | None, outcome: Outcome) -> None:
         """Note what became of ``rung`` (its job's ``view``, None when none was made)."""
         name, state = (view["name"], view["state"]) if view else (None, None)
-        self.attempts.append(Attempt(rung.number, rung.region, name, state, outcome))
+        self.attempts.append(Attempt(rung.number, rung.region, name, state, outcome, self.attempt, view))
 
     def moved(self, rung: Rung, why: str) -> None:
         """Say why the ladder leaves ``rung`` (a spec without ``fallback:`` says it in its error)."""
@@ -175,7 +207,7 @@ def climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
 
 def _climb(rungs: Sequence[Rung], ladder: Ladder) -> dict[str, Any]:
     ladder.size = len(rungs)
-    start = _resume(rungs, ladder) if ladder.explicit and len(rungs) > 1 else 0
+    start = _resume(rungs, ladder) if ladder.explicit and len(rungs) > 1 else ladder.first
     if isinstance(start, dict):
         return start  # the live (or succeeded) job of a rung already tried
     last: Exception | None = None
@@ -200,7 +232,7 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
     (None, why) when capacity moves it on."""
     with using(ladder.backend, rung.region, ladder.endpoint) as api:
         try:
-            view = _create(api, rung, ladder, {RUNG_LABEL: str(rung.number)} if labelled else None)
+            view = _create(api, rung, ladder, _labels(rung, ladder) if labelled else (ladder.labels or None))
         except errors.NoCapacity as short:  # the quota preflight: a need above a limit
             ladder.record(rung, None, Outcome.quota)
             ladder.moved(rung, str(short))  # its message says nothing was created
@@ -212,6 +244,12 @@ def _try(rung: Rung, ladder: Ladder, *, labelled: bool) -> tuple[dict[str, Any] 
             ladder.moved(rung, f"the create was refused for quota ({refused}); nothing created")
             return None, refused
         return _after_create(rung, ladder, api, view)
+
+
+def _labels(rung: Rung, ladder: Ladder) -> dict[str, str]:
+    """The labels that, with the key, name ``rung``'s job in this climb: its rung number and the
+    climb's own (a recovery attempt's number)."""
+    return {RUNG_LABEL: str(rung.number), **ladder.labels}
 
 
 def _create(api: JobBackend, rung: Rung, ladder: Ladder, labels: dict[str, str] | None) -> dict[str, Any]:
@@ -264,8 +302,15 @@ def _judge(rung: Rung, ladder: Ladder, final: dict[str, Any]) -> tuple[
         return None, errors.JobFailedError(f"{final['name']} ended {state}: {why}", final)
     if state == "JOB_STATE_SUCCEEDED":
         return _stop(rung, ladder, final, Outcome.succeeded), None
+    lost = lost_outcome(final, ladder.exit_codes)
+    if lost is not None and ladder.recovering:  # recovery decides what comes next
+        return _stop(rung, ladder, final, lost), None
     if state in TERMINAL_STATES:
-        _stop(rung, ladder, final, Outcome.failed)
+        _stop(rung, ladder, final, lost or Outcome.failed)
+        if lost is not None:  # no recovery: block; say what one would have done
+            why = (final.get("error") or {}).get("message") or "no error message"
+            raise errors.JobFailedError(f"{final['name']} ended {state}: {why}; {RECOVERY_HINT}",
+                                        job={**final, "attempts": _attempts(ladder)})
         raise_for_state({**final, "attempts": _attempts(ladder)})
     return _stop(rung, ladder, final, Outcome.started), None
 
@@ -276,7 +321,7 @@ def _as_is(view: dict[str, Any]) -> Outcome:
         return Outcome.started
     if view["state"] == "JOB_STATE_SUCCEEDED":
         return Outcome.succeeded
-    return capacity_outcome(view) or Outcome.failed
+    return lost_outcome(view) or left_for_capacity(view) or Outcome.failed
 
 
 def _stop(rung: Rung, ladder: Ladder, view: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
@@ -310,7 +355,28 @@ def left_for_capacity(view: dict[str, Any]) -> Outcome | None:
     a job cancelled while running is not capacity); else None."""
     if view.get("state") == "JOB_STATE_CANCELLED" and not view.get("start_time"):
         return Outcome.pending_timeout
+    if view.get("start_time"):  # it got its machines: losing them later is recovery's (lost_outcome)
+        return None
     return capacity_outcome(view)
+
+
+def lost_outcome(view: dict[str, Any], exit_codes: Collection[int] = ()) -> Outcome | None:
+    """How a job that had started (``start_time`` set) and ended FAILED lost its machines:
+    ``preempted`` for a capacity end (``capacity_outcome``: Spot preemption, stockout),
+    ``internal`` for ``error.code`` 13, ``exit-code`` for Vertex's "The replica
+    workerpoolK-I exited with a non-zero status of N" with N in ``exit_codes``; else None
+    (a failure of the code, a cancel, an end before start, or a success)."""
+    if view.get("state") != "JOB_STATE_FAILED" or not view.get("start_time"):
+        return None
+    if capacity_outcome(view) is not None:
+        return Outcome.preempted
+    error = view.get("error") or {}
+    if error.get("code") == INTERNAL:
+        return Outcome.internal
+    found = EXIT_TEXT.search(str(error.get("message", "")))
+    if found is not None and int(found.group(1)) in exit_codes:
+        return Outcome.exit_code
+    return None
 
 
 def _follow(api: JobBackend, view: dict[str, Any], ladder: Ladder) -> dict[str, Any]:
@@ -357,7 +423,7 @@ def _interrupted(rung: Rung, ladder: Ladder) -> None:
         retry = default_backoff(api, ladder.backoff, LOCAL_RETRY, VERTEX_RETRY)
         kind, parent = kind_of_job(rung.job), parent_of(rung.project, rung.region)
         try:
-            jobs = retrying(lambda: labelled_jobs(api, kind, parent, label, {RUNG_LABEL: str(rung.number)}),
+            jobs = retrying(lambda: labelled_jobs(api, kind, parent, label, _labels(rung, ladder)),
                             retry, f"list the jobs of rung {rung.number}", ladder.say)
             for job in jobs:
                 if job.get("state") not in WAITING_STATES:
@@ -398,10 +464,10 @@ def _resume(rungs: Sequence[Rung], ladder: Ladder) -> int | dict[str, Any]:
     it is alive or succeeded (adopted, then followed as asked), or the number of the rung
     after one whose job ran out of capacity (0 when none was tried). A highest job that
     failed for another reason is the answer too (as a plain re-submit adopts its job)."""
-    found = list(_jobs_of(rungs, ladder))
+    found = list(_jobs_of(rungs[ladder.first:], ladder))
     if not found:
-        return 0
-    _record_below(rungs, found, ladder)
+        return ladder.first
+    _record_below(rungs[ladder.first:], found, ladder)
     rung, job = found[-1]
     with using(ladder.backend, rung.region, ladder.endpoint) as api:
         view = job_view(job, emulated=api.emulated, adopted=True)
@@ -439,19 +505,19 @@ def _jobs_of(rungs: Sequence[Rung], ladder: Ladder) -> Iterator[tuple[Rung, JobD
     for rung in rungs:
         with using(ladder.backend, rung.region, ladder.endpoint) as api:
             retry = default_backoff(api, ladder.backoff, LOCAL_RETRY, VERTEX_RETRY)
-            job = retrying(lambda: _job_of(api, rung, label), retry, f"list the jobs of rung {rung.number}",
+            job = retrying(lambda: _job_of(api, rung, label, ladder), retry, f"list the jobs of rung {rung.number}",
                            ladder.say)
         if job is not None:
             yield rung, job
 
 
-def _job_of(api: JobBackend, rung: Rung, label: str) -> JobDict | None:
+def _job_of(api: JobBackend, rung: Rung, label: str, ladder: Ladder) -> JobDict | None:
     """The job of ``rung`` that carries the key. Rung 0's may carry no rung label: the job of a
     submit made before the spec had ``fallback:`` (what the exit-3/4 hint invites) is the
     spec's own, and is not created again."""
     kind, parent = kind_of_job(rung.job), parent_of(rung.project, rung.region)
-    job = find_any_kind(api, kind, parent, label, {RUNG_LABEL: str(rung.number)})
+    job = find_any_kind(api, kind, parent, label, _labels(rung, ladder))
     if job is not None or rung.number > 0:
         return job
-    older = find_any_kind(api, kind, parent, label)
+    older = find_any_kind(api, kind, parent, label, ladder.labels or None)
     return older if older is not None and RUNG_LABEL not in (older.get("labels") or {}) else None

@@ -1,0 +1,318 @@
+"""Recovery end to end: ``vxtrain submit --wait`` (in process, and once as a process that is
+killed) against the emulator through the real aiplatform client. Jobs lose their machines
+through the emulator's ``--preempt`` or a replica exiting with a listed code; each test
+reads back the jobs that exist. Nothing here mocks vxtrain.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hooks import webhook
+from tests.incli import run
+from tests.polling import wait_for
+from vxtrain import submission
+from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.model import ATTEMPT_LABEL
+from vxtrain.planning.cost import job_per_hour
+from vxtrain.submission.ladder import Outcome, left_for_capacity, lost_outcome
+from vxtrain.submission.recovery import attempt_job
+
+PROJECT, REGION, EAST = "p", "us-central1", "us-east1"
+IMAGE = "us-docker.pkg.dev/p/r/train:1"
+#: A replica that exits 33 on the first attempt and succeeds on the next (it reads VXTRAIN_ATTEMPT).
+EXITS_33_FIRST = "import os, sys; sys.exit(33 if os.environ['VXTRAIN_ATTEMPT'] == '0' else 0)"
+
+
+def emulator(**kwargs: Any) -> EmulatorHandle:
+    return start_emulator(environ={}, out=io.StringIO(), **kwargs)
+
+
+@pytest.fixture
+def preempting() -> Iterator[EmulatorHandle]:
+    """Jobs succeed 1 s after create (simulated); the first one in us-central1 loses its
+    machines after 0.2 s RUNNING."""
+    handle = emulator(simulate_seconds=1.0, preempt=[f"{REGION}:0.2:1"])
+    try:
+        yield handle
+    finally:
+        handle.stop(grace=None)
+
+
+@pytest.fixture
+def running() -> Iterator[EmulatorHandle]:
+    """Jobs run their command on this host."""
+    handle = emulator()
+    try:
+        yield handle
+    finally:
+        handle.stop(grace=None)
+
+
+def spec(tmp_path: Path, *, recovery: dict[str, Any] | None = None, command: list[str] | None = None,
+         **extra: Any) -> Path:
+    text: dict[str, Any] = {"display_name": "recover", "project": PROJECT, "region": REGION,
+                            "base_output_dir": "gs://bucket/run-1",
+                            "chief": {"machine_type": "n1-standard-4", "image": IMAGE,
+                                      "command": command or ["true"]}, **extra}
+    if recovery is not None:
+        text["recovery"] = recovery
+    path = tmp_path / "job.yaml"
+    path.write_text(json.dumps(text))
+    return path
+
+
+def submit(capsys: pytest.CaptureFixture[str], path: Path, handle: EmulatorHandle,
+           *flags: str) -> tuple[int, Any, str]:
+    return run(capsys, "submit", str(path), "--endpoint", handle.address, "-o", "json", "--wait", "--no-logs",
+               *flags)
+
+
+def jobs(handle: EmulatorHandle, *regions: str) -> list[dict[str, Any]]:
+    """The CustomJobs of the regions as the Job API lists them, oldest first, with their raw protos."""
+    views = [v for region in regions or (REGION,)
+             for v in submission.list_jobs(project=PROJECT, region=region, endpoint=handle.address)]
+    return sorted(views, key=lambda v: _time(v["create_time"]))
+
+
+def raw(handle: EmulatorHandle, name: str) -> Any:
+    return handle.emulator.job(name)
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def never_overlapping(views: list[dict[str, Any]]) -> None:
+    """Each job had ended before the next was created."""
+    for before, after in zip(views, views[1:]):
+        assert before.get("end_time"), f"{before['name']} never ended"
+        assert _time(before["end_time"]) <= _time(after["create_time"]), (before, after)
+
+
+def outcomes(doc: dict[str, Any]) -> list[tuple[int, int, str]]:
+    return [(a["attempt"], a["rung"], a["outcome"]) for a in doc["attempts"]]
+
+
+def env_of(handle: EmulatorHandle, name: str) -> dict[str, str]:
+    pool = raw(handle, name).job_spec.worker_pool_specs[0]
+    return {e.name: e.value for e in pool.container_spec.env}
+
+
+# --- a job that lost its machines gets a new one ---------------------------------------------
+
+def test_a_preempted_job_resumes_in_a_new_job(preempting: EmulatorHandle, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, err = submit(capsys, spec(tmp_path, recovery={"max_recoveries": 2}), preempting,
+                            "--idempotency-key", "run-1")
+    assert code == 0, err
+    assert doc["state"] == "JOB_STATE_SUCCEEDED" and doc["recoveries"] == 1
+    assert outcomes(doc) == [(0, 0, "preempted"), (1, 0, "succeeded")]
+    listed = jobs(preempting)
+    assert [j["name"] for j in listed] == [a["name"] for a in doc["attempts"]] and doc["name"] == listed[1]["name"]
+    never_overlapping(listed)
+    protos = [raw(preempting, j["name"]) for j in listed]
+    assert [p.labels[ATTEMPT_LABEL] for p in protos] == ["0", "1"]
+    assert {p.labels["vxtrain_idempotency_key"] for p in protos} == {"run-1"}
+    # The same output folder, so AIP_CHECKPOINT_DIR is the same path and the trainer resumes.
+    assert {p.job_spec.base_output_directory.output_uri_prefix for p in protos} == {"gs://bucket/run-1"}
+    assert [env_of(preempting, j["name"])["VXTRAIN_ATTEMPT"] for j in listed] == ["0", "1"]
+    assert "recovery 1 of 2" in err
+
+
+def test_the_cost_is_each_attempts_run_time_at_the_plans_price(preempting: EmulatorHandle, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, recovery={"max_recoveries": 1})
+    code, doc, err = submit(capsys, path, preempting)
+    assert code == 0, err
+    plan = run(capsys, "plan", str(path), "-o", "json")[1]["cost"]
+    cost = doc["cost"]
+    assert cost["currency"] == "USD" and [a["attempt"] for a in cost["attempts"]] == [0, 1]
+    for entry, view in zip(cost["attempts"], jobs(preempting)):
+        hours = (_time(view["end_time"]) - _time(view["start_time"])).total_seconds() / 3600
+        assert entry["per_hour"] == pytest.approx(plan["per_hour"])
+        assert entry["hours"] == pytest.approx(hours, abs=1e-6)
+        assert entry["usd"] == pytest.approx(hours * plan["per_hour"], rel=1e-3)
+    assert cost["estimated"] == pytest.approx(sum(a["usd"] for a in cost["attempts"]))
+    text = run(capsys, "submit", str(path), "--endpoint", preempting.address, "--wait", "--no-logs")[1]
+    assert "about $" in text and "(list prices × run time" in text
+
+
+def test_an_unknown_price_is_a_null_cost_never_a_guess(preempting: EmulatorHandle, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, recovery={"max_recoveries": 1})
+    data = json.loads(path.read_text())
+    data["chief"]["machine_type"] = "e2-standard-4"  # the catalog has no Vertex AI price for it
+    path.write_text(json.dumps(data))
+    code, doc, err = submit(capsys, path, preempting)
+    assert code == 0, err
+    assert doc["cost"]["estimated"] is None
+    assert [(a["per_hour"], a["usd"]) for a in doc["cost"]["attempts"]] == [(None, None), (None, None)]
+    assert all(a["hours"] > 0 for a in doc["cost"]["attempts"])
+
+
+def test_status_and_wait_price_one_job(preempting: EmulatorHandle, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, err = submit(capsys, spec(tmp_path, recovery={"max_recoveries": 1}), preempting)
+    assert code == 0, err
+    first, second = (a["name"] for a in doc["attempts"])
+    status = run(capsys, "status", first, "--endpoint", preempting.address, "-o", "json")[1]
+    assert [(a["attempt"], a["usd"]) for a in status["cost"]["attempts"]] == [(0, doc["cost"]["attempts"][0]["usd"])]
+    code, waited, err = run(capsys, "wait", second, "--endpoint", preempting.address, "-o", "json", "--no-logs")
+    assert code == 0, err
+    assert waited["cost"]["attempts"][0]["attempt"] == 1
+    assert waited["cost"]["estimated"] == pytest.approx(doc["cost"]["attempts"][1]["usd"])
+
+
+def test_a_listed_exit_code_is_recovered_and_the_attempt_is_in_the_env(running: EmulatorHandle, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, recovery={"max_recoveries": 1, "on_exit_codes": [33]},
+                command=[sys.executable, "-c", EXITS_33_FIRST])
+    code, doc, err = submit(capsys, path, running)
+    assert code == 0, err
+    assert outcomes(doc) == [(0, 0, "exit-code"), (1, 0, "succeeded")] and doc["recoveries"] == 1
+    never_overlapping(jobs(running))
+
+
+def test_a_failure_of_the_code_is_not_recovered(running: EmulatorHandle, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, recovery={"max_recoveries": 3, "on_exit_codes": [33]},
+                command=[sys.executable, "-c", "raise SystemExit(1)"])
+    code, doc, err = submit(capsys, path, running)
+    assert code == 3, err
+    assert doc["state"] == "JOB_STATE_FAILED" and outcomes(doc) == [(0, 0, "failed")]
+    assert doc["recoveries"] == 0 and len(jobs(running)) == 1
+
+
+def test_recoveries_spent_on_lost_machines_is_no_capacity(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    handle = emulator(simulate_seconds=1.0, preempt=[f"{REGION}:0.1"])  # every job loses its machines
+    try:
+        code, doc, err = submit(capsys, spec(tmp_path, recovery={"max_recoveries": 2}), handle)
+        listed = jobs(handle)
+    finally:
+        handle.stop(grace=None)
+    assert code == 5, err
+    assert doc["error"]["type"] == "NoCapacity" and "max_recoveries (2) are spent" in doc["error"]["message"]
+    assert [a["outcome"] for a in doc["attempts"]] == ["preempted"] * 3 and doc["recoveries"] == 2
+    assert len(listed) == 3 and len(doc["cost"]["attempts"]) == 3
+    never_overlapping(listed)
+
+
+def test_recoveries_spent_on_exit_codes_is_a_failed_job(running: EmulatorHandle, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, recovery={"max_recoveries": 1, "on_exit_codes": [33]},
+                command=[sys.executable, "-c", "raise SystemExit(33)"])
+    code, doc, err = submit(capsys, path, running)
+    assert code == 3, err
+    assert [a["outcome"] for a in doc["attempts"]] == ["exit-code", "exit-code"] and doc["recoveries"] == 1
+
+
+def test_without_recovery_a_lost_job_fails_and_says_what_recovery_would_do(
+        preempting: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A started job that stocked out is not the ladder's: no move to the fallback rung, exit 3."""
+    path = spec(tmp_path, fallback=[{"region": EAST}])
+    code, doc, err = submit(capsys, path, preempting)
+    assert code == 3, err
+    assert outcomes(doc) == [(0, 0, "preempted")]
+    assert "`recovery:`" in err and len(jobs(preempting, REGION, EAST)) == 1
+
+
+# --- strategies --------------------------------------------------------------------------------
+
+def test_strategy_next_goes_on_down_the_ladder(preempting: EmulatorHandle, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, recovery={"max_recoveries": 2, "strategy": "next"}, fallback=[{"region": EAST}])
+    code, doc, err = submit(capsys, path, preempting)
+    assert code == 0, err
+    assert outcomes(doc) == [(0, 0, "preempted"), (1, 1, "succeeded")]
+    never_overlapping(jobs(preempting, REGION, EAST))
+
+
+def test_spot_goes_standard_after_the_preemptions_given(preempting: EmulatorHandle, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, recovery={"max_recoveries": 1, "spot_to_standard_after": 1},
+                scheduling={"strategy": "SPOT"})
+    code, doc, err = submit(capsys, path, preempting)
+    assert code == 0, err
+    strategies = [raw(preempting, j["name"]).job_spec.scheduling.strategy.name for j in jobs(preempting)]
+    assert strategies == ["SPOT", "STANDARD"]
+    spot, standard = (a["per_hour"] for a in doc["cost"]["attempts"])
+    assert spot < standard  # each attempt priced as it ran: Spot, then on-demand
+
+
+# --- a watcher that dies ---------------------------------------------------------------------
+
+def test_a_killed_watcher_rerun_with_its_key_creates_no_extra_attempt(preempting: EmulatorHandle, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec(tmp_path, recovery={"max_recoveries": 3})
+    argv = [sys.executable, "-m", "vxtrain", "submit", str(path), "--endpoint", preempting.address, "--wait",
+            "--no-logs", "--idempotency-key", "nightly"]
+    env = {**os.environ, **preempting.gcloud_environment()}
+    watcher = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        # Killed as soon as it has created attempt 1 (attempt 0 was preempted): no chance to tidy up.
+        wait_for(lambda: any(raw(preempting, j["name"]).labels.get(ATTEMPT_LABEL) == "1"
+                             for j in jobs(preempting)), 30, "attempt 1 to be created")
+    finally:
+        watcher.send_signal(signal.SIGKILL)
+        watcher.wait(10)
+    code, doc, err = submit(capsys, path, preempting, "--idempotency-key", "nightly")
+    assert code == 0, err
+    assert outcomes(doc) == [(0, 0, "preempted"), (1, 0, "succeeded")] and doc["recoveries"] == 1
+    listed = jobs(preempting)
+    assert len(listed) == 2 and doc["name"] == listed[1]["name"]
+    again = submit(capsys, path, preempting, "--idempotency-key", "nightly")
+    assert again[0] == 0 and again[1]["name"] == doc["name"] and len(jobs(preempting)) == 2
+
+
+# --- the judgements, as plain data ------------------------------------------------------------
+
+STARTED = {"start_time": "2026-11-27T08:00:00Z"}
+
+
+@pytest.mark.parametrize(("view", "lost", "left"), [
+    ({"state": "JOB_STATE_FAILED", "error": {"code": 8, "message": "STOCKOUT"}, **STARTED}, Outcome.preempted, None),
+    ({"state": "JOB_STATE_FAILED", "error": {"code": 8, "message": "STOCKOUT"}}, None, Outcome.stockout),
+    ({"state": "JOB_STATE_FAILED", "error": {"code": 13, "message": "Internal error occurred"}, **STARTED},
+     Outcome.internal, None),
+    ({"state": "JOB_STATE_FAILED", "error": {"code": 3, "message": "The replica workerpool1-2 exited with a "
+                                                                   "non-zero status of 33."}, **STARTED},
+     Outcome.exit_code, None),
+    ({"state": "JOB_STATE_FAILED", "error": {"code": 3, "message": "The replica workerpool0-0 exited with a "
+                                                                   "non-zero status of 1."}, **STARTED}, None, None),
+    ({"state": "JOB_STATE_CANCELLED", "error": {"code": 1}, **STARTED}, None, None),
+    ({"state": "JOB_STATE_SUCCEEDED", **STARTED}, None, None),
+])
+def test_lost_machines_are_told_from_the_code_and_from_no_start(view: dict[str, Any], lost: Outcome | None,
+                                                                left: Outcome | None) -> None:
+    assert lost_outcome(view, {33}) is lost
+    assert left_for_capacity(view) is left
+
+
+def test_an_attempt_sets_its_number_in_every_pool_and_standard_on_request() -> None:
+    job = {"displayName": "j", "jobSpec": {"scheduling": {"strategy": "SPOT"}, "workerPoolSpecs": [
+        {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+         "containerSpec": {"imageUri": IMAGE, "env": [{"name": "VXTRAIN_ATTEMPT", "value": "9"}]}},
+        {},
+        {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "2",
+         "pythonPackageSpec": {"executorImageUri": IMAGE, "packageUris": ["gs://b/p.tar.gz"],
+                               "pythonModule": "t.m"}}]}}
+    out = attempt_job(job, 2, standard=True)
+    pools = out["jobSpec"]["workerPoolSpecs"]
+    assert pools[0]["containerSpec"]["env"] == [{"name": "VXTRAIN_ATTEMPT", "value": "2"}]
+    assert pools[2]["pythonPackageSpec"]["env"] == [{"name": "VXTRAIN_ATTEMPT", "value": "2"}] and pools[1] == {}
+    assert out["jobSpec"]["scheduling"] == {"strategy": "STANDARD"}
+    assert job["jobSpec"]["scheduling"] == {"strategy": "SPOT"}  # the rung's own job is left as it was
+    assert job_per_hour(out, REGION) == pytest.approx(3 * job_per_hour(
+        {"jobSpec": {"workerPoolSpecs": [job["jobSpec"]["workerPoolSpecs"][0]]}}, REGION))

@@ -1,0 +1,47 @@
+"""A followed job's recoveries and cost for people: the lines ``submit``, ``status`` and
+``wait`` add to a job's text (plain text, no rich: the lines also go to log files); and
+what ``plan`` shows of a spec's ``recovery:`` block.
+
+The figures are data (vxtrain.submission.views.cost_json, vxtrain.submission.recovery);
+money is worded as the cost plan words it (vxtrain.planning.cost.usd).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vxtrain.model import Recovery
+from vxtrain.planning.cost import usd
+
+
+def cost_line(cost: Mapping[str, Any]) -> str:
+    """``cost: about $X (list prices × run time)``, or why there is no figure."""
+    entries = cost.get("attempts") or []
+    hours = sum(float(a.get("hours") or 0) for a in entries)
+    basis = cost.get("basis", "list prices × run time")
+    if cost.get("estimated") is None:
+        return f"cost: unknown (no list price for this job's machines; {hours:.2f} h run)"
+    return f"cost: about {usd(cost['estimated'])} ({basis}; {hours:.2f} h run)"
+
+
+def recovery_lines(view: Mapping[str, Any]) -> list[str]:
+    """``recoveries: N`` (when the submit recovered the job) and the cost line (when priced)."""
+    lines = []
+    if view.get("recoveries"):
+        lines.append(f"recoveries: {view['recoveries']} (a new job each time the last lost its machines)")
+    if isinstance(view.get("cost"), Mapping):
+        lines.append(cost_line(view["cost"]))
+    return lines
+
+
+def plan_line(recovery: Recovery) -> str:
+    """plan's line for ``recovery:``: what submit --wait does when the job loses its machines."""
+    ends = ["preempted or stocked out", "an internal error"]
+    if recovery.on_exit_codes:
+        ends.append("a replica exiting " + ", ".join(str(c) for c in recovery.on_exit_codes))
+    where = "the rung that ran" if recovery.strategy == "same" else "the next fallback rung"
+    line = (f"recovery: up to {recovery.max_recoveries} new job(s) under submit --wait when the job ends after "
+            f"it started ({'; '.join(ends)}), each on {where}, resuming from base_output_dir")
+    if recovery.spot_to_standard_after is not None:
+        line += f"; STANDARD VMs after {recovery.spot_to_standard_after} Spot preemption(s)"
+    return line
