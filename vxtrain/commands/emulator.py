@@ -17,6 +17,7 @@ import typer
 
 from vxtrain.commands import _common as c
 from vxtrain.model import DURATION_MAX_SECONDS
+from vxtrain.render import emulator_started
 from vxtrain.runtime.gpus import GpuOptions
 from vxtrain.runtime.signals import interrupt_on_signals
 
@@ -30,7 +31,8 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
              simulate: float | None = None, workdir: str | Path | None = None,
              seed: int | None = None, allow_remote: bool = False, quota: Sequence[str] = (),
              gpus: GpuOptions | None = None, stockout: Sequence[str] = (),
-             pending: Sequence[str] = (), stockout_after: float = 1.0, preempt: Sequence[str] = ()) -> int:
+             pending: Sequence[str] = (), stockout_after: float = 1.0, preempt: Sequence[str] = (),
+             http_port: int | None = None) -> int:
     """Serve on ``host:port`` until Ctrl-C, SIGTERM or SIGHUP (the normal ways to stop it:
     exit 0), then cancel the running jobs and stop their processes (vxtrain.runtime.signals).
     ``gpus``: how every job's replicas share this host's GPUs (as for ``local-run``).
@@ -41,6 +43,8 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
     ``stockout`` region fail for capacity after ``stockout_after`` seconds; in a
     ``pending`` one they stay PENDING until cancelled. ``preempt``: ``REGION:AFTER[:COUNT]`` rules
     by which a job RUNNING AFTER seconds loses its machines and ends FAILED for capacity.
+    ``http_port``: serve the same services over HTTP/JSON there too (gcloud, curl), and
+    print gcloud's settings for it.
     """
     # lazy: grpc and aiplatform's protos, +1.2 s for `vxtrain emulator --help` (see the module docstring)
     from vxtrain.backends.emulator import parse_fault, start_emulator
@@ -64,9 +68,9 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
         handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir,
                                 seed=seed, allow_remote=allow_remote, quotas=limits,
                                 gpus=gpus or GpuOptions(), stockout=stockout, pending=pending,
-                                stockout_after=stockout_after, preempt=preemptions)
+                                stockout_after=stockout_after, preempt=preemptions, http_port=http_port)
         try:
-            print(f"vxtrain emulator listening on {handle.address}", file=sys.stderr, flush=True)
+            emulator_started(handle.address, handle.http_url, handle.gcloud_environment())
             handle.wait_for_termination()
         except KeyboardInterrupt:
             print("vxtrain emulator stopped", file=sys.stderr, flush=True)
@@ -120,7 +124,11 @@ def register(app: typer.Typer) -> None:
             help="A job in REGION RUNNING for AFTER seconds loses its machines: its replicas are stopped and "
                  "it ends FAILED for capacity (code 8), as a preempted Spot job does; the first COUNT jobs "
                  "created there (default: every one); repeatable.")] = None,
+        http_port: Annotated[Optional[int], typer.Option(
+            "--http-port", min=0, max=65535,
+            help="Serve the same services over HTTP/JSON (REST) on this port too, for gcloud and curl "
+                 "(0: any free port); prints gcloud's settings for it.")] = None,
     ) -> None:
         raise typer.Exit(emulator(host, port, fault or (), simulate, workdir, seed, allow_remote, quota or (),
                                   c.gpu_options(gpus, share_gpus, no_gpus), stockout or (), pending or (),
-                                  stockout_after, preempt or ()))
+                                  stockout_after, preempt or (), http_port))

@@ -5,7 +5,7 @@ never comes through here. This package is the only one that imports rich (an
 import-linter contract in pyproject.toml); the layers below return data or
 report events, and the commands print through here:
 
-- this module: the consoles, diagnostics, plain and styled lines;
+- this module: the consoles, diagnostics, plain and styled lines, the emulator's start lines;
 - ``plan``: ``vxtrain plan``'s text, section by section;
 - ``bandwidth``, ``cost``: the plans' tables and lines;
 - ``packaging``: what a submit would build, and the upload bar;
@@ -14,8 +14,9 @@ report events, and the commands print through here:
 from __future__ import annotations
 
 import os
+import shlex
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, TextIO
 
@@ -61,6 +62,20 @@ def summary_line(n_files: int, n_invalid: int, n_errors: int, n_warnings: int) -
     """``3 files checked: 2 valid, 1 invalid (2 errors, 1 warning)``."""
     return (f"{plural(n_files, 'file')} checked: {n_files - n_invalid} valid, {n_invalid} invalid "
             f"({plural(n_errors, 'error')}, {plural(n_warnings, 'warning')})")
+
+
+def emulator_started(address: str, http_url: str | None = None, environment: Mapping[str, str] | None = None,
+                     stream: TextIO | None = None) -> None:
+    """The emulator's start lines on stderr: ``vxtrain emulator listening on ADDRESS`` first
+    (scripts wait for it; its last word is the gRPC address), the REST URL, then gcloud's
+    settings as ``NAME=VALUE`` lines a shell can source."""
+    lines = [f"vxtrain emulator listening on {address}"]
+    if http_url is not None:
+        lines.append(f"vxtrain emulator serving REST on {http_url}")
+    lines += [f"{name}={shlex.quote(value)}" for name, value in (environment or {}).items()]
+    out = stream or sys.stderr
+    out.write("\n".join(lines) + "\n")
+    out.flush()
 
 
 def write(text: str, stream: TextIO | None = None) -> None:

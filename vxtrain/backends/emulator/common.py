@@ -8,10 +8,12 @@ import base64
 import re
 import secrets
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 import grpc
+import proto
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
 from google.cloud.aiplatform_v1.types import operation as op_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -61,6 +63,38 @@ def unary_handler(call: Callable[[Any, Mapping[str, str]], Any], request: Any,
             context.abort(exc.code, exc.message)
     return grpc.unary_unary_rpc_method_handler(handle, request_deserializer=request.deserialize,
                                                response_serializer=serialize)
+
+
+#: One RPC's implementation: ``(request, metadata) -> response``, raising RpcError.
+Call = Callable[[Any, Mapping[str, str]], Any]
+
+
+@dataclass(frozen=True)
+class Service:
+    """One emulated Google API service: its full name and its unary RPCs (name → request
+    class, call). The gRPC handler and the REST routes (vxtrain.backends.emulator.rest)
+    are both built from it, so each RPC has one implementation whichever transport asks."""
+
+    name: str
+    rpcs: Mapping[str, tuple[Any, Call]]
+
+    def handlers(self) -> dict[str, grpc.RpcMethodHandler]:
+        """The gRPC method handlers of :attr:`rpcs`, by RPC name."""
+        return {name: unary_handler(call, request, serialize) for name, (request, call) in self.rpcs.items()}
+
+    def grpc_handler(self) -> grpc.GenericRpcHandler:
+        """The service's gRPC handler; RPCs not in :attr:`rpcs` answer UNIMPLEMENTED."""
+        return grpc.method_handlers_generic_handler(self.name, self.handlers())
+
+
+def serialize(message: Any) -> bytes:
+    """The wire bytes of a response: a proto-plus message or a plain protobuf one
+    (google.protobuf.Empty, google.longrunning.Operation)."""
+    if isinstance(message, proto.Message):
+        data: bytes = type(message).serialize(message)
+        return data
+    wire: bytes = message.SerializeToString()
+    return wire
 
 
 # --- messages ----------------------------------------------------------------

@@ -17,31 +17,23 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from google.cloud.aiplatform_v1.types import custom_job as cj
-from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
 from google.cloud.aiplatform_v1.types import job_service as js
 from google.protobuf import empty_pb2
 
 from vxtrain.backends.base import LOCAL_METADATA, LocalRun
-from vxtrain.backends.emulator.common import unary_handler
+from vxtrain.backends.emulator.common import Call, Service
 from vxtrain.backends.emulator.store import Emulator
 from vxtrain.vocab.kinds import CUSTOM, TUNING, JobKind
 
 SERVICE = "google.cloud.aiplatform.v1.JobService"
 
 
-def _pb_serialize(message: Any) -> bytes:
-    serialized: bytes = message.SerializeToString()
-    return serialized
-
-
 @dataclass(frozen=True)
 class Method:
-    """One served RPC: its fault key, request class, response serializer and action."""
+    """One served RPC: its fault key, request class and action."""
 
     fault: str
     request: Any
-    serialize: Callable[[Any], bytes]
     action: Callable[[Emulator, Any], Any]
     job: Callable[[Any], Any] = lambda request: None
 
@@ -65,38 +57,37 @@ def _cancel(kind: JobKind) -> Callable[[Emulator, Any], empty_pb2.Empty]:
 
 
 METHODS: dict[str, Method] = {
-    "CreateCustomJob": Method("create", js.CreateCustomJobRequest, cj.CustomJob.serialize,
+    "CreateCustomJob": Method("create", js.CreateCustomJobRequest,
                               lambda e, r: e.create(CUSTOM, r.parent, r.custom_job), lambda r: r.custom_job),
-    "GetCustomJob": Method("get", js.GetCustomJobRequest, cj.CustomJob.serialize,
-                           lambda e, r: e.get(CUSTOM, r.name)),
-    "ListCustomJobs": Method("list", js.ListCustomJobsRequest, js.ListCustomJobsResponse.serialize, _list_custom),
-    "CancelCustomJob": Method("cancel", js.CancelCustomJobRequest, _pb_serialize,
-                              _cancel(CUSTOM)),
-    "DeleteCustomJob": Method("delete", js.DeleteCustomJobRequest, _pb_serialize,
+    "GetCustomJob": Method("get", js.GetCustomJobRequest, lambda e, r: e.get(CUSTOM, r.name)),
+    "ListCustomJobs": Method("list", js.ListCustomJobsRequest, _list_custom),
+    "CancelCustomJob": Method("cancel", js.CancelCustomJobRequest, _cancel(CUSTOM)),
+    "DeleteCustomJob": Method("delete", js.DeleteCustomJobRequest,
                               lambda e, r: e.delete(CUSTOM, r.name)),
     "CreateHyperparameterTuningJob": Method(
-        "create", js.CreateHyperparameterTuningJobRequest, hpt.HyperparameterTuningJob.serialize,
+        "create", js.CreateHyperparameterTuningJobRequest,
         lambda e, r: e.create(TUNING, r.parent, r.hyperparameter_tuning_job), lambda r: r.hyperparameter_tuning_job),
     "GetHyperparameterTuningJob": Method("get", js.GetHyperparameterTuningJobRequest,
-                                         hpt.HyperparameterTuningJob.serialize, lambda e, r: e.get(TUNING, r.name)),
-    "ListHyperparameterTuningJobs": Method("list", js.ListHyperparameterTuningJobsRequest,
-                                           js.ListHyperparameterTuningJobsResponse.serialize, _list_hpt),
-    "CancelHyperparameterTuningJob": Method("cancel", js.CancelHyperparameterTuningJobRequest, _pb_serialize,
+                                         lambda e, r: e.get(TUNING, r.name)),
+    "ListHyperparameterTuningJobs": Method("list", js.ListHyperparameterTuningJobsRequest, _list_hpt),
+    "CancelHyperparameterTuningJob": Method("cancel", js.CancelHyperparameterTuningJobRequest,
                                             _cancel(TUNING)),
-    "DeleteHyperparameterTuningJob": Method("delete", js.DeleteHyperparameterTuningJobRequest, _pb_serialize,
+    "DeleteHyperparameterTuningJob": Method("delete", js.DeleteHyperparameterTuningJobRequest,
                                             lambda e, r: e.delete(TUNING, r.name)),
 }
 
 
+def service(emulator: Emulator) -> Service:
+    """JobService over ``emulator``: the RPCs in METHODS, as gRPC and REST both serve them."""
+    return Service(SERVICE, {name: (m.request, _call(emulator, m)) for name, m in METHODS.items()})
+
+
 def generic_handler(emulator: Emulator) -> grpc.GenericRpcHandler:
     """The JobService handlers; methods not in METHODS answer UNIMPLEMENTED."""
-    handlers = {
-        name: unary_handler(_call(emulator, m), m.request, m.serialize) for name, m in METHODS.items()
-    }
-    return grpc.method_handlers_generic_handler(SERVICE, handlers)
+    return service(emulator).grpc_handler()
 
 
-def _call(emulator: Emulator, method: Method) -> Callable[[Any, Mapping[str, str]], Any]:
+def _call(emulator: Emulator, method: Method) -> Call:
     """One RPC of ``method``, under the fault plan."""
     def call(request: Any, metadata: Mapping[str, str]) -> Any:
         job = method.job(request)

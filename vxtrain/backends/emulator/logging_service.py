@@ -11,16 +11,23 @@ local job's logs as it reads a Vertex job's.
 
 Served: ``ListLogEntries`` with the subset of the Logging query language that
 vxtrain and the usual hand-written queries use (comparisons joined by AND, see
-:func:`parse_filter`), ``order_by`` "timestamp asc|desc", and paging. Every
-other method answers UNIMPLEMENTED. The handler is built like the JobService's
-(``common.unary_handler``: the proto-plus classes' ``serialize``/``deserialize``).
+:func:`parse_filter`), ``order_by`` "timestamp asc|desc", and paging; and
+``TailLogEntries`` (live tailing, https://cloud.google.com/logging/docs/view/streaming-live-tailing):
+the entries matching the same filters as they are written, pushed to the
+stream by a condition variable on the store, until the client closes it or the
+server stops. Like Cloud Logging it refuses an eleventh open session of a
+project (RESOURCE_EXHAUSTED) and ends a session after its maximum duration
+(OUT_OF_RANGE). Every other method answers UNIMPLEMENTED. The unary handler is
+built like the JobService's (``common.unary_handler``: the proto-plus classes'
+``serialize``/``deserialize``).
 """
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -30,8 +37,8 @@ from google.cloud.logging_v2.types import logging as lg
 from google.logging.type import log_severity_pb2
 
 from vxtrain import slots
-from vxtrain.backends.base import ML_JOB, SERVICE_TASK
-from vxtrain.backends.emulator.common import RpcError, decode_cursor, encode_cursor, unary_handler, unquote
+from vxtrain.backends.base import MAX_TAIL_SESSIONS, ML_JOB, SERVICE_TASK
+from vxtrain.backends.emulator.common import RpcError, Service, decode_cursor, encode_cursor, unquote
 from vxtrain.vocab.timestamps import parse_time
 
 SERVICE = "google.logging.v2.LoggingServiceV2"
@@ -39,6 +46,13 @@ SERVICE = "google.logging.v2.LoggingServiceV2"
 #: (https://cloud.google.com/logging/docs/reference/v2/rest/v2/entries/list).
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
+#: Cloud Logging ends a tail session after an hour: OUT_OF_RANGE "Session has run for the
+#: maximum allowed duration of 1h. To continue, start a new session with the same request."
+#: (as reported in DefangLabs/defang#1339, 2025-08; the duration is not in the docs).
+MAX_TAIL_SECONDS = 3600.0
+#: TailLogEntriesRequest.buffer_window: "Valid values are between 0-60000 milliseconds"
+#: (https://cloud.google.com/logging/docs/reference/v2/rest/v2/entries/tail).
+MAX_BUFFER_WINDOW_SECONDS = 60.0
 
 #: A line of the local runner: ``[workerpoolK-I] text``, behind ``[trial N] `` in a study.
 _LINE = re.compile(rf"^(?:\[trial [^\]]+\] )?\[(?P<task>{slots.REPLICA_PATTERN})\] ?(?P<text>.*)$", re.DOTALL)
@@ -60,13 +74,28 @@ class _Stored:
     flat: dict[str, str]  # every filterable field by its query-language path
 
 
-class LogStore:
-    """Log entries in memory, in the order they were written (thread-safe)."""
+@dataclass(eq=False)
+class TailSession:
+    """One open TailLogEntries stream: its projects, and the store position it has sent up to."""
 
-    def __init__(self) -> None:
+    projects: frozenset[str]
+    position: int
+    deadline: float  # time.monotonic() when it has run its maximum duration
+    ended: bool = False
+    predicates: list[Predicate] = field(default_factory=list)
+
+
+class LogStore:
+    """Log entries in memory, in the order they were written (thread-safe); open tail
+    sessions wait on its condition variable for the next entry."""
+
+    def __init__(self, *, max_tail_seconds: float = MAX_TAIL_SECONDS) -> None:
         self._lock = threading.Lock()
+        self._written = threading.Condition(self._lock)  # notified on each entry and each session's end
         self._entries: list[_Stored] = []
         self._last = datetime.fromtimestamp(0, timezone.utc)
+        self._sessions: list[TailSession] = []
+        self.max_tail_seconds = max_tail_seconds
 
     def append(self, *, project: str, job_id: str, task_name: str, text: str,
                severity: str = "INFO", timestamp: datetime | None = None) -> le.LogEntry:
@@ -83,6 +112,7 @@ class LogStore:
                 text_payload=text, timestamp=when, receive_timestamp=when,
                 severity=_SEVERITIES[severity], insert_id=f"{seq:012d}")
             self._entries.append(_Stored(seq, entry, when, _flatten(entry, project, job_id, task_name, severity)))
+            self._written.notify_all()
             return entry
 
     def feed(self, project: str, job_id: str, severity: str = "INFO") -> Callable[[str], None]:
@@ -123,6 +153,69 @@ class LogStore:
             page.append(item)
         token = encode_cursor("after", page[-1].seq) if more else ""
         return [s.entry for s in page], token
+
+
+    # -- live tailing --
+
+    def open_tail(self, resource_names: Sequence[str], filter_: str) -> TailSession:
+        """A session sent every entry written from now on that matches ``filter_``;
+        RESOURCE_EXHAUSTED when a project already has :data:`MAX_TAIL_SESSIONS` open."""
+        projects = frozenset(_projects(resource_names))
+        predicates = parse_filter(filter_)
+        with self._lock:
+            for project in sorted(projects):
+                if sum(project in s.projects for s in self._sessions) >= MAX_TAIL_SESSIONS:
+                    # Cloud Logging's own wording is not published; gcloud says "There are
+                    # too many tail sessions open." for this code (googlecloudsdk tailing.py).
+                    raise RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                   f"There are too many tail sessions open: projects/{project} has "
+                                   f"{MAX_TAIL_SESSIONS}, the most a project may have.")
+            session = TailSession(projects, len(self._entries), time.monotonic() + self.max_tail_seconds,
+                                  predicates=predicates)
+            self._sessions.append(session)
+            return session
+
+    def end_tail(self, session: TailSession) -> None:
+        """The session's client went away (or the server stops): wake its stream to end it."""
+        with self._lock:
+            session.ended = True
+            self._written.notify_all()
+
+    def close_tail(self, session: TailSession) -> None:
+        """Forget the session (it no longer counts against its projects' limit)."""
+        with self._lock:
+            session.ended = True
+            if session in self._sessions:
+                self._sessions.remove(session)
+
+    def tail_sessions(self, project: str) -> int:
+        """How many tail sessions of ``project`` are open."""
+        with self._lock:
+            return sum(project in s.projects for s in self._sessions)
+
+    def next_entries(self, session: TailSession) -> Sequence[le.LogEntry] | None:
+        """Block until entries matching the session were written, and return them;
+        None once the session ended; OUT_OF_RANGE once it ran its maximum duration."""
+        with self._written:
+            while not session.ended:
+                fresh = self._entries[session.position:]
+                session.position = len(self._entries)
+                matching = [s.entry for s in fresh
+                            if s.flat["project"] in session.projects and all(p(s) for p in session.predicates)]
+                if matching:
+                    return matching
+                left = session.deadline - time.monotonic()
+                if left <= 0:
+                    raise RpcError(grpc.StatusCode.OUT_OF_RANGE,
+                                   f"Session has run for the maximum allowed duration of "
+                                   f"{_duration(self.max_tail_seconds)}. To continue, start a new session "
+                                   "with the same request.")
+                self._written.wait(left)  # woken by append() and end_tail(); the timeout is the session's end
+            return None
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:g}h" if seconds >= 3600 else f"{seconds:g}s"
 
 
 def split_line(line: str) -> tuple[str, str]:
@@ -246,8 +339,67 @@ def _list_log_entries(store: LogStore, request: lg.ListLogEntriesRequest) -> lg.
     return lg.ListLogEntriesResponse(entries=entries, next_page_token=token)
 
 
-def generic_handler(store: LogStore) -> grpc.GenericRpcHandler:
-    """The LoggingServiceV2 handlers (ListLogEntries); other methods answer UNIMPLEMENTED."""
-    handlers = {"ListLogEntries": unary_handler(lambda request, _metadata: _list_log_entries(store, request),
-                                                lg.ListLogEntriesRequest, lg.ListLogEntriesResponse.serialize)}
+def service(store: LogStore) -> Service:
+    """LoggingServiceV2's unary RPCs over ``store`` (ListLogEntries), as gRPC and REST both serve them."""
+    return Service(SERVICE, {"ListLogEntries": (lg.ListLogEntriesRequest,
+                                                lambda request, _metadata: _list_log_entries(store, request))})
+
+
+def _buffer_window(request: lg.TailLogEntriesRequest) -> None:
+    if "buffer_window" not in request:
+        return
+    seconds = request.buffer_window.total_seconds()
+    if not 0 <= seconds <= MAX_BUFFER_WINDOW_SECONDS:
+        raise _invalid(f"Invalid buffer_window {seconds:g}s: valid values are between 0-60000 milliseconds.")
+
+
+#: The next tail session's fault (``FaultPlan.take_tail``: faults sit beside this module, not
+#: below it): None, or its error and True when it breaks the open stream after its first
+#: entries, False when it refuses the session.
+TailFault = Callable[[], tuple[RpcError, bool] | None]
+
+
+def _tail_log_entries(store: LogStore, take_fault: TailFault | None, requests: Iterator[lg.TailLogEntriesRequest],
+                      context: grpc.ServicerContext) -> Iterator[lg.TailLogEntriesResponse]:
+    """One TailLogEntries session: an empty first response once the session is open (the
+    client then knows every later entry reaches it), then the matching entries as they
+    are written. The emulator's entries are in order as written, so ``buffer_window``
+    (Cloud Logging's wait for late entries) is checked but nothing is held back."""
+    request = next(requests, None)
+    if request is None:  # the client closed before asking anything
+        return
+    _buffer_window(request)
+    fault = take_fault() if take_fault is not None else None
+    if fault is not None and not fault[1]:
+        raise fault[0]
+    session = store.open_tail(list(request.resource_names), request.filter)
+    try:
+        # Called when the client cancels or the server stops: ends the wait at once.
+        if not context.add_callback(lambda: store.end_tail(session)):
+            return
+        yield lg.TailLogEntriesResponse()
+        while (entries := store.next_entries(session)) is not None:
+            yield lg.TailLogEntriesResponse(entries=entries)
+            if fault is not None:  # ``tail:unavailable``: the stream breaks after its first entries
+                raise fault[0]
+    finally:
+        store.close_tail(session)
+
+
+def _tail_handler(store: LogStore, take_fault: TailFault | None) -> grpc.RpcMethodHandler:
+    def handle(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        try:
+            yield from _tail_log_entries(store, take_fault, requests, context)
+        except RpcError as exc:
+            context.abort(exc.code, exc.message)
+    return grpc.stream_stream_rpc_method_handler(handle, request_deserializer=lg.TailLogEntriesRequest.deserialize,
+                                                 response_serializer=lg.TailLogEntriesResponse.serialize)
+
+
+def generic_handler(store: LogStore, take_fault: TailFault | None = None) -> grpc.GenericRpcHandler:
+    """The LoggingServiceV2 handlers: the unary ones of :func:`service`, and TailLogEntries
+    (a bidi stream, gRPC only; ``take_fault``: the fault plan's ``tail`` faults, which refuse
+    or break sessions). Other methods answer UNIMPLEMENTED."""
+    handlers = service(store).handlers()
+    handlers["TailLogEntries"] = _tail_handler(store, take_fault)
     return grpc.method_handlers_generic_handler(SERVICE, handlers)

@@ -42,7 +42,7 @@ from google.rpc import status_pb2
 
 from vxtrain.backends.emulator.checks import invalid_argument, machine_spec_problems, parse_parent
 from vxtrain.backends.emulator.common import (
-    RpcError, copy, decode_cursor, done_operation, encode_cursor, now, operation_id, unary_handler,
+    Call, RpcError, Service, copy, decode_cursor, done_operation, encode_cursor, now, operation_id,
 )
 from vxtrain.backends.emulator.filters import DEFAULT_PAGE_SIZE
 # CreatePersistentResourceRequest.persistent_resource_id's rule: the ID that submit and validate check.
@@ -203,32 +203,29 @@ def _list(store: ResourceStore, request: prs.ListPersistentResourcesRequest) -> 
     return prs.ListPersistentResourcesResponse(persistent_resources=resources, next_page_token=token)
 
 
-def _pb_serialize(message: Any) -> bytes:
-    return message.SerializeToString()  # type: ignore[no-any-return]
-
-
-def generic_handler(store: ResourceStore, on_delete: Callable[[str], None] = lambda name: None,
-                    ) -> grpc.GenericRpcHandler:
-    """The PersistentResourceService handlers over ``store``; ``on_delete(name)`` runs after
-    a resource is deleted (the emulator cancels the jobs still running on it)."""
+def service(store: ResourceStore, on_delete: Callable[[str], None] = lambda name: None) -> Service:
+    """PersistentResourceService over ``store``, as gRPC and REST both serve it; ``on_delete(name)``
+    runs after a resource is deleted (the emulator cancels the jobs still running on it)."""
     def delete(request: prs.DeletePersistentResourceRequest) -> Any:
         resource = store.delete(request.name)
         on_delete(resource.name)
         return done_operation(f"{resource.name}/operations/{operation_id()}")
 
-    methods: dict[str, tuple[Any, Callable[[Any], bytes], Callable[[Any], Any]]] = {
-        "CreatePersistentResource": (prs.CreatePersistentResourceRequest, _pb_serialize,
-                                     lambda r: _create(store, r)),
-        "GetPersistentResource": (prs.GetPersistentResourceRequest, pr.PersistentResource.serialize,
-                                  lambda r: store.get(r.name)),
-        "ListPersistentResources": (prs.ListPersistentResourcesRequest, prs.ListPersistentResourcesResponse.serialize,
-                                    lambda r: _list(store, r)),
-        "DeletePersistentResource": (prs.DeletePersistentResourceRequest, _pb_serialize, delete),
+    actions: dict[str, tuple[Any, Callable[[Any], Any]]] = {
+        "CreatePersistentResource": (prs.CreatePersistentResourceRequest, lambda r: _create(store, r)),
+        "GetPersistentResource": (prs.GetPersistentResourceRequest, lambda r: store.get(r.name)),
+        "ListPersistentResources": (prs.ListPersistentResourcesRequest, lambda r: _list(store, r)),
+        "DeletePersistentResource": (prs.DeletePersistentResourceRequest, delete),
     }
-    handlers = {name: unary_handler(_ignoring_metadata(action), request, serialize)
-                for name, (request, serialize, action) in methods.items()}
-    return grpc.method_handlers_generic_handler(SERVICE, handlers)
+    return Service(SERVICE, {name: (request, _ignoring_metadata(action))
+                             for name, (request, action) in actions.items()})
 
 
-def _ignoring_metadata(action: Callable[[Any], Any]) -> Callable[[Any, Mapping[str, str]], Any]:
+def generic_handler(store: ResourceStore, on_delete: Callable[[str], None] = lambda name: None,
+                    ) -> grpc.GenericRpcHandler:
+    """The PersistentResourceService handlers over ``store`` (:func:`service`)."""
+    return service(store, on_delete).grpc_handler()
+
+
+def _ignoring_metadata(action: Callable[[Any], Any]) -> Call:
     return lambda request, metadata: action(request)

@@ -41,7 +41,7 @@ from google.cloud.cloudquotas_v1.types import resources as cqr
 from google.protobuf import json_format
 
 from vxtrain import catalog
-from vxtrain.backends.emulator.common import RpcError, decode_cursor, encode_cursor, unary_handler
+from vxtrain.backends.emulator.common import Call, RpcError, Service, decode_cursor, encode_cursor
 from vxtrain.backends.emulator.faults import FaultPlan, fault_error, quota_refusal
 from vxtrain.backends.emulator.filters import DEFAULT_PAGE_SIZE
 from vxtrain.errors import UsageError
@@ -188,9 +188,10 @@ def _list(store: QuotaStore, request: cq.ListQuotaInfosRequest) -> cq.ListQuotaI
                                      next_page_token=encode_cursor("after", start + size - 1) if more else "")
 
 
-def generic_handler(store: QuotaStore, faults: FaultPlan) -> grpc.GenericRpcHandler:
-    """The CloudQuotas handlers (ListQuotaInfos, GetQuotaInfo), under the ``quotas`` faults."""
-    def under_faults(action: Callable[[Any], Any]) -> Callable[[Any, Mapping[str, str]], Any]:
+def service(store: QuotaStore, faults: FaultPlan) -> Service:
+    """CloudQuotas over ``store`` (ListQuotaInfos, GetQuotaInfo) under the ``quotas`` faults,
+    as gRPC and REST both serve it."""
+    def under_faults(action: Callable[[Any], Any]) -> Call:
         def call(request: Any, metadata: Mapping[str, str]) -> Any:
             fault = faults.take(FAULT_METHOD)
             if fault is not None:
@@ -198,10 +199,12 @@ def generic_handler(store: QuotaStore, faults: FaultPlan) -> grpc.GenericRpcHand
             return action(request)
         return call
 
-    handlers = {
-        "ListQuotaInfos": unary_handler(under_faults(lambda r: _list(store, r)), cq.ListQuotaInfosRequest,
-                                        cq.ListQuotaInfosResponse.serialize),
-        "GetQuotaInfo": unary_handler(under_faults(lambda r: store.info(r.name)), cq.GetQuotaInfoRequest,
-                                      cqr.QuotaInfo.serialize),
-    }
-    return grpc.method_handlers_generic_handler(SERVICE, handlers)
+    return Service(SERVICE, {
+        "ListQuotaInfos": (cq.ListQuotaInfosRequest, under_faults(lambda r: _list(store, r))),
+        "GetQuotaInfo": (cq.GetQuotaInfoRequest, under_faults(lambda r: store.info(r.name))),
+    })
+
+
+def generic_handler(store: QuotaStore, faults: FaultPlan) -> grpc.GenericRpcHandler:
+    """The CloudQuotas handlers (ListQuotaInfos, GetQuotaInfo), under the ``quotas`` faults."""
+    return service(store, faults).grpc_handler()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from concurrent import futures
 from pathlib import Path
@@ -17,7 +19,8 @@ from typing import Any, TextIO
 
 import grpc
 
-from vxtrain.backends.emulator import jobservice, logging_service, persistent_resources, quotas
+from vxtrain.backends.emulator import auth, jobservice, logging_service, persistent_resources, quotas, rest
+from vxtrain.backends.emulator.common import Service
 from vxtrain.backends.emulator.faults import Fault, faults_from_env
 from vxtrain.backends.emulator.persistent_resources import ResourceStore
 from vxtrain.backends.emulator.quotas import QuotaLimit, QuotaStore
@@ -36,19 +39,58 @@ ServiceBuilder = Callable[[Emulator], grpc.GenericRpcHandler]
 SERVICES: tuple[ServiceBuilder, ...] = (
     jobservice.generic_handler,
     # google.logging.v2.LoggingServiceV2: the lines the jobs print, as Vertex AI logs them.
-    lambda emulator: logging_service.generic_handler(emulator.logs),
+    lambda emulator: logging_service.generic_handler(emulator.logs, emulator.faults.take_tail),
     # google.cloud.aiplatform.v1.PersistentResourceService: resources jobs are checked against.
     lambda emulator: persistent_resources.generic_handler(emulator.resources, emulator.cancel_jobs_on),
     # google.api.cloudquotas.v1.CloudQuotas: the quota limits the preflight reads (and create enforces).
     lambda emulator: quotas.generic_handler(emulator.quotas, emulator.faults),
 )
+#: The same services' unary RPCs, served over HTTP/JSON on ``--http-port`` too
+#: (vxtrain.backends.emulator.rest): one implementation per RPC, whichever port is asked.
+REST_SERVICES: tuple[Callable[[Emulator], Service], ...] = (
+    jobservice.service,
+    lambda emulator: logging_service.service(emulator.logs),
+    lambda emulator: persistent_resources.service(emulator.resources, emulator.cancel_jobs_on),
+    lambda emulator: quotas.service(emulator.quotas, emulator.faults),
+)
+
+
+class CallCounter(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are unannotated
+    """Counts the RPCs the server received, by method name (``GetCustomJob``,
+    ``ListLogEntries``, ``TailLogEntries``: one per stream, however long it stays open), so
+    tests and scripts/bench.py can say how many calls following a job costs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        """Count the call, then serve it as usual."""
+        with self._lock:
+            self._counts[str(details.method).rsplit("/", 1)[-1]] += 1
+        return continuation(details)
+
+    def __getitem__(self, method: str) -> int:
+        with self._lock:
+            return self._counts[method]
+
+    def snapshot(self) -> dict[str, int]:
+        """Every method's count so far."""
+        with self._lock:
+            return dict(self._counts)
 
 
 class EmulatorHandle:
-    """A running emulator: its address, its jobs, and how to stop it."""
+    """A running emulator: its address, its jobs, and how to stop it. ``calls``: the RPCs
+    it received, by method name (``handle.calls["TailLogEntries"]``)."""
 
     def __init__(self, server: grpc.Server, emulator: Emulator, host: str, port: int,
-                 executor: futures.ThreadPoolExecutor | None = None) -> None:
+                 executor: futures.ThreadPoolExecutor | None = None, calls: CallCounter | None = None,
+                 *, rest_server: rest.RestServer | None = None, token: auth.Token | None = None) -> None:
+        self.calls = calls or CallCounter()
+        #: The bearer token every call must carry (vxtrain.backends.emulator.auth); its file is removed on stop.
+        self.token = token
+        self.rest = rest_server
         self.server = server
         self.emulator = emulator
         self.host = host
@@ -59,6 +101,18 @@ class EmulatorHandle:
     def address(self) -> str:
         """``HOST:PORT`` as the client's ``api_endpoint`` takes it."""
         return f"{_host_part(self.host)}:{self.port}"
+
+    @property
+    def http_url(self) -> str | None:
+        """``http://HOST:PORT/`` of the REST port (gcloud's ``api_endpoint_overrides``), or None."""
+        return None if self.rest is None else f"http://{_host_part(self.host)}:{self.rest.port}/"
+
+    def gcloud_environment(self) -> dict[str, str]:
+        """gcloud's settings for the REST port as ``CLOUDSDK_…`` environment variables ({} without one)."""
+        token_file = None if self.token is None or self.token.file is None else str(self.token.file)
+        if self.http_url is None:  # the token file's line alone: where the token is, as gcloud names it
+            return {} if token_file is None else {auth.GCLOUD_TOKEN_FILE_ENV: token_file}
+        return rest.gcloud_environment(self.http_url, token_file)
 
     def jobs(self, kind: str = "custom") -> list[Any]:
         """Copies of the stored jobs (``"custom"`` or ``"hpt"``)."""
@@ -91,7 +145,11 @@ class EmulatorHandle:
     def stop(self, grace: float | None = 0.5) -> None:
         """Stop serving, cancel the jobs still running, and wait until no thread
         or process of the emulator is left (idempotent)."""
+        if self.rest is not None:
+            self.rest.stop()
         self.server.stop(grace).wait()
+        if self.token is not None:
+            self.token.remove()
         if self._executor is not None:
             # grpc never shuts down the executor it was given: its handler
             # threads would outlive the server. Waiting also lets a create still
@@ -122,7 +180,8 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
                    allow_remote: bool = False, quotas: Iterable[QuotaLimit | str] = (),
                    gpus: GpuOptions | None = None, stockout: Iterable[str] = (), pending: Iterable[str] = (),
                    stockout_after: float = DEFAULT_STOCKOUT_AFTER,
-                   preempt: Iterable[Preemption | str] = ()) -> EmulatorHandle:
+                   preempt: Iterable[Preemption | str] = (), http_port: int | None = None,
+                   token: auth.Token | None = None) -> EmulatorHandle:
     """Serve the emulated services (:data:`SERVICES`) on ``host:port`` (0: any free port).
 
     The emulator runs the command of every job it is sent, as this user: a
@@ -141,6 +200,14 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
     until cancelled (vxtrain.backends.emulator.stockouts). ``preempt``: rules
     (``REGION:AFTER[:COUNT]``, as ``--preempt``) by which a job that has been RUNNING
     AFTER seconds loses its machines and ends FAILED for capacity.
+
+    ``http_port``: serve the same services over HTTP/JSON on this port of ``host`` too
+    (0: any free port; None: no REST port), as Google's REST endpoints do.
+
+    Every call, gRPC and REST, must carry ``authorization: Bearer TOKEN``
+    (vxtrain.backends.emulator.auth): ``token`` (``--target local``'s private one), else
+    ``VXTRAIN_EMULATOR_TOKEN`` (in ``os.environ``), else a random one written to the port's
+    token file (mode 0600), removed on stop.
     """
     if not allow_remote:
         refuse_remote(host)
@@ -150,16 +217,30 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
                         stockouts=Stockouts(stockout, pending, stockout_after),
                         preemptions=Preemptions(preempt))
     executor = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator")
-    server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
+    calls = CallCounter()
+    # The process's own environment, not ``environ`` (faults only): clients here find the token there.
+    token = token or auth.serving_token(os.environ)
+    server = grpc.server(executor, options=[("grpc.so_reuseport", 0)],
+                         interceptors=[auth.BearerInterceptor(token), calls])
     server.add_generic_rpc_handlers(tuple(build(emulator) for build in SERVICES))
     try:
         bound = _bind(server, host, port)
+        if token.needs_file:
+            token.write(bound)  # once the port is ours: a file left on it by a killed emulator is stale
+        rest_server = None if http_port is None else _serve_rest(emulator, host, http_port, token.authorize)
     except VxtrainError:
+        token.remove()
         server.stop(None)
         executor.shutdown(wait=True)
         raise
     server.start()
-    return EmulatorHandle(server, emulator, host, bound, executor)
+    return EmulatorHandle(server, emulator, host, bound, executor, calls, rest_server=rest_server, token=token)
+
+
+def _serve_rest(emulator: Emulator, host: str, port: int, authorize: rest.Authorize) -> rest.RestServer:
+    """The REST port over the services of :data:`REST_SERVICES`, on every address of ``host``;
+    ``authorize`` judges each call's Authorization header (the gRPC port's token)."""
+    return rest.serve([build(emulator) for build in REST_SERVICES], _addresses(host), port, authorize)
 
 
 def is_loopback_host(host: str) -> bool:
