@@ -1,0 +1,53 @@
+"""A layer's bytes are pinned: a new compressor (another ISA-L build, another level) or a
+change in how the tar is written is noticed here, not as every user's layers quietly
+re-uploading under new digests."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import random
+from pathlib import Path, PurePosixPath
+
+from vxtrain.images.layers import CHUNK, write_layer
+
+#: The digests of the layer below, as written with python-isal 1.9.1 (ISA-L's deflate, level 2)
+#: and Python 3.11's tarfile on linux/amd64. Change them only with a decision (docs/decisions.md,
+#: "Image files and their speed"): every image's layer digests change with them.
+PINNED_DIGEST = "sha256:bdc054e27b04ba96b5591781372ad252135a6c75b1be54affb2f500da4270b1f"
+PINNED_DIFF_ID = "sha256:558198dee5bec71ed445fc4bf35bd6dcb7921f3a789123e225f872f2712e5c00"
+
+
+def _tiny(root: Path) -> list[tuple[PurePosixPath, Path]]:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_bytes(b"")
+    (root / "pkg" / "run.sh").write_bytes(b"#!/bin/sh\necho hi\n")
+    os.chmod(root / "pkg" / "run.sh", 0o755)
+    (root / "pkg" / "data.txt").write_bytes(b"x" * 5000 + bytes(range(256)) * 20)
+    return [(PurePosixPath("/opt/vxtrain/code") / p.relative_to(root).as_posix(), p)
+            for p in sorted(root.rglob("*")) if p.is_file()]
+
+
+def test_a_tiny_layer_is_the_pinned_bytes(tmp_path: Path) -> None:
+    layer = write_layer(_tiny(tmp_path / "src"), tmp_path / "layer.tar.gz")
+    data = (tmp_path / "layer.tar.gz").read_bytes()
+    assert f"sha256:{hashlib.sha256(data).hexdigest()}" == layer.digest
+    assert f"sha256:{hashlib.sha256(gzip.decompress(data)).hexdigest()}" == layer.diff_id
+    assert (layer.digest, layer.diff_id) == (PINNED_DIGEST, PINNED_DIFF_ID)
+
+
+def test_a_layer_past_several_chunks_is_one_valid_gzip_member(tmp_path: Path) -> None:
+    """Text and incompressible bytes across the compressor's CHUNK boundaries: Python's own
+    gzip reads it back to the tar whose digest is the diff_id, and a second write is the same bytes."""
+    root = tmp_path / "src"
+    root.mkdir()
+    rng = random.Random(7)
+    (root / "noise.bin").write_bytes(rng.randbytes(CHUNK + 12_345))
+    (root / "text.txt").write_bytes(b"".join(b"line %d of the text\n" % i for i in range(150_000)))
+    files = [(PurePosixPath("/opt/vxtrain/code") / p.name, p) for p in sorted(root.iterdir())]
+    one = write_layer(files, tmp_path / "one.tar.gz")
+    two = write_layer(files, tmp_path / "two.tar.gz")
+    tar = gzip.decompress((tmp_path / "one.tar.gz").read_bytes())
+    assert f"sha256:{hashlib.sha256(tar).hexdigest()}" == one.diff_id
+    assert (tmp_path / "one.tar.gz").read_bytes() == (tmp_path / "two.tar.gz").read_bytes()
+    assert one.size < len(tar)  # the text compresses
