@@ -222,6 +222,53 @@ def test_parsed_message_matches() -> None:
     assert specs[0].machine_spec.accelerator_count == 8
 
 
+# --- the job fields of 2025-26 ------------------------------------------------------------------
+
+CTX = "projects/p/locations/us-central1/metadataStores/default/contexts/"
+
+
+def test_newer_job_fields_compile_to_custom_job_spec_fields() -> None:
+    data = spec(psc_interface={"network_attachment": "att", "dns_peering": [
+                    {"domain": "corp.example.", "target_project": "p2", "target_network": "vpc"}]},
+                reserved_ip_ranges=["vertex-range"], enable_dashboard_access=True,
+                experiment=CTX + "bert", experiment_run=CTX + "bert-1", protected_artifact_location_id="europe-west4")
+    job_spec = compiled(data)["jobSpec"]
+    assert job_spec["pscInterfaceConfig"] == {"networkAttachment": "att", "dnsPeeringConfigs": [
+        {"domain": "corp.example.", "targetProject": "p2", "targetNetwork": "vpc"}]}
+    assert (job_spec["reservedIpRanges"], job_spec["enableDashboardAccess"]) == (["vertex-range"], True)
+    assert (job_spec["experiment"], job_spec["experimentRun"]) == (CTX + "bert", CTX + "bert-1")
+    assert job_spec["protectedArtifactLocationId"] == "europe-west4"
+    parsed = parse_custom_job(compiled(data)).job_spec
+    assert parsed.psc_interface_config.dns_peering_configs[0].target_network == "vpc"
+    assert parsed.experiment_run == CTX + "bert-1" and parsed.enable_dashboard_access
+
+
+def test_mounts_and_partition_compile_per_pool_and_come_from_defaults() -> None:
+    nfs = {"server": "10.0.0.2", "path": "/data", "mount_point": "data"}
+    lustre = {"instance_ip": "10.0.0.3", "volume_handle": "vh", "filesystem": "fs", "mount_point": "l"}
+    data = spec(defaults={**DEFAULTS, "nfs_mounts": [nfs]},
+                chief={"machine_type": "a2-highgpu-1g", "lustre_mounts": [lustre],
+                       "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 1, "partition_size": "1g.5gb"}},
+                workers={"replicas": 2, **GPU}, reduction_server={"replicas": 2})
+    pools = compiled(data)["jobSpec"]["workerPoolSpecs"]
+    assert pools[0]["machineSpec"]["gpuPartitionSize"] == "1g.5gb"
+    assert pools[0]["nfsMounts"] == pools[1]["nfsMounts"] == [{"server": "10.0.0.2", "path": "/data",
+                                                                "mountPoint": "data"}]
+    assert pools[0]["lustreMounts"] == [{"instanceIp": "10.0.0.3", "volumeHandle": "vh", "filesystem": "fs",
+                                         "mountPoint": "l"}]
+    assert "lustreMounts" not in pools[1] and "gpuPartitionSize" not in pools[1]["machineSpec"]
+    assert "nfsMounts" not in pools[2]  # the Reduction Server takes nothing from defaults
+    parsed = parse_custom_job(compiled(data)).job_spec.worker_pool_specs
+    assert parsed[0].machine_spec.gpu_partition_size == "1g.5gb" and parsed[1].nfs_mounts[0].mount_point == "data"
+
+
+def test_unset_newer_fields_are_not_sent() -> None:
+    job_spec = compiled(spec())["jobSpec"]
+    assert not {"pscInterfaceConfig", "reservedIpRanges", "enableDashboardAccess", "experiment", "experimentRun",
+                "protectedArtifactLocationId"} & set(job_spec)
+    assert not {"nfsMounts", "lustreMounts"} & set(job_spec["workerPoolSpecs"][0])
+
+
 # --- extra ----------------------------------------------------------------------------------
 
 def test_extra_is_deep_merged_last() -> None:

@@ -99,7 +99,40 @@ def jobs(draw: st.DrawFn, pool2s: tuple[str | None, ...] = (None, "parameter_ser
     if draw(st.booleans()):
         data["evaluators"] = draw(pool("evaluators", False))
     data.update(draw(job_fields()))
+    data.update(draw(newer_job_fields(data.get("region"))))
+    if "network" in data or "psc_interface" in data:  # a mount needs a network to reach it
+        data["chief"].update(draw(st.fixed_dictionaries({}, optional={
+            "nfs_mounts": st.lists(nfs_mounts, min_size=1, max_size=2, unique_by=lambda m: m["mount_point"]),
+            "lustre_mounts": st.lists(lustre_mounts, min_size=1, max_size=2, unique_by=lambda m: m["mount_point"])})))
+    if data["chief"].get("accelerator") == {"type": "NVIDIA_TESLA_A100", "count": 1} and draw(st.booleans()):
+        data["chief"]["accelerator"]["partition_size"] = draw(st.sampled_from(["1g.5gb", "3g.20gb", "7g.40gb"]))
     return data
+
+
+names = st.from_regex(r"\A[a-z]([-a-z0-9]{0,20}[a-z0-9])?\Z")
+private_ips = st.builds(lambda a, b: f"10.{a}.{b}.2", st.integers(0, 255), st.integers(0, 255))
+nfs_mounts = st.fixed_dictionaries({"server": private_ips, "path": st.builds(lambda n: f"/{n}", names),
+                                    "mount_point": names})
+lustre_mounts = st.fixed_dictionaries({"instance_ip": private_ips, "volume_handle": names, "filesystem": names,
+                                       "mount_point": names})
+
+
+@st.composite
+def newer_job_fields(draw: st.DrawFn, region: str | None) -> dict[str, Any]:
+    """psc_interface, reserved_ip_ranges, the experiment fields, the dashboard: as a valid spec has them."""
+    ctx = f"projects/p/locations/{region or 'us-central1'}/metadataStores/default/contexts/"
+    experiment = draw(names)
+    out: dict[str, Any] = draw(st.fixed_dictionaries({}, optional={
+        "psc_interface": st.fixed_dictionaries({"network_attachment": names}, optional={
+            "dns_peering": st.lists(st.fixed_dictionaries({
+                "domain": st.builds(lambda n: f"{n}.example.", names), "target_project": names,
+                "target_network": names}), min_size=1, max_size=2)}),
+        "enable_dashboard_access": st.booleans(),
+        "protected_artifact_location_id": st.sampled_from(["asia-northeast1", "europe-west1"]),
+        "experiment": st.just(ctx + experiment)}))
+    if "experiment" in out and draw(st.booleans()):
+        out["experiment_run"] = f"{ctx}{experiment}-{draw(names)}"
+    return out
 
 
 @st.composite
@@ -141,6 +174,36 @@ def test_every_valid_job_compiles_to_a_real_custom_job(data: dict[str, Any]) -> 
         assert bool(spec) == (index in present)  # gaps are {}
         if spec:
             assert spec["replicaCount"] == job.ordered_pools()[sorted(present).index(index)].replicas
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs())
+def test_the_newer_job_fields_compile_to_their_proto_fields_and_convert_back(data: dict[str, Any]) -> None:
+    """Each key lands on the CustomJobSpec / WorkerPoolSpec / MachineSpec field the protos name, and
+    reading the compiled job back as a gcloud config gives the same native keys (one mapping, both ways)."""
+    from vxtrain.formats import gcloud
+    from vxtrain.loading.document import Document
+
+    _, out = compile_like_the_pipeline(data)
+    json_format.ParseDict(out, CustomJob.pb(CustomJob()))
+    spec = out["jobSpec"]
+    for key, field in gcloud.NETWORK_FIELDS.items():
+        assert spec.get(key) == data.get(field)
+    psc = data.get("psc_interface")
+    assert ("pscInterfaceConfig" in spec) == (psc is not None)
+    if psc is not None:
+        assert spec["pscInterfaceConfig"]["networkAttachment"] == psc["network_attachment"]
+        assert [p["targetProject"] for p in spec["pscInterfaceConfig"].get("dnsPeeringConfigs", [])] == \
+            [p["target_project"] for p in psc.get("dns_peering", [])]
+    chief = spec["workerPoolSpecs"][0]
+    assert [m["mountPoint"] for m in chief.get("nfsMounts", [])] == \
+        [m["mount_point"] for m in data["chief"].get("nfs_mounts", [])]
+    assert [m["volumeHandle"] for m in chief.get("lustreMounts", [])] == \
+        [m["volume_handle"] for m in data["chief"].get("lustre_mounts", [])]
+    assert chief["machineSpec"].get("gpuPartitionSize") == data["chief"].get("accelerator", {}).get("partition_size")
+    native, diags = gcloud.convert(Document(spec, "back.yaml", {}), display_name=data["display_name"])
+    assert [d for d in diags if d.severity == "error"] == []
+    assert compiler.compile_custom_job_spec(model.build(native.data)) == spec
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -258,3 +258,54 @@ def test_allreduce_with_a_zero_reduction_server_has_no_estimate_not_a_division_b
     data["reduction_server"]["replicas"] = 0  # the schema's error; plan still runs
     ar = planning.plan(model.build(data), gradient_bytes=1e9).allreduce
     assert ar is not None and ar.reduction_server_seconds is None and ar.ring_seconds is not None
+
+
+# --- each pool's GPU network (catalog/gpu_networks.csv) -----------------------------------------
+
+def gpu_networks_example() -> dict[str, Any]:
+    return {"display_name": "nets", "region": "us-central1", "defaults": {"image": "gcr.io/p/train:1"},
+            "chief": {"machine_type": "a4-highgpu-8g", "accelerator": {"type": "NVIDIA_B200", "count": 8}},
+            "workers": {"replicas": 2, "machine_type": "a3-megagpu-8g"},  # its GPUs are built in
+            "parameter_servers": {"replicas": 1, "machine_type": "n1-standard-16"},
+            "evaluators": {"machine_type": "a2-highgpu-1g", "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 1}}}
+
+
+def test_pools_carry_their_gpu_network_and_its_source() -> None:
+    rows = planning.plan(model.build(gpu_networks_example())).to_json()["pools"]
+    assert [(r["role"], r["gpu_network"]) for r in rows] == [
+        ("chief", "gpudirect-rdma"), ("workers", "gpudirect-tcpxo"), ("parameter_servers", None),
+        ("evaluators", "tcp")]
+    assert all(r["gpu_network_source"].startswith("https://") for r in rows if r["gpu_network"])
+    assert rows[2]["gpu_network_source"] is None  # no GPUs, no GPU network
+    assert "configure-compute" in rows[0]["gpu_network_source"]
+
+
+def test_every_rdma_machine_of_the_catalog_is_a_training_machine_with_gpus() -> None:
+    from vxtrain import catalog
+    from vxtrain.catalog import networking
+
+    assert networking.rdma_machine_types() == ("a3-ultragpu-8g", "a4-highgpu-8g", "a4x-highgpu-4g")
+    for machine in networking.rdma_machine_types():
+        assert catalog.offered(machine) and catalog.builtin_accelerator(machine) is not None, machine
+
+
+def test_render_has_a_gpu_network_column() -> None:
+    text = _render_text(planning.plan(model.build(gpu_networks_example())))
+    header = next(line for line in text.splitlines() if "GPU network" in line)
+    rows = {line.split("│")[2].strip(): line.split("│")[6].strip() for line in text.splitlines()
+            if line.startswith("│")}
+    assert header.index("GPUs") < header.index("GPU network") < header.index("Gbps/node")
+    assert rows == {"chief": "gpudirect-rdma", "workers": "gpudirect-tcpxo", "parameter_servers": "-",
+                    "evaluators": "tcp"}
+
+
+def test_plan_json_of_the_a4_example_shows_gpudirect_rdma(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.conftest import ROOT
+    from vxtrain.cli import main
+
+    code = main(["plan", str(ROOT / "configs" / "examples" / "a4-multinode.yaml"), "--output", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [p["gpu_network"] for p in doc["bandwidth"]["pools"]] == ["gpudirect-rdma", "gpudirect-rdma"]
+    assert doc["custom_job"]["jobSpec"]["pscInterfaceConfig"]["networkAttachment"].endswith("/vertex-training")
+    assert not [d for d in doc["diagnostics"] if d["code"] == "gpudirect-nccl-env"]
