@@ -90,4 +90,5 @@ def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     write_wheel(folder)
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(folder))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the dependency layers' cache: the test's own
     return folder

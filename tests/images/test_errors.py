@@ -19,7 +19,7 @@ from tests.incli import run
 from vxtrain import api
 from vxtrain.backends.emulator import start_emulator
 from vxtrain.errors import ApiError, NotFoundError, PermissionError_, SpecError, UnavailableError
-from vxtrain.images.layers import DependencyError
+from vxtrain.images.dependencies import DependencyError
 from vxtrain.images.reference import parse
 from vxtrain.images.registry import mapped_error
 

@@ -10,8 +10,11 @@ converter builds names with :func:`prebuilt_image`, the package rules check
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from vxtrain import slots
+from vxtrain.catalog.machines import series
+from vxtrain.catalog.tables import rows
 
 PREBUILT_DOC = "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers"
 
@@ -68,3 +71,18 @@ def reduction_server_image(region: str | None) -> str:
     https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction_server
     """
     return slots.RS_IMAGE_TEMPLATE.format(multi_region(region))
+
+
+#: The platform of every machine series image_platforms.csv does not list (x86-64).
+DEFAULT_PLATFORM = "linux/amd64"
+
+
+@cache
+def _platforms() -> dict[str, str]:
+    return {r["series"]: r["platform"] for r in rows("image_platforms.csv")}
+
+
+def image_platform(machine_type: str | None) -> str:
+    """The ``os/architecture`` an image must be built for to run on ``machine_type`` (image_platforms.csv):
+    ``linux/arm64`` for A4X (Grace CPUs), ``linux/amd64`` for every other machine (and an unknown one)."""
+    return _platforms().get(series(machine_type or ""), DEFAULT_PLATFORM)

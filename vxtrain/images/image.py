@@ -5,7 +5,9 @@ config's ``rootfs.diff_ids`` and ``history`` grow by one entry per layer; the
 media types stay in the base's family (Docker v2 schema 2 or OCI: a registry or
 runtime that took the base takes the image). Then the edits that make the code
 run as ``python_package.source`` runs locally: ``WorkingDir`` is the code
-folder and ``PYTHONPATH`` starts with the code and the dependency folders.
+folder and ``PYTHONPATH`` starts with the code and the dependency folders (and, with a
+dependency layer, the folder of its ``sitecustomize`` that processes the dependencies'
+``.pth`` files; ``PATH`` starts with their console scripts' folder).
 ``Entrypoint`` and ``Cmd`` stay the base's: the CustomJob's command and args run.
 
 Every history entry has a fixed ``created`` time (umoci's text ``stat`` crashes
@@ -14,12 +16,13 @@ on entries without one) so the same layers give the same config digest.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vxtrain.images.layers import Layer, digest_of
-from vxtrain.images.recipe import CODE_DIR, DEPS_DIR
+from vxtrain.images.recipe import BIN_DIR, CODE_DIR, DEPS_DIR, SITE_DIR
 
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -29,12 +32,14 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
-#: Manifest lists / indexes: resolved to their linux/amd64 image.
+#: Manifest lists / indexes: resolved to the image of the platform the pools run on.
 INDEXES = frozenset({DOCKER_LIST, OCI_INDEX})
 #: Image manifests this builder can append to.
 MANIFESTS = frozenset({DOCKER_MANIFEST, OCI_MANIFEST})
 #: The ``created`` time of our history entries: fixed, for reproducible configs.
 EPOCH = "1970-01-01T00:00:00Z"
+#: PATH in a container whose image sets none (runc's and containerd's default).
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass(frozen=True)
@@ -59,11 +64,11 @@ def manifest_type(manifest: Mapping[str, Any], content_type: str = "") -> str:
 
 
 def append(manifest: Mapping[str, Any], media_type: str, config: Mapping[str, Any],
-           layers: Sequence[tuple[Layer, str]]) -> Built:
+           layers: Sequence[tuple[Layer, str]], dependencies: bool = False) -> Built:
     """The base (``manifest`` of ``media_type``, its ``config``) with ``layers`` (layer,
-    what made it) on top."""
+    what made it) on top; ``dependencies``: one of them is the dependency layer."""
     oci = media_type == OCI_MANIFEST
-    new_config = _config(config, layers)
+    new_config = _config(config, layers, dependencies)
     config_bytes = _dump(new_config)
     base_config = manifest.get("config", {})
     out: dict[str, Any] = {"schemaVersion": 2, "mediaType": media_type, "config": {
@@ -77,8 +82,8 @@ def append(manifest: Mapping[str, Any], media_type: str, config: Mapping[str, An
     return Built(config_bytes, digest_of(config_bytes), _dump(out), media_type)
 
 
-def _config(config: Mapping[str, Any], layers: Sequence[tuple[Layer, str]]) -> dict[str, Any]:
-    """The base's config with our layers' diff_ids and history, WorkingDir and PYTHONPATH."""
+def _config(config: Mapping[str, Any], layers: Sequence[tuple[Layer, str]], dependencies: bool) -> dict[str, Any]:
+    """The base's config with our layers' diff_ids and history, WorkingDir, PYTHONPATH (and PATH)."""
     new = json.loads(json.dumps(config))  # a deep copy of plain JSON
     rootfs = new.setdefault("rootfs", {"type": "layers", "diff_ids": []})
     rootfs.setdefault("diff_ids", []).extend(layer.diff_id for layer, _ in layers)
@@ -86,7 +91,10 @@ def _config(config: Mapping[str, Any], layers: Sequence[tuple[Layer, str]]) -> d
         {"created": EPOCH, "created_by": f"vxtrain: {what}", "comment": "vxtrain build"} for _, what in layers)
     inner = new.setdefault("config", {})
     inner["WorkingDir"] = str(CODE_DIR)
-    inner["Env"] = with_pythonpath(inner.get("Env") or [], [str(CODE_DIR), str(DEPS_DIR)])
+    folders = [str(CODE_DIR), str(SITE_DIR), str(DEPS_DIR)] if dependencies else [str(CODE_DIR), str(DEPS_DIR)]
+    inner["Env"] = with_pythonpath(inner.get("Env") or [], folders)
+    if dependencies:
+        inner["Env"] = with_path(inner["Env"], str(BIN_DIR))
     return new  # type: ignore[no-any-return]
 
 
@@ -100,6 +108,29 @@ def with_pythonpath(env: Sequence[str], folders: Sequence[str]) -> list[str]:
             item = "PYTHONPATH=" + ":".join([*folders, *([value] if value else [])])
         out.append(item)
     return out if found else [*out, "PYTHONPATH=" + ":".join(folders)]
+
+
+def with_path(env: Sequence[str], folder: str) -> list[str]:
+    """``env`` with ``folder`` in front of its PATH (a config without PATH gets the runtime's
+    default after it: runc and containerd use that when the image sets none)."""
+    out, found = [], False
+    for item in env:
+        name, _, value = item.partition("=")
+        if name == "PATH":
+            found = True
+            item = f"PATH={folder}:{value}" if value else f"PATH={folder}"
+        out.append(item)
+    return out if found else [*out, f"PATH={folder}:{DEFAULT_PATH}"]
+
+
+def python_of(config: Mapping[str, Any]) -> str | None:
+    """The base's Python as its config says it: ``PYTHON_VERSION=3.11.7`` (the official python
+    images' variable, https://github.com/docker-library/python) → ``3.11.7``; None when unsaid."""
+    for item in (config.get("config") or {}).get("Env") or []:
+        name, _, value = str(item).partition("=")
+        if name == "PYTHON_VERSION" and re.fullmatch(r"3\.\d+(\.\d+)?\S*", value):
+            return value
+    return None
 
 
 def _dump(data: Mapping[str, Any]) -> bytes:

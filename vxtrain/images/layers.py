@@ -17,23 +17,15 @@ whatever the machine links (zlib-ng-compat on some distributions); a pinned whee
 one compressor everywhere the wheel is the same build. It is also about six times
 faster than zlib at the same ratio (docs/performance.md). What names the content
 does not depend on it: the tag hashes the inputs and ``diff_id`` the tar.
-tests/images/test_recipe.py pins the bytes of a tiny layer, so a new compressor is
+tests/images/test_layer_bytes.py pins the bytes of a tiny layer, so a new compressor is
 noticed (docs/decisions.md, "Image files and their speed").
 
-The dependency layer is ``pip install --target`` of wheels only, for the
-image's platform (linux/amd64) and Python, with pip's documented
-cross-platform options (https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-platform):
-no ``RUN`` step exists without a container runtime, so nothing may be compiled.
-pip's own settings apply (``PIP_INDEX_URL``, ``PIP_FIND_LINKS``, ``PIP_NO_INDEX``:
-how the tests install a local wheel with no network).
+What goes into the dependency layer (pip, for the image's Python and platform) is
+vxtrain.images.dependencies.
 """
 from __future__ import annotations
 
 import hashlib
-import os
-import re
-import subprocess
-import sys
 import tarfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -47,9 +39,6 @@ from vxtrain.images.recipe import CODE_DIR
 from vxtrain.packaging.credentials import WHITEOUT_PREFIX
 from vxtrain.packaging.source import iter_files, packaged_mode
 
-#: The platforms pip may take wheels for: linux/amd64, manylinux2014 (glibc 2.17) up to
-#: glibc 2.28 (Vertex AI's prebuilt images are Debian/Ubuntu with a newer glibc).
-PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
 #: ISA-L's deflate level (0-3): fixed, as the bytes depend on it. 2 (python-isal's default)
 #: packs as tightly as zlib's level 1 at ISA-L's level 1 speed (docs/performance.md).
 GZIP_LEVEL = 2
@@ -58,15 +47,10 @@ CHUNK = 1024 * 1024
 #: A gzip member's header (RFC 1952): deflate, no flags, mtime 0, no extra flags, OS
 #: "unknown" (255), as Python's gzip writes with mtime=0: no name, no time, no machine.
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-_MISSING = re.compile(r"No matching distribution found for ([^\s]+)")
 
 
 class LayerError(VxtrainError):
     """A file that cannot go into a layer as it is (exit 1, before anything is pushed)."""
-
-
-class DependencyError(VxtrainError):
-    """pip could not install the requirements from wheels for the image's platform and Python."""
 
 
 @dataclass(frozen=True)
@@ -200,58 +184,3 @@ def code_files(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:
     """The source folder's files (the packages' exclusions: vxtrain.packaging.source) under CODE_DIR."""
     for rel in iter_files(root):
         yield CODE_DIR / rel, root / rel
-
-
-#: What ``pip install --target`` writes that the image leaves out: console scripts, whose
-#: shebang names this machine's interpreter (broken in the image, and different on every
-#: machine); jobs run ``python -m`` (docs/decisions.md, "Container images").
-PIP_TARGET_EXCLUDED = frozenset({"bin"})
-
-
-def dependency_files(root: Path, prefix: PurePosixPath) -> Iterator[tuple[PurePosixPath, Path]]:
-    """What pip installed under ``root`` (but its console scripts), under ``prefix``."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        if here == root:
-            dirnames[:] = [d for d in dirnames if d not in PIP_TARGET_EXCLUDED]
-        dirnames.sort()
-        for name in sorted(filenames):
-            if (here / name).is_file():
-                yield prefix / (here / name).relative_to(root).as_posix(), here / name
-
-
-def drop_outside_records(target: Path) -> None:
-    """Remove RECORD lines of files pip wrote outside ``target`` (``../../bin/…``: console
-    scripts the layer leaves out). Their hashes cover this machine's interpreter path, so
-    they would make the layer differ from machine to machine, and the files are not there."""
-    for record in target.glob("*.dist-info/RECORD"):
-        lines = record.read_text(encoding="utf-8").splitlines(keepends=True)
-        kept = [line for line in lines if not line.startswith("../")]
-        if kept != lines:
-            record.write_text("".join(kept), encoding="utf-8")
-
-
-def pip_command(requirements: Path, python: str, target: Path) -> list[str]:
-    """``pip install --target`` of wheels only, for linux/amd64 and Python ``python`` (``3.10``)."""
-    platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
-    return [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-            "--no-warn-script-location", "--no-compile", "--target", str(target), *platforms,
-            "--implementation", "cp", "--python-version", python, "--only-binary=:all:",
-            "--requirement", str(requirements)]
-
-
-def install_requirements(requirements: Path, python: str, target: Path) -> None:
-    """Install ``requirements`` into ``target``; DependencyError naming what has no wheel."""
-    proc = subprocess.run(pip_command(requirements, python, target), capture_output=True, text=True, check=False)
-    if proc.returncode == 0:
-        drop_outside_records(target)
-        return
-    missing = _MISSING.search(proc.stderr)
-    if missing:
-        raise DependencyError(
-            f"{requirements}: no wheel of {missing.group(1)} for linux/amd64 and Python {python} "
-            "(an image built without a Docker daemon installs wheels only, nothing is compiled): pin a "
-            "version that publishes a manylinux wheel, set build.python to the base image's Python, or "
-            "use an image that has it")
-    tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-    raise DependencyError(f"pip could not install {requirements} for linux/amd64 and Python {python}: {tail}")

@@ -18,27 +18,33 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import unquote, urlparse
 
+from vxtrain.catalog.images import DEFAULT_PLATFORM, image_platform
 from vxtrain.errors import VxtrainError
 from vxtrain.images.reference import parse, python_version
+from vxtrain.images.safety import includes
 from vxtrain.model import Build, Job
-from vxtrain.packaging.source import HASH_LENGTH, Source, describe_once, source_folder
+from vxtrain.packaging.source import HASH_LENGTH, Source, describe, describe_once, source_folder
 
 #: Where the code layer puts the source folder's files: the image's working directory.
 CODE_DIR = PurePosixPath("/opt/vxtrain/code")
 #: Where the dependency layer puts what ``pip install --target`` installed.
 DEPS_DIR = PurePosixPath("/opt/vxtrain/deps")
+#: Where the dependency layer puts console scripts (on the image's PATH), their shebang the image's Python.
+BIN_DIR = PurePosixPath("/opt/vxtrain/bin")
+#: Where the dependency layer puts the ``sitecustomize`` that makes DEPS_DIR a site directory
+#: (its ``.pth`` files processed: PYTHONPATH folders are not), on PYTHONPATH before DEPS_DIR.
+SITE_DIR = PurePosixPath("/opt/vxtrain/site")
 #: Mixed into the tag: bump it when what is built from the same inputs changes
 #: (the folders above, the tar normalisation, the config edits, pip's options).
-RECIPE_VERSION = "vxtrain-image-1"
+RECIPE_VERSION = "vxtrain-image-2"
 #: Stands for the repository in URIs planned without one (never a valid reference).
 UNSET_REPOSITORY = "<image_repository>"
-#: A line of a requirements file that includes another file: ``-r F``, ``--requirement=F``,
-#: ``-c F``, ``--constraint F`` (https://pip.pypa.io/en/stable/reference/requirements-file-format/).
-_INCLUDE = re.compile(r"^\s*(?:-[rc]\s*|--(?:requirement|constraint)(?:\s*=\s*|\s+))(\S+)")
 
 
 @dataclass
@@ -54,6 +60,12 @@ class ImageBuild:
     roles: list[str] = field(default_factory=list)
     spec_source: str = ""  # the folder as the spec wrote it
     spec_requirements: str | None = None
+    #: ``os/architecture`` the image is built for: the pools' machines' (catalog.image_platform).
+    platform: str = DEFAULT_PLATFORM
+    #: Where relative paths in the requirements resolve (the spec's folder first), and the
+    #: folders local path requirements must stay in (the spec's and the source's).
+    folders: tuple[Path, ...] = ()
+    spec_python: str | None = None  # build.python as the spec gave it (None: from the base's name)
 
     @property
     def name(self) -> str:
@@ -74,7 +86,7 @@ class ImageBuild:
         """The ``images`` entry of ``plan --output json``."""
         return {"pools": self.roles, "uri": self.uri, "base": self.base, "base_pinned": self.base_pinned,
                 "source": self.spec_source, "path": str(self.source.path), "files": self.source.files,
-                "requirements": self.spec_requirements, "python": self.python, "tag": self.tag,
+                "requirements": self.spec_requirements, "python": self.python, "platform": self.platform, "tag": self.tag,
                 "repository_set": not self.repository.startswith(UNSET_REPOSITORY)}
 
 
@@ -104,22 +116,27 @@ def resolve(job: Job, base: Path, repository: str | None,
             continue
         folder = source_folder(base, build.source)
         requirements = source_folder(base, build.requirements) if build.requirements else None
-        key = (build.base, folder, requirements, image_python(build))
+        platform = image_platform(pool.machine_type)
+        key = (build.base, folder, requirements, image_python(build), platform)
         image = by_inputs.get(key)
         if image is None:
-            image = _image(build, describe_once(folder, described), requirements, repository or UNSET_REPOSITORY)
+            image = _image(build, describe_once(folder, described), requirements, repository or UNSET_REPOSITORY,
+                           platform, (base, folder))
             by_inputs[key] = image
         image.roles.append(pool.role)
         pools[pool.role] = replace(pool, image=image.uri)
     return replace(job, pools=pools), list(by_inputs.values())
 
 
-def _image(build: Build, source: Source, requirements: Path | None, repository: str) -> ImageBuild:
+def _image(build: Build, source: Source, requirements: Path | None, repository: str, platform: str,
+           folders: tuple[Path, ...]) -> ImageBuild:
     python = image_python(build)
     assert build.base is not None and build.source is not None  # resolve skips pools without them
-    tag = image_tag(build.base, python, requirements_bytes(requirements) if requirements else None, source.digest)
+    covered = requirements_bytes(requirements, folders) if requirements else None
+    tag = image_tag(build.base, python, covered, source.digest, platform)
     return ImageBuild(build.base, source, requirements, python, repository, tag, spec_source=build.source,
-                      spec_requirements=build.requirements)
+                      spec_requirements=build.requirements, platform=platform, folders=folders,
+                      spec_python=build.python)
 
 
 #: At most this many bytes of requirements, the file and its includes together (1 MiB):
@@ -131,11 +148,14 @@ class RequirementsError(VxtrainError):
     """A requirements file (or one it includes) that cannot be read, or past the bound."""
 
 
-def requirements_bytes(path: Path) -> bytes:
+def requirements_bytes(path: Path, folders: Sequence[Path] = ()) -> bytes:
     """The bytes the tag covers for the requirements file ``path``: its own, then each file it
-    includes (``-r``/``-c``, recursively, each once) framed by the name it was written as.
-    An include that is not a local file (a URL, a missing one) counts by its name only.
-    RequirementsError past MAX_REQUIREMENTS_BYTES in all, or for a file it cannot read."""
+    includes (``-r``/``-c``, recursively, each once) framed by the name it was written as,
+    then the content of each local path requirement (a wheel's bytes, a folder's files:
+    an edited wheel is a new image). An include that is not a local file (a URL, a missing
+    one) counts by its name only. ``folders``: where local paths resolve from (the first) and
+    must stay in (see local_requirements; default the file's folder). RequirementsError past
+    MAX_REQUIREMENTS_BYTES in all, or for a file it cannot read."""
     first = _read_bounded(path, MAX_REQUIREMENTS_BYTES, path)
     out, seen, todo = [first], {path.resolve()}, [(path, first)]
     left = MAX_REQUIREMENTS_BYTES - len(first)
@@ -151,7 +171,10 @@ def requirements_bytes(path: Path) -> bytes:
             left -= len(body)
             out.append(b"\0include\0" + written.encode() + b"\0" + str(len(body)).encode() + b"\0" + body)
             if is_file:
+                _no_local_paths(found, body)
                 todo.append((found, body))
+    for local in local_requirements(path, first, folders or (path.parent,)):
+        out.append(b"\0local\0" + local.written.encode() + b"\0" + local.content_digest().encode())
     return b"".join(out)
 
 
@@ -178,14 +201,101 @@ def _read_bounded(path: Path, budget: int, top: Path) -> bytes:
 
 
 def _includes(data: bytes) -> list[str]:
-    """The files a requirements file's ``-r``/``-c`` lines name, in order."""
-    text = data.decode("utf-8", "replace")
-    return [m.group(1) for line in text.splitlines() if (m := _INCLUDE.match(line.split(" #")[0]))]
+    """The files a requirements file's ``-r``/``-c`` lines name, in order (vxtrain.images.safety reads them)."""
+    return [written for _, written in includes(data)]
 
 
-def image_tag(base: str, python: str | None, requirements: bytes | None, source_digest: str) -> str:
-    """HASH_LENGTH hex digits over the recipe, the base, the Python, the requirements and the source."""
-    h = hashlib.sha256(f"{RECIPE_VERSION}\0{CODE_DIR}\0{DEPS_DIR}\0{base}\0{python or ''}\0".encode())
+def image_tag(base: str, python: str | None, requirements: bytes | None, source_digest: str,
+              platform: str = DEFAULT_PLATFORM) -> str:
+    """HASH_LENGTH hex digits over the recipe, the base, the Python, the platform, the requirements
+    and the source."""
+    h = hashlib.sha256(f"{RECIPE_VERSION}\0{CODE_DIR}\0{DEPS_DIR}\0{base}\0{python or ''}\0{platform}\0".encode())
     h.update(b"no-requirements\0" if requirements is None else b"requirements\0" + requirements + b"\0")
     h.update(source_digest.encode())
     return h.hexdigest()[:HASH_LENGTH]
+
+
+#: A requirement line that is a local path: ``./libs/pkg``, ``../x.whl``, ``/abs``, ``.``, ``file:…``,
+#: optionally ``-e``/``--editable``, then extras and markers (``[gpu]; python_version < "3.11"``).
+_LOCAL = re.compile(r"^\s*(?P<editable>(?:-e|--editable)(?:\s*=\s*|\s+))?"
+                    r"(?:[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?\s*@\s*)?"
+                    r"(?P<path>(?:\.{1,2}/|/|file:)[^\s;\[]*|\.{1,2}(?=[\s;\[]|$))(?P<rest>.*)$")
+
+
+@dataclass(frozen=True)
+class LocalRequirement:
+    """A requirements line that names a local wheel or project folder (not an index package)."""
+
+    file: Path
+    line: int
+    written: str  # the path as written (``./wh/x-1.0-py3-none-any.whl``)
+    path: Path  # resolved from the spec's folder, links followed
+    editable: bool
+    rest: str  # extras and markers after the path, as written
+
+    @property
+    def wheel(self) -> bool:
+        """True for a wheel file (used as it is), False for a project folder (built into a wheel)."""
+        return self.path.suffix == ".whl"
+
+    def content_digest(self) -> str:
+        """What the tag covers of it: the wheel's bytes, or the folder's files (vxtrain.packaging.source)."""
+        if self.wheel:
+            h = hashlib.sha256()
+            with self.path.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            return h.hexdigest()
+        return describe(self.path).digest
+
+
+def _local_path(written: str, spec_folder: Path) -> Path:
+    """A local requirement's path: ``file:`` URLs decoded, relative paths from the spec's folder
+    (pip would take them from the working directory: the same spec would build another image
+    from elsewhere)."""
+    if written.startswith("file:"):
+        parsed = urlparse(written)
+        written = unquote(parsed.path if parsed.netloc in ("", "localhost") else "//" + parsed.netloc + parsed.path)
+    return (spec_folder / written).resolve()
+
+
+def local_requirements(path: Path, data: bytes, folders: Sequence[Path]) -> list[LocalRequirement]:
+    """The local path requirements of the requirements file ``path`` (holding ``data``), resolved
+    from ``folders[0]``; RequirementsError for one that is missing or outside every folder of
+    ``folders`` (the spec's and the source's: nothing else on this machine goes into an image)."""
+    roots = [folder.resolve() for folder in folders]
+    out = []
+    for number, line in _lines(data):
+        found = _LOCAL.match(line)
+        if found is None:
+            continue
+        written = found.group("path")
+        local = LocalRequirement(path, number, written, _local_path(written, roots[0]),
+                                 found.group("editable") is not None, found.group("rest").strip())
+        where = f"{path}:{number}: {written}"
+        if not any(local.path.is_relative_to(root) for root in roots):
+            raise RequirementsError(f"{where} is {local.path}, outside the spec's folder and the source folder: "
+                                    "a local requirement must be in the project; copy it in")
+        if not (local.path.is_dir() if not local.wheel else local.path.is_file()):
+            raise RequirementsError(f"{where} is not a {'wheel file' if local.wheel else 'folder'} (looked for "
+                                    f"{local.path}; local paths are relative to the spec's folder)")
+        out.append(local)
+    return out
+
+
+def _no_local_paths(path: Path, data: bytes) -> None:
+    """RequirementsError for a local path in an included file: pip would take it from the working
+    directory and build it here; vxtrain handles them in build.requirements itself."""
+    for number, line in _lines(data):
+        found = _LOCAL.match(line)
+        if found:
+            raise RequirementsError(f"{path}:{number}: {found.group('path')} is a local path in an included "
+                                    "requirements file: name local wheels and folders in build.requirements itself")
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, str]]:
+    """(number, text) of each line of a requirements file, its comment cut off."""
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        text = line.split(" #")[0].strip()
+        if text and not text.startswith("#"):
+            yield number, text

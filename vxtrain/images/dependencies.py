@@ -1,0 +1,320 @@
+"""The dependency layer: what pip installs, for the image's Python and platform, not this machine's.
+
+``pip install --target`` of wheels only, with pip's documented cross-platform
+options (``--platform``, ``--python-version``, ``--implementation cp``,
+``--only-binary=:all:``: https://pip.pypa.io/en/stable/cli/pip_install/#cmdoption-platform):
+no ``RUN`` step exists without a container runtime, so nothing may be compiled.
+pip's own settings apply (``PIP_INDEX_URL``, ``PIP_FIND_LINKS``, ``PIP_NO_INDEX``).
+
+What pip does not do for a target, done here:
+
+- **Markers.** pip picks wheel *tags* for ``--python-version``/``--platform`` but
+  judges environment markers (``exceptiongroup; python_version < "3.11"``) against
+  the interpreter that runs it (``InstallRequirement.match_markers`` and the
+  resolver call ``Marker.evaluate()``, whose environment is
+  ``packaging.markers.default_environment()`` of the running Python: pip issue
+  https://github.com/pypa/pip/issues/11664). pip runs here under a launcher that
+  makes that function return the image's environment (PEP 508's variables for
+  CPython ``X.Y`` on linux/amd64 or arm64), so every marker, in the requirements and
+  in each wheel's ``Requires-Dist``, is judged for the image.
+- **Local paths** (``./libs/pkg``, ``-e ./libs/pkg``, ``./wh/x.whl``, ``file:``): resolved
+  from the spec's folder (vxtrain.images.recipe.local_requirements); a wheel is used
+  as it is, a folder is built into a wheel with pypa ``build`` (its declared build
+  backend, isolated) and kept only when pure Python (an extension module built here
+  is for this machine's Python and libc); ``-e`` installs the same way (an image is a
+  snapshot: nothing to edit in place). ``direct_url.json`` (PEP 610: it records the
+  path here) is removed.
+- **.pth files.** PYTHONPATH folders are not site directories: a ``sitecustomize``
+  in SITE_DIR calls ``site.addsitedir(DEPS_DIR)``, then runs the base's own
+  ``sitecustomize`` (which it shadows) if there is one.
+- **Console scripts** are kept in BIN_DIR (on the image's PATH) with the shebang
+  ``#!/usr/bin/env pythonX.Y``: the image's Python by name, not this machine's path.
+
+The layer is cached by a hash of everything it is made from (the requirements, the
+files they name, the Python, the platform, this recipe): a change of code alone
+runs no pip (``$XDG_CACHE_HOME/vxtrain/layers``, docs/decisions.md).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from vxtrain.errors import VxtrainError
+from vxtrain.images.layers import Layer, write_layer
+from vxtrain.images.recipe import (
+    BIN_DIR, DEPS_DIR, RECIPE_VERSION, SITE_DIR, LocalRequirement, local_requirements, requirements_bytes)
+from vxtrain.images.safety import requirement_files, safe_pip_error
+from vxtrain.vocab.callbacks import Say
+
+__all__ = ["DependencyError", "PLATFORM_TAGS", "Target", "cache_dir", "dependency_files", "dependency_layer", "install",
+           "layer_key", "pip_command"]
+
+#: The wheel platforms pip may take per image platform: manylinux2014 (glibc 2.17) up to glibc
+#: 2.28 (Vertex AI's prebuilt images are Debian/Ubuntu with a newer glibc); pip adds the older
+#: manylinux tags each implies.
+PLATFORM_TAGS = {"linux/amd64": ("manylinux2014_x86_64", "manylinux_2_28_x86_64"),
+                 "linux/arm64": ("manylinux2014_aarch64", "manylinux_2_28_aarch64")}
+#: ``platform_machine`` (PEP 508: ``platform.machine()``) of each platform's Linux.
+_MACHINES = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
+#: Mixed into the cache key: bump it when the same inputs make another dependency layer.
+DEPS_RECIPE = "vxtrain-deps-1"
+_MISSING = re.compile(r"No matching distribution found for ([^\s]+)")
+#: pip run with marker evaluation for the target: argv[1] is the PEP 508 environment (JSON),
+#: the rest pip's arguments. ``default_environment`` is read at each ``Marker.evaluate()``.
+_LAUNCHER = """\
+import json, sys
+from pip._vendor.packaging import markers
+environment = json.loads(sys.argv[1])
+markers.default_environment = lambda: dict(environment)
+from pip._internal.cli.main import main
+sys.argv = ["pip", *sys.argv[2:]]
+sys.exit(main())
+"""
+#: The first lines pip (distlib) writes for a console script when the interpreter's path is
+#: long or has spaces: a shell line that execs it (``'''exec' "/path/python" "$0" "$@"``).
+_SH_LAUNCHER = re.compile(rb"\A#!/bin/sh\n'''exec' [^\n]*\n' '''\n")
+_SITECUSTOMIZE = f'''\
+"""vxtrain: {DEPS_DIR} as a site directory (its .pth files processed), then the base's own sitecustomize."""
+import importlib.machinery
+import importlib.util
+import os
+import site
+import sys
+
+site.addsitedir("{DEPS_DIR}")
+_here = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.machinery.PathFinder.find_spec(
+    "sitecustomize", [p for p in sys.path if os.path.abspath(p or ".") != _here])
+if _spec is not None and _spec.loader is not None:
+    _base = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_base)
+'''
+
+
+class DependencyError(VxtrainError):
+    """pip could not install the requirements from wheels for the image's platform and Python,
+    or a local requirement cannot be built for it."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The Python and platform the dependency layer is for."""
+
+    python: str  # ``3.10``
+    platform: str = "linux/amd64"
+    full_version: str | None = None  # ``3.10.13`` when the base says it (PYTHON_VERSION)
+
+    @property
+    def words(self) -> str:
+        """``linux/amd64 and Python 3.10``, for messages."""
+        return f"{self.platform} and Python {self.python}"
+
+    def marker_environment(self) -> dict[str, str]:
+        """PEP 508's marker variables for CPython on Linux (the image), not this machine.
+        ``platform_release``/``platform_version`` (the kernel) are not known: empty."""
+        full = self.full_version or f"{self.python}.0"
+        return {"implementation_name": "cpython", "implementation_version": full, "os_name": "posix",
+                "platform_machine": _MACHINES[self.platform], "platform_python_implementation": "CPython",
+                "platform_release": "", "platform_system": "Linux", "platform_version": "",
+                "python_full_version": full, "python_version": self.python, "sys_platform": "linux"}
+
+
+def pip_command(requirements: Path, target: Target, dest: Path) -> list[str]:
+    """``pip install --target dest`` of wheels only, for ``target``, markers judged for it."""
+    platforms = [arg for p in PLATFORM_TAGS[target.platform] for arg in ("--platform", p)]
+    return [sys.executable, "-c", _LAUNCHER, json.dumps(target.marker_environment()), "install", "--quiet",
+            "--disable-pip-version-check", "--no-warn-script-location", "--no-compile", "--target", str(dest),
+            *platforms, "--implementation", "cp", "--python-version", target.python, "--only-binary=:all:",
+            "--requirement", str(requirements)]
+
+
+def install(requirements: Path, folders: tuple[Path, ...], target: Target, dest: Path, tmp: Path) -> None:
+    """Install ``requirements`` (local paths from ``folders[0]``) into ``dest`` laid out as
+    dependency_files reads it; DependencyError naming what has no wheel for ``target``."""
+    pkgs = dest / "pkgs"
+    written = _prepared(requirements, folders, target, tmp)
+    proc = subprocess.run(pip_command(written, target, pkgs), capture_output=True, text=True, check=False,
+                          cwd=folders[0] if folders else None)
+    if proc.returncode != 0:
+        raise _pip_error(proc.stderr, requirements, target)
+    _drop_outside_records(pkgs)
+    for found in pkgs.glob("*.dist-info/direct_url.json"):
+        found.unlink()  # PEP 610: the URL it came from here (a local path, a temporary wheel)
+    _retarget_scripts(pkgs / "bin", target)
+    (dest / "site").mkdir(parents=True, exist_ok=True)
+    (dest / "site" / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
+
+
+def _pip_error(stderr: str, requirements: Path, target: Target) -> DependencyError:
+    """pip's failure in vxtrain's words; no line of a requirements file is quoted (safety)."""
+    missing = _MISSING.search(stderr)
+    if missing:
+        return DependencyError(
+            f"{requirements}: no wheel of {missing.group(1)} for {target.words} (an image built without a "
+            "Docker daemon installs wheels only, nothing is compiled): pin a version that publishes a manylinux "
+            "wheel, set build.python to the base image's Python, or use an image that has it")
+    tail = "\n".join(safe_pip_error(stderr, requirement_files(requirements)).strip().splitlines()[-5:])
+    return DependencyError(f"pip could not install {requirements} for {target.words}: {tail}")
+
+
+def _prepared(requirements: Path, folders: tuple[Path, ...], target: Target, tmp: Path) -> Path:
+    """``requirements`` as pip should read it: each local path line replaced by a wheel (the one
+    named, or one built from the folder) by its absolute path, each ``-r``/``-c`` by the
+    absolute path of the file it names (the copy lives in ``tmp``). The file itself when it
+    has no local paths."""
+    data = requirements.read_bytes()
+    locals_ = {local.line: local for local in local_requirements(requirements, data, folders or (requirements.parent,))}
+    if not locals_:
+        return requirements
+    wheels = tmp / "local-wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        local = locals_.get(number)
+        if local is not None:
+            line = f"{_wheel_for(local, wheels, target)}{local.rest}"
+        elif (found := re.match(r"^(\s*(?:-[rc]|--requirement|--constraint)(?:\s*=\s*|\s*))(\S+)(.*)$", line)):
+            named = (requirements.parent / found.group(2))
+            line = f"{found.group(1)}{named.resolve() if named.exists() else found.group(2)}{found.group(3)}"
+        lines.append(line)
+    out = tmp / "requirements.txt"
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+def _wheel_for(local: LocalRequirement, wheels: Path, target: Target) -> Path:
+    """The wheel pip installs for ``local``: the file itself, or one built from the folder
+    (DependencyError when it is not pure Python: built here, it would be for this machine)."""
+    if local.wheel:
+        return local.path
+    out = Path(tempfile.mkdtemp(prefix="build-", dir=wheels))
+    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(local.path)],
+                          capture_output=True, text=True, check=False)
+    built = sorted(out.glob("*.whl"))
+    where = f"{local.file}:{local.line}: {local.written}"
+    if proc.returncode != 0 or not built:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+        raise DependencyError(f"{where}: could not build a wheel of {local.path} (pypa build): {tail}")
+    wheel = built[0]
+    if not wheel.name.endswith("-none-any.whl"):
+        raise DependencyError(
+            f"{where}: {wheel.name} has compiled code, built for this machine's Python and libc, not for "
+            f"{target.words}: an image built without a container runtime compiles nothing; build a manylinux "
+            "wheel for the image (cibuildwheel) and name the .whl file instead, or leave it out")
+    return wheel
+
+
+def _drop_outside_records(pkgs: Path) -> None:
+    """Remove RECORD lines of files pip wrote outside the target (``../../bin/…``, console scripts):
+    their hashes cover this machine's interpreter path, and the scripts are rewritten."""
+    for record in pkgs.glob("*.dist-info/RECORD"):
+        lines = record.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for line in lines if not line.startswith("../")]
+        if kept != lines:
+            record.write_text("".join(kept), encoding="utf-8")
+
+
+def _retarget_scripts(bin_dir: Path, target: Target) -> None:
+    """Console scripts with ``#!/usr/bin/env pythonX.Y`` instead of this machine's interpreter."""
+    if not bin_dir.is_dir():
+        return
+    for script in sorted(bin_dir.iterdir()):
+        if not script.is_file():
+            continue
+        data = script.read_bytes()
+        rest = _SH_LAUNCHER.sub(b"", data, count=1)
+        if rest == data:
+            first, _, after = data.partition(b"\n")
+            if not (first.startswith(b"#!") and b"python" in first):
+                continue  # a shell script, say: its interpreter is not this machine's Python
+            rest = after
+        script.write_bytes(f"#!/usr/bin/env python{target.python}\n".encode() + rest)
+        script.chmod(0o755)
+
+
+def dependency_files(dest: Path) -> Iterator[tuple[PurePosixPath, Path]]:
+    """What ``install`` wrote under ``dest``: packages under DEPS_DIR, scripts under BIN_DIR, the
+    sitecustomize under SITE_DIR."""
+    for folder, prefix in ((dest / "pkgs", DEPS_DIR), (dest / "pkgs" / "bin", BIN_DIR), (dest / "site", SITE_DIR)):
+        for dirpath, dirnames, filenames in os.walk(folder):
+            here = Path(dirpath)
+            if here == dest / "pkgs":
+                dirnames[:] = [d for d in dirnames if d != "bin"]
+            dirnames.sort()
+            for name in sorted(filenames):
+                if (here / name).is_file():
+                    yield prefix / (here / name).relative_to(folder).as_posix(), here / name
+
+
+def layer_key(requirements: Path, folders: tuple[Path, ...], target: Target) -> str:
+    """The hash the dependency layer is cached under: the requirements and every file they name
+    (recipe.requirements_bytes), the Python (with its patch release when known), the platform,
+    the layout and pip's options (RECIPE_VERSION, DEPS_RECIPE)."""
+    h = hashlib.sha256(f"{RECIPE_VERSION}\0{DEPS_RECIPE}\0{target.python}\0{target.full_version or ''}\0"
+                       f"{target.platform}\0".encode())
+    h.update(requirements_bytes(requirements, folders))
+    return h.hexdigest()
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/vxtrain/layers`` (``~/.cache`` when unset, as the XDG base directory spec says)."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "vxtrain" / "layers"
+
+
+def _cached(key: str) -> Layer | None:
+    """The cached layer ``key``, when its file is there with the digest its record says."""
+    record, path = cache_dir() / f"{key}.json", cache_dir() / f"{key}.tar.gz"
+    try:
+        meta = json.loads(record.read_text(encoding="utf-8"))
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except (OSError, ValueError):
+        return None
+    if f"sha256:{h.hexdigest()}" != meta.get("digest"):
+        return None  # a truncated or edited file: build it again
+    return Layer(path, meta["digest"], meta["diff_id"], int(meta["size"]), int(meta["files"]))
+
+
+def _store(key: str, layer: Layer) -> Layer:
+    """Keep ``layer`` in the cache (file, then record: a reader sees both or neither); the cached
+    copy, or ``layer`` itself when the cache cannot be written (a read-only home)."""
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{key}.tar.gz"
+        partial = folder / f".{key}.{os.getpid()}.part"
+        shutil.copyfile(layer.path, partial)
+        os.replace(partial, path)
+        record = {"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size, "files": layer.files}
+        partial.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(partial, folder / f"{key}.json")
+    except OSError:
+        return layer
+    return Layer(path, layer.digest, layer.diff_id, layer.size, layer.files)
+
+
+def dependency_layer(requirements: Path, folders: tuple[Path, ...], target: Target, tmp: Path,
+                     say: Say, named: str) -> Layer:
+    """The dependency layer for ``requirements`` (``named`` as the spec wrote it): from the cache
+    when its inputs are unchanged, else pip runs."""
+    key = layer_key(requirements, folders, target)
+    found = _cached(key)
+    if found is not None:
+        say(f"reusing the dependency layer of {named} (it and the files it names are unchanged: pip not run)")
+        return found
+    say(f"installing {named} (wheels for {target.words})")
+    dest = tmp / "deps"
+    install(requirements, folders, target, dest, tmp)
+    return _store(key, write_layer(dependency_files(dest), tmp / "deps.tar.gz"))
