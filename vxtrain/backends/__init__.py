@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from vxtrain.backends.base import JobBackend, LogReader
+from vxtrain.backends.tokens import holding
 from vxtrain.runtime.gpus import GpuOptions
 
 #: ``open_backend`` targets.
@@ -37,6 +38,7 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
       ``base.LocalRun``), stopped with every process of its jobs when the block
       ends. Its jobs print to ``job_output`` (default stderr) as well as to its
       Logging service; ``gpus`` says how their replicas share this host's GPUs.
+      Only this process can talk to it (a private token, vxtrain.backends.emulator.auth).
     """
     if target not in TARGETS:
         raise ValueError(f"unknown backend target {target!r}; expected one of {', '.join(TARGETS)}")
@@ -49,8 +51,13 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
             yield backend
         return
     from vxtrain.backends.emulator import start_emulator  # lazy: grpc and aiplatform's types, as above
+    from vxtrain.backends.emulator.auth import private  # lazy: as above (it imports grpc)
 
-    with start_emulator(workdir=workdir, out=job_output, gpus=gpus) as handle:
+    # Reachable by this process alone: a private token, held in memory, never written;
+    # this process's clients (jobs and logs) find it by the port (tokens.holding).
+    token = private()
+    with start_emulator(workdir=workdir, out=job_output, gpus=gpus, token=token) as handle, \
+            holding(handle.port, token.value):
         with connect(endpoint=handle.address) as backend:
             backend.in_process = True  # its jobs stop with this process (wait's Ctrl-C says so)
             yield backend

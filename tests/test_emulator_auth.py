@@ -1,0 +1,307 @@
+"""Who may talk to the emulator (issue 29): every call, gRPC and REST, carries the
+emulator's bearer token, else it is UNAUTHENTICATED (HTTP 401) and nothing is done.
+
+The emulator runs the command of every job it is sent: before the token, any local
+user could run code as the user who started it. The tests that matter most run a
+call as another user (``nobody``, through ``runuser``), so they need root; without
+it they skip (and say so under CI, whose runner may not be root).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.cloud.aiplatform_v1.types import job_service
+
+from tests.environment import under_ci
+from tests.incli import run
+from tests.processes import stop
+from vxtrain.backends.emulator import EmulatorHandle, start_emulator
+from vxtrain.backends.emulator.auth import GCLOUD_TOKEN_FILE_ENV, authorize, private
+from vxtrain.backends.tokens import TOKEN_ENV, token_file
+from vxtrain.backends.vertex import emulator_channel
+
+ROOT = Path(__file__).resolve().parent.parent
+PARENT = "projects/p/locations/us-central1"
+CREATE = "/google.cloud.aiplatform.v1.JobService/CreateCustomJob"
+LIST = "/google.cloud.aiplatform.v1.JobService/ListCustomJobs"
+TAIL = "/google.logging.v2.LoggingServiceV2/TailLogEntries"
+
+
+def create_request() -> bytes:
+    """A CreateCustomJob request whose job would run ``true``."""
+    job = {"display_name": "intruder", "job_spec": {"worker_pool_specs": [{
+        "machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": 1,
+        "container_spec": {"image_uri": "us-docker.pkg.dev/p/r/t:1", "command": ["true"]}}]}}
+    return bytes(job_service.CreateCustomJobRequest.serialize(
+        job_service.CreateCustomJobRequest(parent=PARENT, custom_job=job)))
+
+
+def status_of(call: Any) -> grpc.StatusCode:
+    """The status code of a raw gRPC call (``call()`` raises grpc.RpcError, or succeeds)."""
+    try:
+        call()
+    except grpc.RpcError as exc:
+        code: grpc.StatusCode = exc.code()
+        return code
+    return grpc.StatusCode.OK
+
+
+@pytest.fixture
+def file_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No VXTRAIN_EMULATOR_TOKEN: emulators write a token file, clients read it."""
+    monkeypatch.delenv(TOKEN_ENV)
+
+
+# --- the check --------------------------------------------------------------------
+
+def test_authorize_takes_bearer_and_the_token_alone() -> None:
+    assert authorize("s3cret", "Bearer s3cret")
+    assert authorize("s3cret", "bearer s3cret")  # the scheme is case-insensitive (RFC 9110, 11.1)
+    for header in (None, "", "Bearer", "Bearer s3cre", "Bearer s3cret2", "Basic s3cret", "s3cret",
+                   "Bearer S3CRET", "Bearer s3crét"):
+        assert not authorize("s3cret", header), header
+
+
+# --- gRPC and REST refuse a call without the token ----------------------------------------
+
+def test_grpc_calls_without_the_token_or_with_a_wrong_one_are_unauthenticated(emulator: EmulatorHandle) -> None:
+    """Unary and streaming (TailLogEntries, a bidi stream) alike; a refused create stores nothing."""
+    plain = grpc.insecure_channel(emulator.address)
+    wrong = emulator_channel(emulator.address, token="not-the-token")
+    right = emulator_channel(emulator.address)
+    try:
+        for channel in (plain, wrong):
+            create = channel.unary_unary(CREATE)
+            assert status_of(lambda: create(create_request(), timeout=10)) == grpc.StatusCode.UNAUTHENTICATED
+            tail = channel.stream_stream(TAIL)
+            assert status_of(lambda: list(tail(iter([b""]), timeout=10))) == grpc.StatusCode.UNAUTHENTICATED
+        assert emulator.jobs() == []
+        listed = right.unary_unary(LIST)
+        assert status_of(lambda: listed(job_service.ListCustomJobsRequest.serialize(
+            job_service.ListCustomJobsRequest(parent=PARENT)), timeout=10)) == grpc.StatusCode.OK
+    finally:
+        for channel in (plain, wrong, right):
+            channel.close()
+
+
+def test_the_refusal_says_where_the_token_is(emulator: EmulatorHandle) -> None:
+    with grpc.insecure_channel(emulator.address) as channel:
+        with pytest.raises(grpc.RpcError) as refused:
+            channel.unary_unary(LIST)(b"", timeout=10)
+    assert refused.value.details().startswith("Request is missing required authentication credential.")
+    assert TOKEN_ENV in refused.value.details()
+
+
+def _http(url: str, token: str | None) -> int:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return exc.code
+
+
+def test_rest_calls_without_the_token_or_with_a_wrong_one_are_401() -> None:
+    with start_emulator(out=io.StringIO(), environ={}, http_port=0) as handle:
+        assert handle.http_url is not None and handle.token is not None
+        url = f"{handle.http_url}v1/{PARENT}/customJobs"
+        assert _http(url, None) == 401
+        assert _http(url, "not-the-token") == 401
+        assert _http(url, handle.token.value) == 200
+
+
+# --- the token file -------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("file_token")
+def test_the_token_file_is_private_and_removed_on_stop() -> None:
+    handle = start_emulator(out=io.StringIO(), environ={})
+    try:
+        assert handle.token is not None and handle.token.file == token_file(handle.port)
+        path = handle.token.file
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        assert path.read_text() == handle.token.value
+        assert handle.gcloud_environment() == {GCLOUD_TOKEN_FILE_ENV: str(path)}
+    finally:
+        handle.stop()
+    assert not path.exists()
+
+
+@pytest.mark.usefixtures("file_token")
+def test_a_token_file_left_on_the_port_is_replaced() -> None:
+    """An emulator killed on a port leaves its file; the next one on that port writes its own."""
+    with start_emulator(out=io.StringIO(), environ={}) as first:
+        port = first.port
+    stale = token_file(port)
+    stale.write_text("stale")
+    try:
+        handle = start_emulator(port=port, out=io.StringIO(), environ={})
+    except Exception:  # the port was taken meanwhile: nothing to show here
+        pytest.skip(f"port {port} was taken again before the second emulator could bind it")
+    with handle:
+        assert handle.token is not None and stale.read_text() == handle.token.value != "stale"
+
+
+@pytest.mark.usefixtures("file_token")
+def test_the_emulator_command_prints_its_token_file_and_the_cli_reads_it(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vxtrain emulator` (another process) prints CLOUDSDK_AUTH_ACCESS_TOKEN_FILE; `vxtrain list
+    --endpoint` finds the token in that file, or in VXTRAIN_EMULATOR_TOKEN (a wrong one: exit 4)."""
+    proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "emulator", "--port", "0"], cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stderr is not None
+        address = proc.stderr.readline().rsplit(" ", 1)[1].strip()
+        name, _, value = proc.stderr.readline().strip().partition("=")
+        assert name == GCLOUD_TOKEN_FILE_ENV and Path(value) == token_file(int(address.rsplit(":", 1)[1]))
+        listing = ("list", "--endpoint", address, "--project", "p", "--region", "us-central1", "-o", "json")
+        assert run(capsys, *listing)[:2] == (0, {"jobs": []})
+        monkeypatch.setenv(TOKEN_ENV, "not-the-token")
+        code, _, err = run(capsys, *listing)
+        assert code == 4 and f"export {TOKEN_ENV}" in err and "Traceback" not in err
+        monkeypatch.setenv(TOKEN_ENV, Path(value).read_text())
+        assert run(capsys, *listing)[0] == 0
+    finally:
+        stop(proc, timeout=30)
+    assert proc.returncode == 0
+    assert not Path(value).exists()
+
+
+def test_a_client_without_the_token_is_told_how_to_give_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """An emulator with a token this process's CLI cannot find (no file, a wrong variable)."""
+    with start_emulator(out=io.StringIO(), environ={}, token=private()) as handle:
+        code, _, err = run(capsys, "list", "--endpoint", handle.address, "--project", "p", "--region", "us-central1")
+    assert code == 4
+    assert "the emulator refused the call: Request had invalid authentication credentials." in err
+    assert f"export {TOKEN_ENV}" in err and "run vxtrain as the user who started it" in err
+
+
+# --- another user ---------------------------------------------------------------------
+
+def require_root_and_runuser() -> None:
+    """These tests act as another user (``nobody``): root, ``runuser`` and ``curl`` are needed."""
+    if os.geteuid() != 0:
+        ci = " (under CI too: this runner is not root, so another user's call is not tested here)"
+        pytest.skip("acting as another user needs root" + (ci if under_ci() else ""))
+    missing = [tool for tool in ("runuser", "curl") if shutil.which(tool) is None]
+    if missing:
+        reason = f"{' and '.join(missing)} not installed: cannot act as another user"
+        if under_ci():
+            pytest.fail(reason + "; under CI this must be tested")
+        pytest.skip(reason)
+
+
+def curl_grpc(address: str, method: str, body: bytes, *, user: str | None = "nobody",
+              token: str | None = None) -> str:
+    """A real gRPC call made with curl (HTTP/2, one length-prefixed message), as ``user``; its
+    ``grpc-status`` ("16": UNAUTHENTICATED, "0": OK)."""
+    command = ["curl", "-sS", "--http2-prior-knowledge", "-D", "-", "-o", "/dev/null", "--max-time", "10",
+               "-H", "content-type: application/grpc", "-H", "te: trailers", "--data-binary", "@-",
+               *(["-H", f"authorization: Bearer {token}"] if token else []), f"http://{address}{method}"]
+    if user is not None:
+        command = ["runuser", "-u", user, "--", *command]
+    frame = b"\0" + len(body).to_bytes(4, "big") + body
+    done = subprocess.run(command, input=frame, capture_output=True, timeout=30, check=True)
+    headers = dict(line.split(":", 1) for line in done.stdout.decode().splitlines() if ":" in line)
+    return str(headers.get("grpc-status", "")).strip()
+
+
+def as_nobody(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["runuser", "-u", "nobody", "--", *command], capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.usefixtures("file_token")
+def test_a_job_sent_as_another_user_is_refused(tmp_path: Path) -> None:
+    """nobody cannot read root's token file, so its create (gRPC or REST) is refused and no job
+    is stored; the same curl call with the token (root's) is served, so the refusal is the token's."""
+    require_root_and_runuser()
+    with start_emulator(out=io.StringIO(), environ={}, http_port=0, simulate_seconds=0.1) as handle:
+        assert handle.token is not None and handle.token.file is not None and handle.http_url is not None
+        denied = as_nobody("cat", str(handle.token.file))
+        assert denied.returncode != 0 and "Permission denied" in denied.stderr
+        assert curl_grpc(handle.address, CREATE, create_request()) == "16"
+        rest = as_nobody("curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d",
+                         json.dumps({"displayName": "intruder"}), f"{handle.http_url}v1/{PARENT}/customJobs")
+        assert rest.stdout == "401", rest
+        assert handle.jobs() == []
+        assert curl_grpc(handle.address, CREATE, create_request(), user=None, token=handle.token.value) == "0"
+        assert [job.display_name for job in handle.jobs()] == ["intruder"]
+
+
+def listening_ports(pid: int) -> set[int]:
+    """The TCP ports process ``pid`` listens on (/proc: its socket inodes, matched in /proc/net/tcp*)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+@pytest.fixture
+def local_submit(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """`vxtrain submit --target local --wait` of a job that runs until ``go`` exists."""
+    started, go = tmp_path / "started", tmp_path / "go"
+    code = (f"import os, pathlib, time; pathlib.Path({str(started)!r}).write_text('up')\n"
+            f"deadline = time.time() + 60\n"
+            f"while not os.path.exists({str(go)!r}) and time.time() < deadline: time.sleep(0.05)")
+    spec = tmp_path / "job.yaml"
+    spec.write_text("display_name: private\nchief:\n  machine_type: n1-standard-4\n"
+                    "  image: us-docker.pkg.dev/p/r/train:1\n"
+                    f"  command: [{json.dumps(sys.executable)}, -c, {json.dumps(code)}]\n")
+    proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "submit", str(spec), "--target", "local", "--wait",
+                             "--project", "p", "--region", "us-central1", "--no-logs"], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), proc.poll()
+        yield proc, go
+    finally:
+        go.touch()
+        stop(proc, timeout=30)
+
+
+def test_the_emulator_of_a_local_submit_answers_that_process_alone(
+        local_submit: tuple[subprocess.Popen[str], Path]) -> None:
+    """Its token is private (in memory, never written): nobody is refused, and so is root with
+    VXTRAIN_EMULATOR_TOKEN; the submit's own client is served and the job succeeds."""
+    require_root_and_runuser()
+    proc, go = local_submit
+    ports = listening_ports(proc.pid)
+    assert len(ports) == 1, ports
+    address = f"127.0.0.1:{ports.pop()}"
+    assert curl_grpc(address, CREATE, create_request()) == "16"
+    assert curl_grpc(address, CREATE, create_request(), user=None, token=os.environ[TOKEN_ENV]) == "16"
+    assert not token_file(int(address.rsplit(":", 1)[1])).exists()
+    go.touch()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "JOB_STATE_SUCCEEDED" in out or "succeeded" in (out + err).lower(), out + err

@@ -1,0 +1,155 @@
+"""Who may talk to the emulator: the bearer token every call must carry.
+
+The emulator runs the command of every job it is sent, as the user who started it,
+so loopback alone is not enough on a shared host: every call, gRPC and REST, must
+carry ``Authorization: Bearer TOKEN`` (gRPC metadata ``authorization``), as calls to
+Vertex AI carry theirs; anything else is UNAUTHENTICATED (HTTP 401).
+
+The token is, in this order: one the caller hands over (``--target local``'s private
+one, held in memory only: :func:`private`), ``VXTRAIN_EMULATOR_TOKEN``, or a random
+one written to a file only its user can read (:meth:`Token.write`; where:
+vxtrain.backends.tokens), which gcloud reads as ``auth/access_token_file``
+(https://cloud.google.com/sdk/gcloud/reference/config/set, "access_token_file: A file
+path to read the access token") and vxtrain's clients find by the port.
+"""
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import stat
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from vxtrain.backends.tokens import TOKEN_ENV, token_file
+from vxtrain.errors import VxtrainError
+
+#: The scheme of the Authorization header (RFC 6750, section 2.1; compared case-insensitively, RFC 9110 11.1).
+SCHEME = "bearer"
+#: gRPC carries the header as this metadata key (lower case, as gRPC requires of keys).
+METADATA_KEY = "authorization"
+#: gcloud's ``auth/access_token_file`` property as an environment variable (``CLOUDSDK_SECTION_PROPERTY``).
+GCLOUD_TOKEN_FILE_ENV = "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"
+#: Google's words for a call without a credential, and with a wrong one (what Vertex AI answers).
+MISSING = "Request is missing required authentication credential."
+INVALID = "Request had invalid authentication credentials."
+
+
+class Token:
+    """The emulator's token: its value, where a client finds it, and the file it was written to."""
+
+    def __init__(self, value: str, where: str, *, needs_file: bool = False) -> None:
+        self.value = value
+        #: True until :meth:`write` has put it where clients find it (a token neither given nor private).
+        self.needs_file = needs_file
+        #: Where the token is, as the refusal says it ("in FILE", "VXTRAIN_EMULATOR_TOKEN", …).
+        self.where = where
+        #: The file it was written to (None: given in the environment, or private to this process).
+        self.file: Path | None = None
+
+    def __repr__(self) -> str:  # never the value: a repr ends up in logs
+        return f"Token({self.where})"
+
+    def authorize(self, header: str | None) -> bool:
+        """Whether an Authorization header value (None: none sent) is ``Bearer`` with this token."""
+        return authorize(self.value, header)
+
+    def refusal(self, header: str | None) -> str:
+        """The UNAUTHENTICATED message for a call that sent ``header``: Google's words, then where the token is."""
+        said = MISSING if header is None else INVALID
+        return f"{said} This emulator answers only calls with 'authorization: Bearer TOKEN'; its token {self.where}."
+
+    def write(self, port: int, environ: Mapping[str, str] | None = None) -> Path:
+        """Write the token to the port's file (mode 0600, in the user's private folder) and remember it.
+
+        Called once the port is bound (exclusively): a file left by an emulator that was
+        killed on this port is stale and is replaced.
+        """
+        path = token_file(port, environ)
+        try:
+            _private_folder(path.parent)
+            path.unlink(missing_ok=True)
+            # O_EXCL | O_NOFOLLOW: never write through a link or into a file someone else made.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            raise VxtrainError(f"cannot write the emulator's token to {path}: {exc.strerror or exc}; "
+                               f"set {TOKEN_ENV} to a token of your choosing instead") from exc
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(self.value)  # gcloud's file holds "an access token with no other information"
+        self.file, self.needs_file = path, False
+        self.where = f"is in {path} (readable only by the user who started the emulator)"
+        return path
+
+    def remove(self) -> None:
+        """Remove the file it was written to, if any (idempotent)."""
+        if self.file is not None:
+            self.file.unlink(missing_ok=True)
+            self.file = None
+
+
+def authorize(token: str, header: str | None) -> bool:
+    """Whether ``header`` (an Authorization value) is ``Bearer TOKEN``, compared in constant time."""
+    if header is None:
+        return False
+    scheme, _, credential = header.strip().partition(" ")
+    return scheme.lower() == SCHEME and hmac.compare_digest(credential.strip().encode(), token.encode())
+
+
+def private() -> Token:
+    """A random token held in memory only, for an emulator one process starts for itself."""
+    return Token(secrets.token_urlsafe(32), "is private to the process that started it (vxtrain --target local)")
+
+
+def serving_token(environ: Mapping[str, str]) -> Token:
+    """The token an emulator serves with: ``VXTRAIN_EMULATOR_TOKEN`` when set, else a new random
+    one (to be written with :meth:`Token.write` once the port is known)."""
+    given = environ.get(TOKEN_ENV, "").strip()
+    if given:
+        return Token(given, f"is the value of {TOKEN_ENV} it was started with")
+    return Token(secrets.token_urlsafe(32), "is in its token file", needs_file=True)
+
+
+def _private_folder(folder: Path) -> None:
+    """Make ``folder`` (mode 0700) or check that an existing one is this user's own and private."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise VxtrainError(f"cannot write the emulator's token to {folder}: it is not a folder of this user's; "
+                           f"remove it, or set {TOKEN_ENV}")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        folder.chmod(0o700)  # ours, but readable by others: the token file must not be listed either
+
+
+# --- gRPC ------------------------------------------------------------------------
+
+class BearerInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are unannotated
+    """Refuses (UNAUTHENTICATED) every call, unary or streaming, whose ``authorization``
+    metadata is not ``Bearer TOKEN``; the method's own handler never runs for it."""
+
+    def __init__(self, token: Token) -> None:
+        self.token = token
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        """The method's handler for an authorized call, else one that refuses it."""
+        header = next((str(v) for k, v in details.invocation_metadata or () if k == METADATA_KEY), None)
+        handler = continuation(details)
+        if handler is None or self.token.authorize(header):
+            return handler  # None: an unknown method, UNIMPLEMENTED either way
+        return _refusing(handler, self.token.refusal(header))
+
+
+def _refusing(handler: Any, message: str) -> Any:
+    """A handler of the same shape as ``handler`` (unary or streaming, each side) that aborts
+    with UNAUTHENTICATED before reading a request (no deserializer: nothing unasked is parsed)."""
+    def refuse(_request: Any, context: grpc.ServicerContext) -> Any:
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+    make = {(False, False): grpc.unary_unary_rpc_method_handler,
+            (False, True): grpc.unary_stream_rpc_method_handler,
+            (True, False): grpc.stream_unary_rpc_method_handler,
+            (True, True): grpc.stream_stream_rpc_method_handler}[
+        (bool(handler.request_streaming), bool(handler.response_streaming))]
+    return make(refuse, response_serializer=handler.response_serializer)
