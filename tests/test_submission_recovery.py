@@ -316,3 +316,28 @@ def test_an_attempt_sets_its_number_in_every_pool_and_standard_on_request() -> N
     assert job["jobSpec"]["scheduling"] == {"strategy": "SPOT"}  # the rung's own job is left as it was
     assert job_per_hour(out, REGION) == pytest.approx(3 * job_per_hour(
         {"jobSpec": {"workerPoolSpecs": [job["jobSpec"]["workerPoolSpecs"][0]]}}, REGION))
+
+
+# --- notifications -------------------------------------------------------------------------
+
+def test_each_event_is_posted_to_the_hooks(preempting: EmulatorHandle, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    with webhook() as spec_hook, webhook() as flag_hook:
+        path = spec(tmp_path, recovery={"max_recoveries": 1}, notify=[spec_hook.url])
+        code, doc, err = submit(capsys, path, preempting, "--notify", flag_hook.url)
+        assert code == 0, err
+        first, second = (a["name"] for a in doc["attempts"])
+        for hook in (spec_hook, flag_hook):
+            bodies = hook.bodies()
+            assert [(b["event"], b["job"], b["attempt"]) for b in bodies] == [
+                ("started", first, 0), ("recovering", first, 0), ("started", second, 1), ("succeeded", second, 1)]
+            assert bodies[-1]["state"] == "JOB_STATE_SUCCEEDED"
+            assert bodies[-1]["cost_usd"] == pytest.approx(doc["cost"]["estimated"])
+            assert "recovery 1 of 1" in bodies[1]["text"]
+
+
+def test_a_bad_notify_url_is_a_usage_error_before_any_create(preempting: EmulatorHandle, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, err = submit(capsys, spec(tmp_path), preempting, "--notify", "ftp://example.com/hook")
+    assert code == 2 and doc["error"]["type"] == "UsageError" and "ftp://example.com/hook" in doc["error"]["message"]
+    assert jobs(preempting) == []

@@ -422,11 +422,6 @@ def _count(value: Any) -> int | None:
         return None
 
 
-def run_usd(per_hour: float | None, hours: float) -> float | None:
-    """What ``hours`` of a job at ``per_hour`` cost (None when the price is unknown)."""
-    return None if per_hour is None else _round(per_hour * hours)
-
-
 # --- money in words -----------------------------------------------------------------
 
 def usd(value: float | None) -> str:

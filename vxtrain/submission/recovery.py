@@ -241,12 +241,14 @@ class _Watch:
                            text=text)
 
     def _watch_starts(self) -> None:
-        """Send ``started`` the first time each followed job is seen RUNNING."""
+        """Send ``started`` the first time each followed job is seen RUNNING, or seen to have
+        started (``start_time``: a job that ran and ended between two polls started too)."""
         inner = self.ladder.progress
 
         def progress(view: dict[str, Any], elapsed: float) -> None:
             name = str(view.get("name"))
-            if view.get("state") == "JOB_STATE_RUNNING" and name not in self.running:
+            began = view.get("state") == "JOB_STATE_RUNNING" or bool(view.get("start_time"))
+            if began and name not in self.running:
                 self.running.add(name)
                 self._notify("started", view, f"{name} is running (attempt {self.ladder.attempt})")
             if inner is not None:
