@@ -42,6 +42,7 @@ from vxtrain.backends.emulator.server import REST_SERVICES, EmulatorHandle
 from vxtrain.backends.tokens import TOKEN_ENV
 from vxtrain.backends.vertex import emulator_channel
 from vxtrain.errors import UsageError, VxtrainError
+from vxtrain.render import emulator_started
 
 ROOT = Path(__file__).resolve().parent.parent
 PARENT = "projects/vxtrain-gcloud-test/locations/us-central1"  # gcloud's project and region (_environment)
@@ -157,6 +158,20 @@ def test_the_emulator_prints_gclouds_settings_for_its_rest_port(served: Served) 
     assert "CLOUDSDK_AUTH_DISABLE_CREDENTIALS" not in settings  # gcloud sends the token from its file
 
 
+def test_without_a_token_file_the_banner_says_how_gcloud_gets_the_token() -> None:
+    """An emulator whose token came from VXTRAIN_EMULATOR_TOKEN: gcloud takes a token only from a file."""
+    out = io.StringIO()
+    emulator_started("127.0.0.1:1", "http://127.0.0.1:2/", rest.gcloud_environment("http://127.0.0.1:2/"), out)
+    lines = out.getvalue().splitlines()
+    assert lines[:2] == ["vxtrain emulator listening on 127.0.0.1:1",
+                         "vxtrain emulator serving REST on http://127.0.0.1:2/"]
+    assert not any(line.startswith("CLOUDSDK_AUTH_") for line in lines)
+    assert "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE" in lines[-1]
+    out = io.StringIO()
+    emulator_started("127.0.0.1:1", None, {}, out)
+    assert out.getvalue() == "vxtrain emulator listening on 127.0.0.1:1\n"  # no REST port: the line it always was
+
+
 def test_gcloud_runs_a_job_that_the_grpc_client_sees(served: Served, tmp_path: Path) -> None:
     """create, describe, list, stream-logs, cancel, hp-tuning-jobs create: what gcloud
     creates over REST runs, and the gRPC client reads it from the same store."""
@@ -268,7 +283,8 @@ def test_log_entries_and_quota_infos_answer_on_their_rest_paths(served: Served) 
 
 
 def test_faults_apply_on_rest_as_on_grpc() -> None:
-    handle = start_emulator(out=io.StringIO(), environ={}, http_port=0, faults=["list:unavailable:1", "quotas:permission:1"])
+    handle = start_emulator(out=io.StringIO(), environ={}, http_port=0,
+                            faults=["list:unavailable:1", "quotas:permission:1"])
     try:
         url, bearer = handle.http_url or "", _bearer(handle)
         status, answer, _ = _http(url, "GET", f"/v1/{PARENT}/customJobs", headers=bearer)

@@ -12,6 +12,9 @@ Where each part lives:
 
 * :mod:`~vxtrain.backends.emulator.server`: ``start_emulator``, binding the
   port, the services served on it, the handle that stops it all;
+* :mod:`~vxtrain.backends.emulator.rest`: the same services over HTTP/1.1 JSON
+  (``--http-port``), routed by each RPC's ``google.api.http`` rule from the
+  client libraries, for gcloud, curl and the REST transport;
 * :mod:`~vxtrain.backends.emulator.jobservice`: the gRPC JobService methods;
 * :mod:`~vxtrain.backends.emulator.store`: the job store, decimal job ids and
   ``projects/P/locations/L/customJobs/ID`` names, the state walk QUEUED →

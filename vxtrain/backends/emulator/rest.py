@@ -383,11 +383,10 @@ def serve(services: Iterable[Service], addresses: Sequence[str], port: int,
 
 def gcloud_environment(url: str, token_file: str | None = None) -> dict[str, str]:
     """gcloud's settings for the REST port at ``url`` as environment variables: each API's
-    endpoint override, and the token file (``auth/access_token_file``) or, with no token,
-    ``auth/disable_credentials``."""
+    endpoint override, and the file gcloud reads the token from (``auth/access_token_file``;
+    None: the token was given in the environment, and gcloud has no setting that takes it
+    as a value)."""
     env = {f"CLOUDSDK_API_ENDPOINT_OVERRIDES_{api.upper()}": url for api in GCLOUD_APIS}
     if token_file is not None:
-        env["CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"] = token_file
-    else:
-        env["CLOUDSDK_AUTH_DISABLE_CREDENTIALS"] = "true"
+        env[auth.GCLOUD_TOKEN_FILE_ENV] = token_file
     return env
