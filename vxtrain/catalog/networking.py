@@ -10,7 +10,7 @@ table, unverified for Vertex AI). A machine type's built-in GPUs come from
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from vxtrain.catalog.tables import rows
 
@@ -27,8 +27,9 @@ NCCL_ENV_LINE = f"source {NCCL_ENV_SCRIPT}"
 _DEFAULT_SOURCE = "https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/configure-compute#machine-types"
 
 
-@dataclass(frozen=True)
-class GpuNetwork:
+# NamedTuples, not dataclasses: this module is on validate's path, and a frozen dataclass
+# costs several times more to define (python -X importtime).
+class GpuNetwork(NamedTuple):
     """One machine type's GPU network, with the row's confidence and source."""
 
     machine_type: str
@@ -37,8 +38,7 @@ class GpuNetwork:
     source: str
 
 
-@dataclass(frozen=True)
-class VpcPeering:
+class VpcPeering(NamedTuple):
     """One row of vpc_peering.csv: an accelerator whose jobs Vertex AI does not peer with a VPC."""
 
     accelerator: str

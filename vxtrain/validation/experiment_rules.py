@@ -20,7 +20,8 @@ from vxtrain.loading.document import NativeSpec
 from vxtrain.model import Job
 
 SPEC_DOC = "https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec"
-_CONTEXT = re.compile(r"projects/([^/]+)/locations/([^/]+)/metadataStores/([^/]+)/contexts/([^/]+)")
+#: A pattern, not a compiled one: ``re`` compiles and caches it on first use, off validate's start.
+_CONTEXT = r"projects/([^/]+)/locations/([^/]+)/metadataStores/([^/]+)/contexts/([^/]+)"
 _FORMAT = "projects/PROJECT/locations/LOCATION/metadataStores/default/contexts/"
 
 
@@ -39,7 +40,7 @@ def _context(value: str | None, key: str, tail: str,
              native: NativeSpec) -> tuple[re.Match[str] | None, list[Diagnostic]]:
     if value is None:
         return None, []
-    match = _CONTEXT.fullmatch(value)
+    match = re.fullmatch(_CONTEXT, value)
     if match is not None:
         return match, []
     return None, [error(f"{key.replace('_', '-')}-name", f"{key} {value!r} is not a metadata context name: "

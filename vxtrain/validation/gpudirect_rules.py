@@ -35,8 +35,9 @@ PARTITION_DOC = "https://cloud.google.com/vertex-ai/docs/reference/rest/v1/Machi
 #: Pools whose nodes join the NCCL collectives (evaluators run apart from the training cluster).
 _COLLECTIVE_ROLES = ("chief", "workers", "parameter_servers")
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
-#: ``source FILE`` or ``. FILE`` as the script's first command (quoted or not).
-_SOURCES = re.compile(r"\s*(?:source|\.)\s+(['\"]?)" + re.escape(networking.NCCL_ENV_SCRIPT) + r"\1(?:\s|;|&|$)")
+#: ``source FILE`` or ``. FILE`` as the script's first command (quoted or not). A pattern, not a
+#: compiled one: ``re`` compiles and caches it on first use, off validate's start.
+_SOURCES = r"\s*(?:source|\.)\s+(['\"]?)" + re.escape(networking.NCCL_ENV_SCRIPT) + r"\1(?:\s|;|&|$)"
 _EXTRA_POOLS: KeyPath = ("extra", "jobSpec", "workerPoolSpecs")
 
 
@@ -77,7 +78,7 @@ def begins_with_nccl_env(argv: Sequence[str]) -> bool:
     """Whether the command ``argv`` (command + args) is a shell whose script begins by sourcing
     the NCCL settings: ``bash -c "source /usr/local/gib/scripts/set_nccl_env.sh && ..."``."""
     script = shell_script(argv)
-    return script is not None and _SOURCES.match(script) is not None
+    return script is not None and re.match(_SOURCES, script) is not None
 
 
 def shell_script(argv: Sequence[str]) -> str | None:

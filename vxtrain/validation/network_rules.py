@@ -27,8 +27,9 @@ PSC_DOC = "https://cloud.google.com/vertex-ai/docs/training/psc-i-egress"
 NFS_DOC = "https://cloud.google.com/vertex-ai/docs/training/train-nfs-share"
 #: A Compute Engine resource name (RFC 1035): a network attachment's own name.
 _NAME = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
-_ATTACHMENT = re.compile(rf"(?:projects/([^/]+)/regions/([^/]+)/networkAttachments/)?({_NAME})")
-_MOUNT_POINT = re.compile(r"[^/\0]+")
+# Patterns, not compiled ones: ``re`` compiles and caches them on first use, off validate's start.
+_ATTACHMENT = rf"(?:projects/([^/]+)/regions/([^/]+)/networkAttachments/)?({_NAME})"
+_MOUNT_POINT = r"[^/\0]+"
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -80,7 +81,7 @@ def _psc(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
 
 def _attachment(job: Job, attachment: str, native: NativeSpec) -> Iterator[Diagnostic]:
     where = native.where(("psc_interface", "network_attachment"))
-    match = _ATTACHMENT.fullmatch(attachment)
+    match = re.fullmatch(_ATTACHMENT, attachment)
     if match is None:
         yield error("psc-network-attachment", f"psc_interface.network_attachment {attachment!r} is not a network "
                     "attachment: give its name (lowercase letters, digits and hyphens, at most 63 characters) or "
@@ -152,7 +153,7 @@ def _mount_points(points: Sequence[str | None], key: str, under: str, pool: Pool
         if point is None:
             continue
         where = native.where(_at(native, pool, key, i, "mount_point"))
-        if not _MOUNT_POINT.fullmatch(point) or point in (".", ".."):
+        if not re.fullmatch(_MOUNT_POINT, point) or point in (".", ".."):
             yield error("mount-point", f"{where['path']} {point!r} must be a directory name "
                         f"(\"a valid UNIX directory name\", mounted at {under}/<mount_point>: {NFS_DOC}), "
                         f"without slashes; e.g. {point.strip('/').replace('/', '-') or 'data'!r}", **where)
