@@ -17,11 +17,16 @@ from vxtrain.planning.cost import usd
 def cost_line(cost: Mapping[str, Any]) -> str:
     """``cost: about $X (list prices × run time)``, or why there is no figure."""
     entries = cost.get("attempts") or []
-    hours = sum(float(a.get("hours") or 0) for a in entries)
+    ran = _duration(sum(float(a.get("hours") or 0) for a in entries))
     basis = cost.get("basis", "list prices × run time")
     if cost.get("estimated") is None:
-        return f"cost: unknown (no list price for this job's machines; {hours:.2f} h run)"
-    return f"cost: about {usd(cost['estimated'])} ({basis}; {hours:.2f} h run)"
+        return f"cost: unknown (no list price for this job's machines; {ran} run)"
+    return f"cost: about {usd(cost['estimated'])} ({basis}; {ran} run)"
+
+
+def _duration(hours: float) -> str:
+    """``2.50 h``; under an hour in minutes (``0.3 min``)."""
+    return f"{hours:.2f} h" if hours >= 1 else f"{hours * 60:.1f} min"
 
 
 def recovery_lines(view: Mapping[str, Any]) -> list[str]:

@@ -62,9 +62,10 @@ def run_hours(view: Mapping[str, Any], now: datetime | None = None) -> float:
 def attempt_cost(attempt: int, view: Mapping[str, Any], per_hour: float | None,
                  now: datetime | None = None) -> dict[str, Any]:
     """One entry of ``cost.attempts``: ``{"attempt", "name", "hours", "per_hour", "usd"}``
-    (``usd`` null when ``per_hour`` is: an unknown price is never guessed)."""
+    (``usd`` null when ``per_hour`` is and the job ran: an unknown price is never guessed;
+    a job that never started is billed nothing, whatever its machines cost)."""
     hours = run_hours(view, now)
-    usd = None if per_hour is None else round(per_hour * hours, 8)
+    usd = 0.0 if hours == 0 else None if per_hour is None else round(per_hour * hours, 8)
     return {"attempt": attempt, "name": view.get("name"), "hours": round(hours, 6), "per_hour": per_hour,
             "usd": usd}
 
