@@ -258,6 +258,12 @@ def test_errors_come_in_googles_shape(served: Served) -> None:
         assert (got, answer["error"]["code"], answer["error"]["status"]) == (status, status, code), answer
         assert said in answer["error"]["message"], answer
         assert headers["Content-Type"].startswith("application/json")
+    # What http.server refuses before any route is asked: still Google's shape, not an HTML page.
+    got, answer, _ = _http(served.url, "OPTIONS", f"/v1/{PARENT}/customJobs", None, served.bearer)
+    assert (got, answer["error"]["status"]) == (501, "UNIMPLEMENTED")
+    got, answer, _ = _http(served.url, "POST", f"/v1/{PARENT}/customJobs", None,
+                           {**served.bearer, "Content-Length": "-1"})
+    assert (got, answer["error"]["status"]) == (400, "INVALID_ARGUMENT")
 
 
 def test_every_call_needs_the_token(served: Served) -> None:

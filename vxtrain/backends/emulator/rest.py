@@ -32,6 +32,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -280,8 +281,11 @@ class _Handler(BaseHTTPRequestHandler):
         super().finish()
 
     def _serve(self) -> None:
-        size = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(size) if size > 0 else b""
+        length = self.headers.get("Content-Length") or "0"
+        if not length.isdigit():
+            self.send_error(400, f"Invalid Content-Length {length!r}.")
+            return
+        body = self.rfile.read(int(length))
         header = self.headers.get("Authorization")
         if not self.server.authorize(header):
             self._answer(unauthenticated(header), {"WWW-Authenticate": "Bearer"})
@@ -300,7 +304,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(answer.body)))
         self.end_headers()
-        self.wfile.write(answer.body)
+        if self.command != "HEAD":
+            self.wfile.write(answer.body)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What http.server refuses itself (a malformed request line, an unknown verb), in
+        Google's error shape rather than its HTML page; the connection is then closed."""
+        known = gexc.from_http_status(code, message or "").grpc_status_code  # type: ignore[no-untyped-call]
+        status = known or (grpc.StatusCode.INVALID_ARGUMENT if 400 <= code < 500 else grpc.StatusCode.UNKNOWN)
+        body = {"error": {"code": code, "message": message or HTTPStatus(code).phrase, "status": status.name}}
+        self.close_connection = True
+        self._answer(Answer(code, json.dumps(body, indent=2).encode()), {"Connection": "close"})
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
         pass  # the gRPC port logs no calls either
