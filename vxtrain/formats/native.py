@@ -16,12 +16,14 @@ TRAINING_POOLS: tuple[str, ...] = ("chief", "workers", "parameter_servers", "eva
 POOLS: tuple[str, ...] = (*TRAINING_POOLS, "reduction_server")
 
 #: Pool fields ``native_document`` moves into ``defaults`` when every training pool agrees.
-FACTORED_FIELDS: tuple[str, ...] = ("image", "python_package", "command", "args", "env", "disk")
+FACTORED_FIELDS: tuple[str, ...] = ("image", "python_package", "command", "args", "env", "disk", "nfs_mounts",
+                                    "lustre_mounts")
 
 #: Key order of a native document written by ``native_document``.
 NATIVE_ORDER: tuple[str, ...] = (
-    "display_name", "project", "region", "labels", "service_account", "network", "base_output_dir",
-    "tensorboard", "enable_web_access", "scheduling", "defaults", "chief", "workers",
+    "display_name", "project", "region", "labels", "service_account", "network", "reserved_ip_ranges",
+    "psc_interface", "base_output_dir", "tensorboard", "enable_web_access", "enable_dashboard_access", "experiment",
+    "experiment_run", "protected_artifact_location_id", "scheduling", "defaults", "chief", "workers",
     "parameter_servers", "reduction_server", "evaluators", "local", "study", "extra",
 )
 
