@@ -65,6 +65,12 @@ VENV_MARKER = "pyvenv.cfg"
 PROJECT_FILES = ("pyproject.toml", "setup.py")
 #: The ignore files read in every folder of the walk, in this order (the later decides).
 IGNORE_FILES = (".gitignore", ".vxtrainignore")
+#: The name pathspec gives the directory mark in its rules' regexes: where a rule matched
+#: through a folder (``a/`` of ``a/b``) rather than the path itself.
+_DIR_MARK = "ps_d"
+#: ``a/**/`` (every folder under ``a``): pathspec reads it as ``a/``, which is ``a`` itself
+#: too; git's ``a/**/*/`` says what git means (a ``!`` line putting folders back differs).
+_ANY_FOLDER_UNDER = re.compile(r"^(.*[^/\\])/\*\*/\s*$")
 #: Credential files named in one error; the rest are counted.
 CREDENTIALS_SHOWN = 10
 #: Where packages go under the staging bucket.
@@ -318,19 +324,42 @@ class _Ignores:
             # and validate's cold start reads this module for every source folder
             import pathspec
 
-            self.rules[rel] = pathspec.GitIgnoreSpec.from_lines(lines)
+            self.rules[rel] = pathspec.GitIgnoreSpec.from_lines([_ANY_FOLDER_UNDER.sub(r"\1/**/*/", line)
+                                                                 for line in lines])
 
     def ignored(self, rel: PurePosixPath, folder: bool) -> bool:
         """True when the ignore files leave out ``rel`` (a folder when ``folder``): the
         deepest ignore file with a rule for it decides, as git's do."""
         for where in (rel.parent, *rel.parent.parents):
             rules = self.rules.get(where)
-            if rules is None:
-                continue
-            decided = rules.check_file(rel.relative_to(where).as_posix() + ("/" if folder else "")).include
+            decided = None if rules is None else _decide(rules, rel.relative_to(where).as_posix(), folder)
             if decided is not None:
-                return bool(decided)
+                return decided
         return False
+
+
+def _decide(rules: Any, path: str, folder: bool) -> bool | None:
+    """What the last rule of ``rules`` (a GitIgnoreSpec) that matches ``path`` *itself* says:
+    True to leave it out, False to keep it, None when none matches.
+
+    As git does it: the walk asks about each folder before anything in it (a folder left
+    out is not entered), so a rule matching only through one of ``path``'s folders
+    (pathspec's directory mark before the end) is not about ``path`` and is passed over,
+    and a folder-only rule (``out/``) matches folders only. pathspec's own check_file
+    weighs such matches against the file's instead, which differs from git for
+    ``src/`` + ``!src/m.py`` and ``*`` + ``!*/`` (tests/packaging/test_ignore_files.py
+    compares with git itself)."""
+    for rule in reversed(rules.patterns):
+        if rule.include is None or rule.regex is None:  # a blank line or a comment
+            continue
+        # The path as it is, matched without a mark: the rule is about it (``*.log``, ``src/**``).
+        if any(found.groupdict().get(_DIR_MARK) is None for found in rule.regex.finditer(path)):
+            return bool(rule.include)
+        # A folder, as ``path/``: a folder rule (``out/``, ``*/``) whose mark is its own last slash.
+        if folder and any(found.groupdict().get(_DIR_MARK) is not None and found.end(_DIR_MARK) == len(path) + 1
+                          for found in rule.regex.finditer(path + "/")):
+            return bool(rule.include)
+    return None
 
 
 def _names(root: Path, ignores: _Ignores) -> Iterator[tuple[PurePosixPath, Path]]:
