@@ -2,7 +2,9 @@
 real google-cloud-logging client against the servicer served on 127.0.0.1."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -15,9 +17,13 @@ from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2
 from google.cloud.logging_v2.services.logging_service_v2.transports import LoggingServiceV2GrpcTransport
 
 from vxtrain import joblogs
+from vxtrain.backends.base import MAX_TAIL_SESSIONS, TailBatch
 from vxtrain.backends.cloud_logging import CloudLoggingReader
-from vxtrain.backends.emulator.logging_service import LogStore, generic_handler, split_line
-from vxtrain.errors import InvalidArgumentError, UnavailableError, UsageError
+from vxtrain.backends.emulator.faults import FaultPlan
+from vxtrain.backends.emulator.logging_service import LogStore, TailFault, generic_handler, split_line
+from vxtrain.errors import (
+    InvalidArgumentError, PermissionError_, QuotaError, UnavailableError, UsageError,
+)
 
 PROJECT = "test-project"
 
@@ -25,11 +31,12 @@ PROJECT = "test-project"
 class Served:
     """A LogStore served on 127.0.0.1 with the emulator's Logging handler."""
 
-    def __init__(self) -> None:
-        self.store = LogStore()
-        self.executor = futures.ThreadPoolExecutor(max_workers=4)
+    def __init__(self, *, take_fault: TailFault | None = None, max_tail_seconds: float = 3600.0) -> None:
+        self.store = LogStore(max_tail_seconds=max_tail_seconds)
+        # A tail session holds a handler thread while it is open: room for 12 of them.
+        self.executor = futures.ThreadPoolExecutor(max_workers=16)
         self.server = grpc.server(self.executor, options=[("grpc.so_reuseport", 0)])
-        self.server.add_generic_rpc_handlers((generic_handler(self.store),))
+        self.server.add_generic_rpc_handlers((generic_handler(self.store, take_fault),))
         self.port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()
         self.address = f"127.0.0.1:{self.port}"
@@ -309,3 +316,160 @@ def test_a_read_that_fails_on_a_later_page_loses_no_line() -> None:
     with pytest.raises(UnavailableError, match="page two"):
         follower.read()
     assert [e.text for e in follower.read()] == ["a", "b"]
+
+
+# --- live tailing (TailLogEntries) ----------------------------------------------------------
+
+class Tailing:
+    """A tail stream read on a thread, as vxtrain.joblogs reads it."""
+
+    def __init__(self, reader: CloudLoggingReader, filter_: str = "") -> None:
+        self.tail = reader.tail(PROJECT, filter_)
+        self.batches: list[Any] = []
+        self.error: Exception | None = None
+        self.thread = threading.Thread(target=self._run)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.batches.extend(self.tail.batches())
+        except Exception as exc:  # noqa: BLE001 - the test reads what ended the stream
+            self.error = exc
+
+    def texts(self) -> list[str]:
+        return [e["textPayload"] for b in self.batches for e in b.entries]
+
+    def close(self) -> None:
+        self.tail.close()
+        self.thread.join(5)
+
+
+def until(check: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_tail_sends_the_matching_entries_as_they_are_written(served: Served, reader: CloudLoggingReader) -> None:
+    run_lines(served.store, "20", ["[workerpool0-0] before the stream"])
+    tailing = Tailing(reader, 'resource.labels.job_id="20" AND resource.labels.task_name="workerpool0-0"')
+    until(lambda: served.store.tail_sessions(PROJECT) == 1 and tailing.batches)  # the empty first response
+    run_lines(served.store, "20", ["[workerpool0-0] a", "[workerpool1-0] not this replica", "[workerpool0-0] b"])
+    run_lines(served.store, "21", ["[workerpool0-0] not this job"])
+    until(lambda: tailing.texts() == ["a", "b"])
+    tailing.close()
+    assert tailing.error is None and not tailing.thread.is_alive()
+    until(lambda: served.store.tail_sessions(PROJECT) == 0)  # the client's close ended the session
+    assert reader.tails == 1
+
+
+def test_an_eleventh_tail_session_is_refused(served: Served, reader: CloudLoggingReader) -> None:
+    open_ = [Tailing(reader) for _ in range(MAX_TAIL_SESSIONS)]
+    until(lambda: served.store.tail_sessions(PROJECT) == MAX_TAIL_SESSIONS)
+    eleventh = Tailing(reader)
+    eleventh.thread.join(5)
+    assert isinstance(eleventh.error, QuotaError) and "too many tail sessions" in str(eleventh.error)
+    assert served.store.tail_sessions(PROJECT) == MAX_TAIL_SESSIONS
+    open_[0].close()
+    until(lambda: served.store.tail_sessions(PROJECT) == MAX_TAIL_SESSIONS - 1)
+    twelfth = Tailing(reader)
+    until(lambda: served.store.tail_sessions(PROJECT) == MAX_TAIL_SESSIONS)
+    reader.close()  # closing the reader ends every stream it opened
+    for tailing in [*open_, twelfth]:
+        tailing.thread.join(5)
+        assert not tailing.thread.is_alive() and tailing.error is None
+
+
+def test_tail_faults_refuse_or_break_a_session_and_a_session_ends_after_its_time() -> None:
+    plan = FaultPlan(["tail:permission:1", "tail:unavailable:1"])
+    s = Served(take_fault=plan.take_tail, max_tail_seconds=0.5)
+    r = CloudLoggingReader(s.address)
+    try:
+        refused = Tailing(r)
+        refused.thread.join(5)
+        assert isinstance(refused.error, PermissionError_) and refused.batches == []
+        broken = Tailing(r)
+        until(lambda: broken.batches)
+        run_lines(s.store, "1", ["[workerpool0-0] x", "[workerpool0-0] y"])
+        broken.thread.join(5)
+        assert isinstance(broken.error, UnavailableError) and broken.texts() == ["x", "y"]
+        timed = Tailing(r)
+        timed.thread.join(5)  # OUT_OF_RANGE after 0.5 s: the iteration ends (open another to go on)
+        assert not timed.thread.is_alive() and timed.error is None
+        with pytest.raises(gexc.InvalidArgument, match="buffer_window"):  # the GAPIC method waits for an answer
+            gapic(s).tail_log_entries(requests=iter([{"resource_names": [f"projects/{PROJECT}"],
+                                                       "buffer_window": {"seconds": 61}}]))
+    finally:
+        r.close()
+        s.stop()
+
+
+def test_stopping_the_server_ends_its_streams(reader: CloudLoggingReader, served: Served) -> None:
+    tailing = Tailing(reader)
+    until(lambda: served.store.tail_sessions(PROJECT) == 1)
+    started = time.monotonic()
+    served.stop()
+    tailing.thread.join(5)
+    assert not tailing.thread.is_alive() and time.monotonic() - started < 3
+    assert isinstance(tailing.error, UnavailableError)
+
+
+class FakeTail:
+    """A LogTail whose responses ``script`` yields; it then stays open (quiet) until closed."""
+
+    def __init__(self, script: Callable[[], Iterator[TailBatch]]) -> None:
+        self.script = script
+        self._closed = threading.Event()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def batches(self) -> Iterator[TailBatch]:
+        yield from self.script()
+        self._closed.wait(5)
+
+    def close(self) -> None:
+        self._closed.set()
+
+
+class TailingReader(FakeReader):
+    """A FakeReader that also tails; ``read_once`` is set after its first ListLogEntries."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read_once = threading.Event()
+        self.opened: list[FakeTail] = []
+        self.script: Callable[[], Iterator[TailBatch]] = lambda: iter(())
+
+    def list_entries(self, project: str, filter: str, *, order_by: str = "timestamp asc",  # noqa: A002
+                     page_size: int = 1000) -> Iterator[dict[str, Any]]:
+        yield from super().list_entries(project, filter, order_by=order_by, page_size=page_size)
+        self.read_once.set()
+
+    def tail(self, project: str, filter: str) -> FakeTail:  # noqa: A002
+        self.opened.append(FakeTail(self.script))
+        return self.opened[-1]
+
+
+def test_a_stream_that_left_lines_out_is_caught_up_by_a_read() -> None:
+    fake = TailingReader()
+    fake.add(0, "line 0", "i0")
+
+    def script() -> Iterator[TailBatch]:
+        yield TailBatch([])  # open: the follower reads what came before (line 0)
+        assert fake.read_once.wait(5)
+        for n in (1, 2, 3):
+            fake.add(n, f"line {n}", f"i{n}")
+        yield TailBatch([fake.entries[-1]], suppressed=2)  # lines 1 and 2 left out (rate limit)
+
+    fake.script = script
+    got: list[str] = []
+    follower = joblogs.Follower(fake, PROJECT, "1", cadence=joblogs.Cadence(1.0, 8.0, overlap=30.0))
+    watch = joblogs.LogWatch(follower, lambda entries: got.extend(e.text for e in entries), warn=pytest.fail,
+                             stream=True)
+    watch.sleep(0.5)
+    watch.close()
+    assert got == ["line 0", "line 3", "line 1", "line 2"]  # the left-out lines, read after the suppression
+    assert follower.reads == 2 and len(fake.opened) == 1 and fake.opened[0].closed and watch.streaming
