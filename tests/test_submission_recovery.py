@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 from tests.hooks import webhook
 from tests.incli import run
 from tests.polling import wait_for
+from vxtrain import api as vx
 from vxtrain import submission
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.model import ATTEMPT_LABEL
@@ -341,3 +343,20 @@ def test_a_bad_notify_url_is_a_usage_error_before_any_create(preempting: Emulato
     code, doc, err = submit(capsys, spec(tmp_path), preempting, "--notify", "ftp://example.com/hook")
     assert code == 2 and doc["error"]["type"] == "UsageError" and "ftp://example.com/hook" in doc["error"]["message"]
     assert jobs(preempting) == []
+
+
+def test_two_watchers_with_one_key_make_one_job_per_attempt(preempting: EmulatorHandle, tmp_path: Path) -> None:
+    """Started together: every attempt has one live job (a racer's duplicate is cancelled, never
+    followed), and both watchers end on the same job."""
+    path = spec(tmp_path, recovery={"max_recoveries": 2})
+    with ThreadPoolExecutor(2) as pool:
+        views = list(pool.map(lambda _: vx.submit(path, endpoint=preempting.address, wait=True,
+                                                  idempotency_key="race", say=lambda _line: None), range(2)))
+    assert views[0]["name"] == views[1]["name"] and views[0]["state"] == "JOB_STATE_SUCCEEDED"
+    kept: dict[str, list[str]] = {}
+    for view in jobs(preempting):
+        if view["state"] != "JOB_STATE_CANCELLED":
+            kept.setdefault(raw(preempting, view["name"]).labels[ATTEMPT_LABEL], []).append(view["name"])
+    assert all(len(names) == 1 for names in kept.values()), kept
+    assert kept[str(views[0]["recoveries"])] == [views[0]["name"]]
+    never_overlapping([v for v in jobs(preempting) if v["state"] != "JOB_STATE_CANCELLED"])
