@@ -46,10 +46,25 @@ def submitted(emulator: EmulatorHandle, capsys: pytest.CaptureFixture[str], path
     return str(doc["name"])
 
 
-def follow(emulator: EmulatorHandle, capsys: pytest.CaptureFixture[str], name: str) -> tuple[list[str], str]:
-    """``vxtrain logs NAME --follow``: (the chief's lines, stderr)."""
-    code, out, err = run(capsys, "logs", name, "--endpoint", emulator.address, "--follow",
-                         "--replica", "workerpool0-0")
+def follow(emulator: EmulatorHandle, capsys: pytest.CaptureFixture[str], name: str,
+           gate: Path) -> tuple[list[str], str]:
+    """``vxtrain logs NAME --follow`` of a job that starts printing once ``gate`` exists,
+    opened when the follower's stream is (or after 3 s: a refused one never is)."""
+    project = name.split("/")[1]
+
+    def open_gate() -> None:
+        deadline = time.monotonic() + 3.0
+        while emulator.emulator.logs.tail_sessions(project) == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        gate.touch()
+
+    opener = threading.Thread(target=open_gate)
+    opener.start()
+    try:
+        code, out, err = run(capsys, "logs", name, "--endpoint", emulator.address, "--follow",
+                             "--replica", "workerpool0-0")
+    finally:
+        opener.join()
     assert code == 0, err
     return str(out).splitlines(), err
 
@@ -92,13 +107,8 @@ def test_logs_follow_is_one_stream_per_job(emulator: EmulatorHandle, tmp_path: P
                                            capsys: pytest.CaptureFixture[str]) -> None:
     gate = tmp_path / "go"
     name = submitted(emulator, capsys, spec(tmp_path, steps(12, gate=gate)))
-    opener = threading.Timer(0.3, gate.touch)
-    opener.start()
     before = emulator.calls.snapshot()
-    try:
-        lines, err = follow(emulator, capsys, name)
-    finally:
-        opener.cancel()
+    lines, err = follow(emulator, capsys, name, gate)
     assert lines == [f"[workerpool0-0] step {i}" for i in range(12)]
     assert FALLBACK not in err
     calls = emulator.calls.snapshot()
@@ -121,8 +131,9 @@ def test_submit_wait_is_one_stream_per_job(emulator: EmulatorHandle, tmp_path: P
 def test_a_stream_that_breaks_once_is_opened_again(emulator: EmulatorHandle, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     emulator.add_fault("tail:unavailable:1")  # breaks after its first lines
-    name = submitted(emulator, capsys, spec(tmp_path, steps(15)))
-    lines, err = follow(emulator, capsys, name)
+    gate = tmp_path / "go"
+    name = submitted(emulator, capsys, spec(tmp_path, steps(15, gate=gate)))
+    lines, err = follow(emulator, capsys, name, gate)
     assert lines == [f"[workerpool0-0] step {i}" for i in range(15)]
     assert FALLBACK not in err
     assert emulator.calls["TailLogEntries"] == 2
@@ -133,12 +144,7 @@ def test_a_stream_that_breaks_twice_falls_back_to_polling(emulator: EmulatorHand
     emulator.add_fault("tail:unavailable:2")
     gate = tmp_path / "go"
     name = submitted(emulator, capsys, spec(tmp_path, steps(20, gate=gate)))
-    opener = threading.Timer(0.3, gate.touch)
-    opener.start()
-    try:
-        lines, err = follow(emulator, capsys, name)
-    finally:
-        opener.cancel()
+    lines, err = follow(emulator, capsys, name, gate)
     assert lines == [f"[workerpool0-0] step {i}" for i in range(20)]  # none lost, none twice
     assert err.count(FALLBACK) == 1 and "broke again" in err and "unavailable" in err
     assert emulator.calls["TailLogEntries"] == 2
@@ -163,9 +169,10 @@ def test_a_session_that_ran_its_time_is_followed_by_the_next(emulator: EmulatorH
     # Cloud Logging ends a session after an hour (OUT_OF_RANGE); here after 0.3 s.
     monkeypatch.setattr(emulator.emulator.logs, "max_tail_seconds", 0.3)
     monkeypatch.setattr(joblogs, "MIN_SESSION_SECONDS", 0.2)
-    name = submitted(emulator, capsys, spec(tmp_path, steps(12, 0.1)))
+    gate = tmp_path / "go"
+    name = submitted(emulator, capsys, spec(tmp_path, steps(12, 0.1, gate=gate)))
     started = time.monotonic()
-    lines, err = follow(emulator, capsys, name)
+    lines, err = follow(emulator, capsys, name, gate)
     assert lines == [f"[workerpool0-0] step {i}" for i in range(12)]
     assert FALLBACK not in err
     sessions = emulator.calls["TailLogEntries"]
