@@ -7,9 +7,14 @@ import gzip
 import hashlib
 import os
 import random
+import shutil
 from pathlib import Path, PurePosixPath
 
-from vxtrain.images.layers import CHUNK, write_layer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vxtrain.images.layers import CHUNK, write_code_layer, write_layer
+from vxtrain.packaging.source import describe
 
 #: The digests of the layer below, as written with python-isal 1.9.1 (ISA-L's deflate, level 2)
 #: and Python 3.11's tarfile on linux/amd64. Change them only with a decision (docs/decisions.md,
@@ -51,3 +56,25 @@ def test_a_layer_past_several_chunks_is_one_valid_gzip_member(tmp_path: Path) ->
     assert f"sha256:{hashlib.sha256(tar).hexdigest()}" == one.diff_id
     assert (tmp_path / "one.tar.gz").read_bytes() == (tmp_path / "two.tar.gz").read_bytes()
     assert one.size < len(tar)  # the text compresses
+
+
+_NAMES = st.lists(st.sampled_from(["a.py", "a/b.py", "a-b.txt", "a/b/c", "B.md", "é.txt", "a_b/x", "z", "a.b/y"]),
+                  min_size=1, max_size=6, unique=True)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=_NAMES, data=st.data())
+def test_the_code_layer_reads_the_files_the_tag_names(tmp_path: Path, names: list[str], data: st.DataObject) -> None:
+    """The code layer feeds the source digest the bytes it writes, so the push compares it with
+    the tag's instead of reading the folder again: the two agree whatever the names' order."""
+    root = tmp_path / f"src{abs(hash(tuple(names)))}"
+    for name in names:
+        if any(other.startswith(name + "/") for other in names):
+            continue  # a name that is another's folder
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data.draw(st.binary(max_size=300)))
+        os.chmod(root / name, data.draw(st.sampled_from([0o644, 0o755, 0o600, 0o700])))
+    source = describe(root)
+    layer = write_code_layer(source, tmp_path / "layer.tar.gz")
+    assert layer.content == source.digest
+    shutil.rmtree(root)

@@ -37,7 +37,7 @@ from isal import isal_zlib
 from vxtrain.errors import VxtrainError
 from vxtrain.images.recipe import CODE_DIR
 from vxtrain.packaging.credentials import WHITEOUT_PREFIX
-from vxtrain.packaging.source import iter_files, packaged_mode
+from vxtrain.packaging.source import ContentHash, Source, iter_files, packaged_mode
 
 #: ISA-L's deflate level (0-3): fixed, as the bytes depend on it. 2 (python-isal's default)
 #: packs as tightly as zlib's level 1 at ISA-L's level 1 speed (docs/performance.md).
@@ -62,6 +62,7 @@ class Layer:
     diff_id: str  # sha256:… of the tar (the config's rootfs.diff_ids)
     size: int  # bytes of the gzipped file
     files: int
+    content: str | None = None  # the code layer's: its files' Source digest, as they were read into it
 
 
 def digest_of(data: bytes) -> str:
@@ -124,10 +125,11 @@ class _Gzip:
                           + (self.size & 0xFFFFFFFF).to_bytes(4, "little"))
 
 
-def write_layer(files: Iterable[tuple[PurePosixPath, Path]], dest: Path) -> Layer:
+def write_layer(files: Iterable[tuple[PurePosixPath, Path]], dest: Path, content: ContentHash | None = None) -> Layer:
     """A gzipped tar at ``dest`` of ``files`` (path in the image → file here), with every
     parent directory as its own entry, in sorted order. LayerError, before anything is
-    written, for a name a runtime reads as a whiteout (``.wh.``)."""
+    written, for a name a runtime reads as a whiteout (``.wh.``). ``content``: fed each file
+    (its path under CODE_DIR) and the bytes written, for the layer's ``content``."""
     entries = _with_parents(dict(files))
     _refuse_whiteouts(entries)
     with dest.open("wb") as raw:
@@ -136,10 +138,16 @@ def write_layer(files: Iterable[tuple[PurePosixPath, Path]], dest: Path) -> Laye
         inner = _Hashing(gz)  # type: ignore[arg-type]
         with tarfile.open(fileobj=inner, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
             for name in sorted(entries, key=lambda n: n.encode("utf-8", "surrogateescape")):
-                _add(tar, name, entries[name])
+                _add(tar, name, entries[name], content)
         gz.close()
     return Layer(dest, f"sha256:{outer.sha.hexdigest()}", f"sha256:{inner.sha.hexdigest()}", outer.size,
-                 sum(1 for p in entries.values() if p is not None))
+                 sum(1 for p in entries.values() if p is not None), content.digest() if content else None)
+
+
+def write_code_layer(source: Source, dest: Path) -> Layer:
+    """The code layer of ``source`` at ``dest``, its ``content`` the digest of the files as
+    they were read into it (the names are CODE_DIR/rel, so the tar's order is the hash's)."""
+    return write_layer(code_files(source.path), dest, ContentHash(source.kind))
 
 
 def _refuse_whiteouts(entries: dict[str, Path | None]) -> None:
@@ -166,8 +174,22 @@ def _with_parents(files: dict[PurePosixPath, Path]) -> dict[str, Path | None]:
     return out
 
 
-def _add(tar: tarfile.TarFile, name: str, path: Path | None) -> None:
-    """One normalised entry: a directory, or a regular file streamed from ``path``."""
+class _Feeding:
+    """A file read by tarfile, each chunk also fed to a ContentHash."""
+
+    def __init__(self, f: BinaryIO, content: ContentHash) -> None:
+        self.f, self.content = f, content
+
+    def read(self, size: int = -1) -> bytes:
+        """Read, and feed what was read."""
+        data = self.f.read(size)
+        self.content.update(data)
+        return data
+
+
+def _add(tar: tarfile.TarFile, name: str, path: Path | None, content: ContentHash | None = None) -> None:
+    """One normalised entry: a directory, or a regular file streamed from ``path`` (and fed to
+    ``content`` under its path relative to CODE_DIR)."""
     info = tarfile.TarInfo(name.rstrip("/"))
     info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
     if path is None:
@@ -177,7 +199,11 @@ def _add(tar: tarfile.TarFile, name: str, path: Path | None) -> None:
     st = path.stat()
     info.size, info.mode = st.st_size, packaged_mode(st.st_mode)
     with path.open("rb") as f:
-        tar.addfile(info, f)
+        if content is None:
+            tar.addfile(info, f)
+            return
+        content.file(PurePosixPath("/" + name).relative_to(CODE_DIR), st.st_mode, st.st_size)
+        tar.addfile(info, _Feeding(f, content))
 
 
 def code_files(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:

@@ -32,7 +32,7 @@ from vxtrain.errors import ApiError, NotFoundError
 from vxtrain.images.dependencies import Target, dependency_layer
 from vxtrain.images.image import (
     INDEXES, MANIFESTS, Built, append, manifest_type, pick_platform, platforms, python_of)
-from vxtrain.images.layers import Layer, code_files, write_layer
+from vxtrain.images.layers import Layer, write_code_layer
 from vxtrain.images.recipe import DEPS_DIR, ImageBuild
 from vxtrain.images.reference import Reference, parse
 from vxtrain.images.registry import Repository
@@ -96,7 +96,7 @@ def publish_one(image: ImageBuild, say: Say, progress: UploadProgress | None,
         return Pushed(list(image.roles), image.uri, existing, pushed=False)
     with tempfile.TemporaryDirectory(prefix="vxtrain-image-") as tmp:
         layers = build_layers(image, Path(tmp), say, python_of(base.config))
-        check_unchanged(image.source, image.spec_source, f"the tag {image.tag}")
+        check_unchanged(image.source, image.spec_source, f"the tag {image.tag}", built=layers[-1][0].content)
         built = append(base.manifest, base.media_type, base.config, layers, dependencies=len(layers) > 1)
         uploaded = push_blobs(target, base, [layer for layer, _ in layers], built, say, progress)
     target.put_manifest(image.tag, built.manifest)
@@ -168,7 +168,7 @@ def build_layers(image: ImageBuild, tmp: Path, say: Say, full_version: str | Non
         layer = dependency_layer(image.requirements, image.folders, target, tmp, say,
                                  image.spec_requirements or str(image.requirements))
         layers.append((layer, f"pip install --target {DEPS_DIR} -r {image.spec_requirements}"))
-    code = write_layer(code_files(image.source.path), tmp / "code.tar.gz")
+    code = write_code_layer(image.source, tmp / "code.tar.gz")  # its content: the files as read, for check_unchanged
     layers.append((code, f"copy {image.spec_source} ({code.files} files)"))
     return layers
 

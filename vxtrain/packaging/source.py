@@ -153,14 +153,16 @@ def describe_once(folder: Path, described: dict[Path, Source]) -> Source:
     return described[folder]
 
 
-def check_unchanged(source: Source, written: str, named: str) -> None:
+def check_unchanged(source: Source, written: str, named: str, built: str | None = None) -> None:
     """Refuse (VxtrainError) when the folder's files are no longer those ``source`` hashed.
 
     Called once a package or image is built, before it is uploaded: the URI or tag
     (``named``) names the files as hashed at compile, and an upload of other files
-    under it would be reused by every later submit of the original ones.
+    under it would be reused by every later submit of the original ones. ``built``: the
+    digest of the files as the build read them (a ContentHash fed while an image's code
+    layer was written), compared without reading the folder again; else it is hashed anew.
     """
-    if describe(source.path).digest != source.digest:
+    if (built if built is not None else describe(source.path).digest) != source.digest:
         raise VxtrainError(f"{written} changed while it was being built ({named} names the files as "
                            "they were): nothing was uploaded; submit again")
 
@@ -405,20 +407,42 @@ def _digest(root: Path, files: list[PurePosixPath], kind: str) -> str:
     owner's exec bit), so a ``chmod +x`` gives a new tag; the rest of the mode and the
     times are left out: they differ between checkouts of one tree (umask, clone time).
     """
-    h = hashlib.sha256(f"{RECIPE_VERSION}\0{kind}\0".encode())
+    h = ContentHash(kind)
     for rel in files:
         path = root / rel
-        h.update(rel.as_posix().encode("utf-8", "surrogateescape") + b"\0")
         try:
             info = path.stat()
-            h.update(f"{packaged_mode(info.st_mode):o}\0{info.st_size}\0".encode())
+            h.file(rel, info.st_mode, info.st_size)
             with path.open("rb") as f:  # in chunks: a folder may hold files larger than memory (a checkpoint)
                 for chunk in iter(lambda: f.read(READ_CHUNK), b""):
                     h.update(chunk)
         except OSError as exc:  # unreadable (another user's file), or gone since the walk
             raise VxtrainError(f"cannot read {path} in the source folder {root} ({exc.strerror or exc}): "
                                "make it readable, or move it out of the folder") from exc
-    return h.hexdigest()[:HASH_LENGTH]
+    return h.digest()
+
+
+class ContentHash:
+    """A source folder's digest (``Source.digest``), fed one file at a time in byte order of
+    their names: ``file(rel, st_mode, size)``, then its bytes through ``update``. describe
+    feeds it from the folder; an image's code layer from the bytes it writes, so the push
+    knows the layer holds the files the tag names without reading the folder again."""
+
+    def __init__(self, kind: str) -> None:
+        self._sha = hashlib.sha256(f"{RECIPE_VERSION}\0{kind}\0".encode())
+
+    def file(self, rel: PurePosixPath, st_mode: int, size: int) -> None:
+        """Start the file ``rel`` (relative POSIX path) of ``size`` bytes and this mode."""
+        self._sha.update(rel.as_posix().encode("utf-8", "surrogateescape") + b"\0")
+        self._sha.update(f"{packaged_mode(st_mode):o}\0{size}\0".encode())
+
+    def update(self, chunk: bytes) -> None:
+        """The next bytes of the current file."""
+        self._sha.update(chunk)
+
+    def digest(self) -> str:
+        """HASH_LENGTH hex digits."""
+        return self._sha.hexdigest()[:HASH_LENGTH]
 
 
 def packaged_mode(st_mode: int) -> int:
