@@ -172,11 +172,10 @@ def unpack(ref: str, dest: Path) -> Unpacked:
     config = _config(host, repo, tag)
     if tools():
         layout = dest / "oci"
-        subprocess.run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", f"docker://{ref}", f"oci:{layout}:img"],
-                       check=True, capture_output=True)
+        dest.mkdir(parents=True, exist_ok=True)
+        _tool(["skopeo", "copy", "--quiet", "--src-tls-verify=false", f"docker://{ref}", f"oci:{layout}:img"])
         rootless = [] if os.geteuid() == 0 else ["--rootless"]
-        subprocess.run(["umoci", "unpack", *rootless, "--image", f"{layout}:img", str(dest / "bundle")],
-                       check=True, capture_output=True)
+        _tool(["umoci", "unpack", *rootless, "--image", f"{layout}:img", str(dest / "bundle")])
         rootfs = dest / "bundle" / "rootfs"
     else:
         rootfs = dest / "rootfs"
@@ -184,6 +183,11 @@ def unpack(ref: str, dest: Path) -> Unpacked:
     inner = config.get("config") or {}
     env = dict(item.partition("=")[::2] for item in inner.get("Env") or [])
     return Unpacked(rootfs, env, inner.get("WorkingDir") or "/", config)
+
+
+def _tool(args: list[str]) -> None:
+    proc = subprocess.run(args, capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, f"{' '.join(args)}: {proc.stderr}"
 
 
 def _manifest(host: str, repo: str, ref: str) -> dict[str, Any]:

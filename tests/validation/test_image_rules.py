@@ -47,7 +47,8 @@ def test_mistakes_are_located_errors(tmp_path: Path, build: str, code: str, path
 
 def test_build_python_names_the_python_of_a_base_without_pynnn(tmp_path: Path) -> None:
     build = f"    base: ubuntu@sha256:{'0' * 64}\n    source: src\n    requirements: requirements.txt\n    python: '3.11'\n"
-    assert _diags(tmp_path, build) == []
+    # the base's own Python is compared at submit (its config's PYTHON_VERSION): a warning says so
+    assert _diags(tmp_path, build) == [("warning", "build-python-unchecked", "chief.build.python", 8)]
 
 
 def test_an_unquoted_python_version_is_a_schema_error(tmp_path: Path) -> None:

@@ -19,8 +19,8 @@ What pip does not do for a target, done here:
   in each wheel's ``Requires-Dist``, is judged for the image.
 - **Local paths** (``./libs/pkg``, ``-e ./libs/pkg``, ``./wh/x.whl``, ``file:``): resolved
   from the spec's folder (vxtrain.images.recipe.local_requirements); a wheel is used
-  as it is, a folder is built into a wheel with pypa ``build`` (its declared build
-  backend, isolated) and kept only when pure Python (an extension module built here
+  as it is, a folder is built into a wheel with pypa ``build`` (vxtrain.packaging.build: in
+  this Python when its backend is here, else isolated) and kept only when pure Python (an extension module built here
   is for this machine's Python and libc); ``-e`` installs the same way (an image is a
   snapshot: nothing to edit in place). ``direct_url.json`` (PEP 610: it records the
   path here) is removed.
@@ -53,6 +53,8 @@ from vxtrain.images.layers import Layer, write_layer
 from vxtrain.images.recipe import (
     BIN_DIR, DEPS_DIR, RECIPE_VERSION, SITE_DIR, LocalRequirement, local_requirements, requirements_bytes)
 from vxtrain.images.safety import requirement_files, safe_pip_error
+from vxtrain.packaging.build import build_wheel
+from vxtrain.packaging.source import is_project
 from vxtrain.vocab.callbacks import Say
 
 __all__ = ["DependencyError", "PLATFORM_TAGS", "Target", "cache_dir", "dependency_files", "dependency_layer", "install",
@@ -196,15 +198,11 @@ def _wheel_for(local: LocalRequirement, wheels: Path, target: Target) -> Path:
     (DependencyError when it is not pure Python: built here, it would be for this machine)."""
     if local.wheel:
         return local.path
-    out = Path(tempfile.mkdtemp(prefix="build-", dir=wheels))
-    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(local.path)],
-                          capture_output=True, text=True, check=False)
-    built = sorted(out.glob("*.whl"))
+    if not is_project(local.path):
+        raise DependencyError(f"{local.file}:{local.line}: {local.written} is a folder without pyproject.toml or "
+                              "setup.py: pip installs projects; name a project folder or a wheel")
+    wheel = build_wheel(local.path, Path(tempfile.mkdtemp(prefix="build-", dir=wheels)))
     where = f"{local.file}:{local.line}: {local.written}"
-    if proc.returncode != 0 or not built:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-        raise DependencyError(f"{where}: could not build a wheel of {local.path} (pypa build): {tail}")
-    wheel = built[0]
     if not wheel.name.endswith("-none-any.whl"):
         raise DependencyError(
             f"{where}: {wheel.name} has compiled code, built for this machine's Python and libc, not for "

@@ -67,7 +67,19 @@ def build_sdist(source: Source, out_dir: str | Path) -> Path:
         _copy_tree(source.path, tree)
         if not is_project(tree):
             _write_generated_project(tree, source.name)
-        return _run_build(tree, out, source)
+        return _run_build(tree, out, source.path, "sdist")
+
+
+def build_wheel(folder: Path, out_dir: Path) -> Path:
+    """Build the project ``folder`` (pyproject.toml or setup.py) into a wheel in ``out_dir``, from a
+    copy of its files (as build_sdist: the folder gets no ``build/``) and in this Python when its
+    backend is importable here, else in pypa build's isolated env (a build: image's local
+    requirement, vxtrain.images.dependencies)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="vxtrain-build-") as tmp:
+        tree = Path(tmp) / folder.name
+        _copy_tree(folder, tree)
+        return _run_build(tree, out_dir, folder, "wheel")
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
@@ -84,28 +96,29 @@ def _write_generated_project(tree: Path, name: str) -> None:
     (tree / "MANIFEST.in").write_text("graft .\nglobal-exclude *.py[co]\n")
 
 
-def _run_build(tree: Path, out: Path, source: Source) -> Path:
-    """pypa build's ProjectBuilder: in this Python when it can, else an isolated env."""
+def _run_build(tree: Path, out: Path, source: Path, distribution: build.DistributionType) -> Path:
+    """pypa build's ProjectBuilder (``distribution``: sdist or wheel): in this Python when it can,
+    else an isolated env. ``source``: the folder the tree was copied from (for the message)."""
     log: list[str] = []
     runner = _capturing_runner(log)
     try:
         builder = build.ProjectBuilder(tree, runner=runner)
-        if not _unmet(builder):
-            return Path(builder.build("sdist", out))
+        if not _unmet(builder, distribution):
+            return Path(builder.build(distribution, out))
         with DefaultIsolatedEnv() as env:  # needs the package index: the backend is not here
             isolated = build.ProjectBuilder.from_isolated_env(env, tree, runner=runner)
             env.install(isolated.build_system_requires)
-            env.install(isolated.get_requires_for_build("sdist"))
-            return Path(isolated.build("sdist", out))
+            env.install(isolated.get_requires_for_build(distribution))
+            return Path(isolated.build(distribution, out))
     except (build.BuildException, build.BuildBackendException, subprocess.CalledProcessError) as exc:
         tail = "\n".join("".join(log).splitlines()[-_TAIL:])
         raise PackageBuildError(
-            f"building the package of {source.path} failed: {_reason(exc)}"
+            f"building the package of {source} failed: {_reason(exc)}"
             + (f"\n{tail}" if tail else "")
-            + "\nfix the project so `python -m build --sdist` succeeds in that folder") from exc
+            + f"\nfix the project so `python -m build --{distribution}` succeeds in that folder") from exc
 
 
-def _unmet(builder: build.ProjectBuilder) -> bool:
+def _unmet(builder: build.ProjectBuilder, distribution: build.DistributionType) -> bool:
     """True when the backend or a requirement of the sdist build is missing in this Python.
 
     The backend's own requirements are checked first: asking the backend for the
@@ -113,7 +126,7 @@ def _unmet(builder: build.ProjectBuilder) -> bool:
     """
     if any(True for req in builder.build_system_requires for _ in build.check_dependency(req)):
         return True
-    return bool(builder.check_dependencies("sdist"))
+    return bool(builder.check_dependencies(distribution))
 
 
 def _capturing_runner(log: list[str]) -> build.RunnerType:

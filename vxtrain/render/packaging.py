@@ -36,8 +36,9 @@ def image_lines(images: list[ImageBuild]) -> list[str]:
     for i in images:
         lines.append(f"{i.spec_source} ({plural(i.source.files, 'file')}) for {', '.join(i.roles)}")
         lines.append(f"  base {i.base}" + ("" if i.base_pinned else " (by tag: pin it by digest)"))
+        lines.append(f"  platform {i.platform}" + ("" if i.python is None else f", Python {i.python}"))
         if i.spec_requirements:
-            lines.append(f"  requirements {i.spec_requirements} (wheels for linux/amd64, Python {i.python})")
+            lines.append(f"  requirements {i.spec_requirements} (wheels for {i.platform}, Python {i.python})")
         lines.append(f"  → {i.uri}")
         if i.repository.startswith(UNSET_REPOSITORY):
             lines.append("  (no image_repository: submit needs --image-repository HOST/PATH)")

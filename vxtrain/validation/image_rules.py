@@ -14,6 +14,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import ModuleType
 
+from vxtrain.catalog.images import DEFAULT_PLATFORM, image_platform
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, key_path_of
@@ -67,6 +68,8 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
     build = pool.build
     assert build is not None  # (a pool that also gives image or python_package: container_rules.code_rules)
     base_ok = (yield from _base(build.base, pool.role, native)) if build.base else False
+    if base_ok:
+        yield from _platform_and_python(pool, native)
     base = native.source.folder
     if build.source:
         yield from source_folder_checked(build.source, base, "build.source", "build-source-missing", "the image",
@@ -93,6 +96,30 @@ def _base(text: str, role: str, native: NativeSpec) -> Generator[Diagnostic, Non
                       "changing its URI, and is not noticed; pin it by digest (IMAGE@sha256:...)",
                       **native.where(_path(native, role, "base")))
     return True
+
+
+def _platform_and_python(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
+    """What the base must have that only its registry knows (submit checks it, exit 4): an image
+    for the pool's platform (A4X: linux/arm64), the Python of build.python. An error when the
+    base's name already says another Python (``py310``)."""
+    build = pool.build
+    assert build is not None and build.base is not None
+    platform = image_platform(pool.machine_type)
+    if platform != DEFAULT_PLATFORM:
+        yield warning("build-platform", f"{pool.role} runs on {pool.machine_type} ({platform}): its image is built for "
+                      f"{platform}, so the base {build.base} needs a {platform} image; submit checks it in the "
+                      "registry before anything is pushed", **native.where(_path(native, pool.role, "base")))
+    if not build.python:
+        return
+    named = _images()[1].python_version(_images()[1].parse(build.base))
+    if named is not None and named != build.python:
+        yield error("build-python-base", f"build.python {build.python!r} is not the base's Python ({named}, from "
+                    f"its name {build.base}): wheels for {build.python} would not import in it; set build.python "
+                    f"to '{named}' or leave it out", **native.where(_path(native, pool.role, "python")))
+    elif named is None:
+        yield warning("build-python-unchecked", f"build.python {build.python!r}: the base {build.base} does not say "
+                      "its Python in its name; submit compares it with the base's PYTHON_VERSION and refuses another",
+                      **native.where(_path(native, pool.role, "python")))
 
 
 def _requirements(requirements: str, base: Path, source: str | None, native: NativeSpec,

@@ -1,0 +1,233 @@
+"""The dependency layer as the image's Python sees it: images built on a real base with
+Python 3.10 (tests/images/bases.py), pulled, unpacked and run under chroot.
+
+One project covers the cases of issue 30 together (one build, one unpack): a marker
+for the image's Python (mistune needs exceptiongroup below 3.11; this machine runs
+3.11+), a ``.pth`` file that adds a folder (eigenpy), a console script (torchrun),
+a local wheel and a local project folder given with ``-e``, both named from the spec's
+folder while the working directory is elsewhere. Every wheel is made here by hand;
+pip reads only a local folder (PIP_NO_INDEX).
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import zipfile
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.images.bases import can_run, run_in, unpack
+from tests.images.conftest import get_blob, get_manifest, push_base
+from tests.images.test_errors import _submit_and_count
+from tests.registry import BaseImage
+from vxtrain import api
+from vxtrain.errors import ApiError, SpecError
+from vxtrain.images.dependencies import DependencyError, Target, pip_command
+from vxtrain.images.publish import publish
+
+pytestmark = pytest.mark.slow
+
+SPEC = """\
+display_name: deps
+image_repository: {registry}/{repository}
+chief:
+  machine_type: n1-standard-4
+  build:
+    base: {base}
+    source: src
+    requirements: requirements.txt
+    python: '{python}'
+  command: [python, -m, trainer.task]
+"""
+REQUIREMENTS = """\
+mistune==3.0
+pthpkg==1.0
+clitool==1.0
+./wh/localwheel-1.0-py3-none-any.whl
+-e ./libs/localpkg
+"""
+#: A PEP 517 backend in the project folder itself (backend-path): builds offline, no setuptools.
+BACKEND = '''\
+import base64, hashlib, pathlib, zipfile
+
+def _record(name, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}\\n"
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    here = pathlib.Path(".")
+    tag = (here / "TAG").read_text().strip() if (here / "TAG").exists() else "py3-none-any"
+    files = {p.as_posix(): p.read_bytes() for p in sorted(here.joinpath("localpkg").rglob("*.py"))}
+    dist = "localpkg-1.0.dist-info"
+    files[dist + "/METADATA"] = b"Metadata-Version: 2.1\\nName: localpkg\\nVersion: 1.0\\n"
+    files[dist + "/WHEEL"] = f"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: {tag}\\n".encode()
+    record = "".join(_record(n, d) for n, d in files.items()) + dist + "/RECORD,,\\n"
+    name = f"localpkg-1.0-{tag}.whl"
+    with zipfile.ZipFile(pathlib.Path(wheel_directory) / name, "w") as z:
+        for n, d in {**files, dist + "/RECORD": record.encode()}.items():
+            z.writestr(zipfile.ZipInfo(n, (2020, 1, 1, 0, 0, 0)), d)
+    return name
+'''
+PYPROJECT = '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+
+
+def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes], *, requires: tuple[str, ...] = (),
+               scripts: dict[str, str] | None = None, tag: str = "py3-none-any") -> Path:
+    """A wheel written by hand: ``files`` at its root, ``Requires-Dist`` lines, console scripts."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"{name}-{version}.dist-info"
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
+    content = {**files, f"{dist}/METADATA": meta.encode(),
+               f"{dist}/WHEEL": f"Wheel-Version: 1.0\nGenerator: vxtrain-tests\nRoot-Is-Purelib: true\nTag: {tag}\n".encode()}
+    if scripts:
+        content[f"{dist}/entry_points.txt"] = ("[console_scripts]\n" + "".join(
+            f"{k} = {v}\n" for k, v in scripts.items())).encode()
+    record = "".join(f"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n"
+                     for n, d in content.items()) + f"{dist}/RECORD,,\n"
+    path = folder / f"{name}-{version}-{tag}.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for n, d in {**content, f"{dist}/RECORD": record.encode()}.items():
+            z.writestr(zipfile.ZipInfo(n, (2020, 1, 1, 0, 0, 0)), d)
+    return path
+
+
+def index_wheels(folder: Path) -> None:
+    """The packages the project asks the index for (the test's find-links folder)."""
+    make_wheel(folder, "mistune", "3.0", {"mistune/__init__.py": (
+        b"import sys\nif sys.version_info < (3, 11):\n    from exceptiongroup import ExceptionGroup\n"
+        b"else:\n    ExceptionGroup = ExceptionGroup\nVERSION = '3.0'\n")},
+        # the second exists nowhere: pip fails if it judges this marker for this machine's 3.11+
+        requires=('exceptiongroup>=1.0; python_version < "3.11"', 'not-for-the-image; python_version >= "3.11"'))
+    make_wheel(folder, "exceptiongroup", "1.0", {"exceptiongroup/__init__.py": b"class ExceptionGroup(Exception):\n    pass\n"})
+    make_wheel(folder, "pthpkg", "1.0", {"pthpkg.pth": b"pthpkg_lib\n",  # eigenpy's layout: a .pth adds its folder
+                                         "pthpkg_lib/pthmod.py": b"FROM = 'the .pth folder'\n"})
+    make_wheel(folder, "clitool", "1.0", {"clitool/__init__.py": (
+        b"import sys\n\ndef main():\n    print('CLI', sys.version_info[:2], sys.argv[1:])\n")},
+        scripts={"clitool": "clitool:main"})
+
+
+def write_project(folder: Path, base: str, registry: str, repository: str, python: str = "3.10") -> Path:
+    """The spec, its code, its requirements with a local wheel and a local project folder."""
+    (folder / "src" / "trainer").mkdir(parents=True)
+    (folder / "src" / "trainer" / "__init__.py").write_bytes(b"")
+    (folder / "src" / "trainer" / "task.py").write_bytes(b"print('task')\n")
+    make_wheel(folder / "wh", "localwheel", "1.0", {"localwheel.py": b"WHO = 'local wheel 1'\n"})
+    pkg = folder / "libs" / "localpkg"
+    (pkg / "localpkg").mkdir(parents=True)
+    (pkg / "localpkg" / "__init__.py").write_bytes(b"WHO = 'local folder'\n")
+    (pkg / "backend.py").write_text(BACKEND)
+    (pkg / "pyproject.toml").write_text(PYPROJECT)
+    (folder / "requirements.txt").write_text(REQUIREMENTS)
+    spec = folder / "job.yaml"
+    spec.write_text(SPEC.format(registry=registry, repository=repository, base=base, python=python))
+    return spec
+
+
+@pytest.fixture
+def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """pip's only source: a local folder; the layer cache: the test's own; the working directory
+    elsewhere than the spec (local paths must not be taken from it)."""
+    folder = tmp_path / "index"
+    index_wheels(folder)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(folder))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    return folder
+
+
+def test_an_image_with_python_3_10_gets_its_markers_pth_scripts_and_local_packages(
+        tmp_path: Path, registry: str, python_base: object, index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base: BaseImage = python_base("3.10")  # type: ignore[operator]
+    spec = write_project(tmp_path / "proj", base.ref, registry, "deps")
+    [image] = api.plan(spec).images
+    [pushed] = publish([image])
+    repo = image.uri.split("/", 1)[1].rsplit(":", 1)[0]
+    manifest = get_manifest(registry, repo, image.tag)[0]
+    layers = [get_blob(registry, repo, layer["digest"]) for layer in manifest["layers"][1:]]
+    for blob in layers:  # no path of this machine in any layer we made (direct_url.json, finders, shebangs)
+        assert str(tmp_path).encode() not in gzip.decompress(blob)
+    root = unpack(image.uri, tmp_path / "unpacked")
+    deps = root.path("/opt/vxtrain/deps")
+    assert (deps / "exceptiongroup" / "__init__.py").is_file()  # judged for 3.10, not this machine
+    assert not list(deps.glob("*.dist-info/direct_url.json"))
+    script = root.path("/opt/vxtrain/bin/clitool").read_text()
+    assert script.startswith("#!/usr/bin/env python3.10\n") and "clitool" in script
+    if not can_run():
+        return  # no chroot without root: the files and tags above are the check
+    probe = ("import mistune, pthmod, localwheel, localpkg, sys; "
+             "print(sys.version_info[:2], mistune.ExceptionGroup.__module__, pthmod.FROM, localwheel.WHO, localpkg.WHO)")
+    ran = run_in(root, ["python", "-c", probe])
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "(3, 10) exceptiongroup the .pth folder local wheel 1 local folder"
+    cli = run_in(root, ["clitool", "--nproc", "2"])  # on PATH, run by the image's Python
+    assert cli.returncode == 0 and cli.stdout.strip() == "CLI (3, 10) ['--nproc', '2']", cli.stderr
+
+    # A code change alone: no pip (it would fail: nothing to install from), only the code layer is new.
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "empty"))
+    (tmp_path / "proj" / "src" / "trainer" / "task.py").write_bytes(b"print('task, edited')\n")
+    [again] = api.plan(spec).images
+    assert again.tag != image.tag
+    [repushed] = publish([again])
+    new_manifest = get_manifest(registry, repo, again.tag)[0]
+    assert new_manifest["layers"][:-1] == manifest["layers"][:-1]  # base and dependency layers: the same
+    assert repushed.blobs == [new_manifest["layers"][-1]["digest"], new_manifest["config"]["digest"]]
+    assert pushed.pushed and repushed.pushed
+
+
+def test_local_requirements_are_in_the_tag_and_stay_in_the_project(tmp_path: Path, index: Path) -> None:
+    spec = write_project(tmp_path / "proj", "127.0.0.1:1/base/x:py310", "127.0.0.1:1", "tags")
+    first = api.plan(spec).images[0].tag
+    make_wheel(tmp_path / "proj" / "wh", "localwheel", "1.0", {"localwheel.py": b"WHO = 'local wheel 2'\n"})
+    second = api.plan(spec).images[0].tag
+    (tmp_path / "proj" / "libs" / "localpkg" / "localpkg" / "__init__.py").write_bytes(b"WHO = 'edited'\n")
+    third = api.plan(spec).images[0].tag
+    assert len({first, second, third}) == 3  # an edited wheel, an edited folder: each a new image
+    (tmp_path / "proj" / "requirements.txt").write_text("../outside.whl\n")
+    (tmp_path / "outside.whl").write_bytes(b"x")
+    result = api.check_file(spec)
+    assert any("outside the spec's folder" in d.message for d in result.diagnostics if d.severity == "error")
+    with pytest.raises(SpecError):  # plan refuses it too: nothing outside is read
+        api.plan(spec)
+
+
+def test_a_local_folder_with_compiled_code_is_refused(tmp_path: Path, registry: str, index: Path) -> None:
+    base = push_base(registry, "base/compiled", "py310")
+    spec = write_project(tmp_path / "proj", base.ref, registry, "compiled")
+    (tmp_path / "proj" / "libs" / "localpkg" / "TAG").write_text("cp311-cp311-linux_x86_64\n")  # as a C extension's
+    [image] = api.plan(spec).images
+    with pytest.raises(DependencyError, match="compiled code") as err:
+        publish([image])
+    assert "requirements.txt:5: ./libs/localpkg" in str(err.value)
+    assert get_manifest(registry, "compiled/src", image.tag)[2].status_code == 404
+
+
+def test_build_python_other_than_the_bases_is_refused_before_any_push(
+        tmp_path: Path, registry: str, python_base: object, index: Path) -> None:
+    base: BaseImage = python_base("3.11")  # type: ignore[operator]
+    spec = write_project(tmp_path / "proj", base.ref, registry, "mismatch", python="3.10")
+    warnings = [d.code for d in api.check_file(spec).diagnostics if d.severity == "warning"]
+    assert "build-python-unchecked" in warnings  # plan cannot know: the base's name says no Python
+    error, jobs = _submit_and_count(spec)
+    assert isinstance(error, ApiError) and error.exit_code == 4 and jobs == 0
+    assert "Python 3.11" in str(error) and "build.python says 3.10" in str(error)
+    listing = requests.get(f"http://{registry}/v2/mismatch/src/tags/list", timeout=10)
+    assert listing.status_code == 404 or not listing.json().get("tags")  # nothing pushed
+
+
+def test_a_base_name_that_says_another_python_is_an_error_offline(tmp_path: Path, index: Path) -> None:
+    spec = write_project(tmp_path / "proj", "127.0.0.1:1/base/x:py311", "127.0.0.1:1", "named", python="3.10")
+    codes = [(d.severity, d.code) for d in api.check_file(spec).diagnostics]
+    assert ("error", "build-python-base") in codes
+
+
+def test_pip_is_told_the_image_environment(tmp_path: Path) -> None:
+    command = pip_command(tmp_path / "r.txt", Target("3.9", "linux/arm64", "3.9.18"), tmp_path / "t")
+    env = command[command.index("-c") + 2]
+    assert '"python_version": "3.9"' in env and '"platform_machine": "aarch64"' in env
+    assert '"python_full_version": "3.9.18"' in env
+    assert command.count("--platform") == 2 and "manylinux2014_aarch64" in command
