@@ -180,3 +180,24 @@ def test_command_in_extra_is_checked_at_its_line(tmp_path: Path) -> None:
     (d,) = [d for d in result.diagnostics if d.code == "gpudirect-nccl-env"]
     assert (d.path, d.line, d.column) == ("extra.jobSpec.workerPoolSpecs[0].containerSpec.command", 12, 11)
     assert "chief (a4-highgpu-8g) runs on GPUDirect-RDMA machines, 4 nodes in all" in d.message
+
+
+def test_partition_size_in_extra_is_checked_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        display_name: t
+        region: us-central1
+        chief:
+          image: {IMAGE}
+          machine_type: a2-highgpu-2g
+          accelerator: {{type: NVIDIA_TESLA_A100, count: 2}}
+        extra:
+          jobSpec:
+            workerPoolSpecs:
+              - machineSpec: {{gpuPartitionSize: 1g.5gb}}
+        """))
+    result = api.check_file(path, api.Options(environ={}))
+    (d,) = [d for d in result.diagnostics if d.code.startswith("gpu-partition")]
+    assert (d.code, d.path, d.line) == ("gpu-partition-count", "chief.accelerator.count", 6)
+    assert "needs count: 1 (got 2)" in d.message
+    assert result.custom_job is None  # an error: nothing is sent
