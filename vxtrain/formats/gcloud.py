@@ -12,9 +12,10 @@ Slot meanings are fixed by Vertex AI
 Accepted field names are read from the installed ``google.cloud.aiplatform_v1``
 type sources *as text* (:mod:`vxtrain.protos`; never imported: validate must
 start fast), so a field added by a newer library is accepted without a vxtrain
-release. Fields the native format has no key for (``reservedIpRanges``, ``persistentResourceId``,
-``nfsMounts``, ...) are kept in native ``extra`` (CustomJob JSON form) so
-nothing the user wrote is lost.
+release. Fields the native format has no key for (``models``, ``encryptionSpec``, ...) are
+kept in native ``extra`` (CustomJob JSON form) so nothing the user wrote is lost; the newer
+job fields (``pscInterfaceConfig``, ``reservedIpRanges``, ``nfsMounts``, ``gpuPartitionSize``,
+the experiment fields, ...) have native keys and map onto them.
 """
 from __future__ import annotations
 
@@ -36,14 +37,15 @@ MESSAGES: dict[str, tuple[MessageRef, tuple[str, ...]]] = {
     "CustomJob": (("custom_job", "CustomJob"), ("displayName", "jobSpec", "labels", "encryptionSpec")),
     "CustomJobSpec": (("custom_job", "CustomJobSpec"), (
         "workerPoolSpecs", "scheduling", "serviceAccount", "network", "baseOutputDirectory", "tensorboard",
-        "enableWebAccess", "persistentResourceId")),
+        "enableWebAccess", "persistentResourceId", "reservedIpRanges", "pscInterfaceConfig", "enableDashboardAccess",
+        "experiment", "experimentRun", "protectedArtifactLocationId")),
     "WorkerPoolSpec": (("custom_job", "WorkerPoolSpec"), (
-        "containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec")),
+        "containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec", "nfsMounts", "lustreMounts")),
     "ContainerSpec": (("custom_job", "ContainerSpec"), ("imageUri", "command", "args", "env")),
     "PythonPackageSpec": (("custom_job", "PythonPackageSpec"), (
         "executorImageUri", "packageUris", "pythonModule", "args", "env")),
     "MachineSpec": (("machine_resources", "MachineSpec"), (
-        "machineType", "acceleratorType", "acceleratorCount", "tpuTopology", "reservationAffinity")),
+        "machineType", "acceleratorType", "acceleratorCount", "tpuTopology", "reservationAffinity", "gpuPartitionSize")),
     "DiskSpec": (("machine_resources", "DiskSpec"), ("bootDiskType", "bootDiskSizeGb")),
     "Scheduling": (("custom_job", "Scheduling"), (
         "timeout", "restartJobOnWorkerRestart", "strategy", "disableRetries", "maxWaitDuration")),
