@@ -42,9 +42,9 @@ def emulator(**kwargs: Any) -> EmulatorHandle:
 
 @pytest.fixture
 def preempting() -> Iterator[EmulatorHandle]:
-    """Jobs succeed 1 s after create (simulated); the first one in us-central1 loses its
-    machines after 0.2 s RUNNING."""
-    handle = emulator(simulate_seconds=1.0, preempt=[f"{REGION}:0.2:1"])
+    """Jobs succeed about a second after create (simulated); the first one in us-central1
+    loses its machines after 0.15 s RUNNING."""
+    handle = emulator(simulate_seconds=0.6, preempt=[f"{REGION}:0.15:1"])
     try:
         yield handle
     finally:
@@ -198,7 +198,7 @@ def test_a_failure_of_the_code_is_not_recovered(running: EmulatorHandle, tmp_pat
 
 def test_recoveries_spent_on_lost_machines_is_no_capacity(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    handle = emulator(simulate_seconds=1.0, preempt=[f"{REGION}:0.1"])  # every job loses its machines
+    handle = emulator(simulate_seconds=0.6, preempt=[f"{REGION}:0.1"])  # every job loses its machines
     try:
         code, doc, err = submit(capsys, spec(tmp_path, recovery={"max_recoveries": 2}), handle)
         listed = jobs(handle)
