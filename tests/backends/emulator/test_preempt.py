@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.backends.emulator.conftest import State, custom_job, pool, py
 from tests.polling import wait_for
+from tests.test_emulator_cli import emulator
 from vxtrain.backends.emulator.stockouts import Preemption, Preemptions, parse_preempt, stockout_message
 from vxtrain.cli import main
 from vxtrain.errors import UsageError
@@ -102,6 +105,13 @@ def test_the_flag_parses(text: str, rule: Preemption) -> None:
     assert parse_preempt(text) == rule
 
 
+@given(region=st.from_regex(r"[a-z][a-z0-9-]{0,30}", fullmatch=True),
+       after=st.floats(min_value=0, max_value=1e9, allow_nan=False), count=st.none() | st.integers(1, 10**6))
+def test_every_rule_reads_back_from_its_flag(region: str, after: float, count: int | None) -> None:
+    text = f"{region}:{after!r}" + ("" if count is None else f":{count}")
+    assert parse_preempt(text) == Preemption(region, after, count)
+
+
 @pytest.mark.parametrize(("text", "says"), [
     ("us-east1", "takes REGION:AFTER[:COUNT]"), (":5", "takes REGION:AFTER[:COUNT]"),
     ("us-east1:5:1:2", "takes REGION:AFTER[:COUNT]"), ("us-east1:-1", "AFTER is the seconds"),
@@ -112,6 +122,21 @@ def test_the_flag_parses(text: str, rule: Preemption) -> None:
 def test_bad_values_are_usage_errors(text: str, says: str) -> None:
     with pytest.raises(UsageError, match=r"--preempt .*" + says.replace("[", r"\[").replace("]", r"\]")):
         parse_preempt(text)
+
+
+def test_the_flag_as_a_user_starts_it() -> None:
+    """`vxtrain emulator --simulate 1 --preempt us-east1:0.2:1`: the real client (through vxtrain's
+    submission) sees the first job there end FAILED for capacity after it started, the next succeed."""
+    from vxtrain import submission  # here: only this test talks to a job API through it
+
+    job = {"displayName": "spot", "jobSpec": {"workerPoolSpecs": [{
+        "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+        "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/t:1", "command": ["true"]}}]}}
+    with emulator("--simulate", "1", "--preempt", "us-east1:0.2:1") as address:
+        lost = submission.submit(job, project="p", region="us-east1", endpoint=address, wait=True, check=False)
+        kept = submission.submit(job, project="p", region="us-east1", endpoint=address, wait=True, check=False)
+    assert (lost["state"], lost["error"]["code"], bool(lost.get("start_time"))) == ("JOB_STATE_FAILED", 8, True)
+    assert kept["state"] == "JOB_STATE_SUCCEEDED"
 
 
 @pytest.mark.parametrize("value", ["us-east1", "us-east1:-1", "us-east1:1:0", "us-east1:inf"])
