@@ -14,15 +14,16 @@ import base64
 import gzip
 import hashlib
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import requests
 
 from tests.images.bases import can_run, run_in, unpack
-from tests.images.conftest import get_blob, get_manifest, push_base
+from tests.images.conftest import get_blob, get_manifest
 from tests.images.test_errors import _submit_and_count
-from tests.registry import BaseImage
+from tests.registry import BaseImage, push_base
 from vxtrain import api
 from vxtrain.errors import ApiError, SpecError
 from vxtrain.images.dependencies import DependencyError, Target, pip_command
@@ -141,8 +142,9 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_an_image_with_python_3_10_gets_its_markers_pth_scripts_and_local_packages(
-        tmp_path: Path, registry: str, python_base: object, index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    base: BaseImage = python_base("3.10")  # type: ignore[operator]
+        tmp_path: Path, registry: str, python_base: Callable[[str], BaseImage], index: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    base = python_base("3.10")
     spec = write_project(tmp_path / "proj", base.ref, registry, "deps")
     [image] = api.plan(spec).images
     [pushed] = publish([image])
@@ -207,8 +209,8 @@ def test_a_local_folder_with_compiled_code_is_refused(tmp_path: Path, registry: 
 
 
 def test_build_python_other_than_the_bases_is_refused_before_any_push(
-        tmp_path: Path, registry: str, python_base: object, index: Path) -> None:
-    base: BaseImage = python_base("3.11")  # type: ignore[operator]
+        tmp_path: Path, registry: str, python_base: Callable[[str], BaseImage], index: Path) -> None:
+    base = python_base("3.11")
     spec = write_project(tmp_path / "proj", base.ref, registry, "mismatch", python="3.10")
     warnings = [d.code for d in api.check_file(spec).diagnostics if d.severity == "warning"]
     assert "build-python-unchecked" in warnings  # plan cannot know: the base's name says no Python
