@@ -72,4 +72,5 @@ def test_experiment_run_in_extra_meets_the_same_rule_at_its_line(tmp_path: Path)
         """))
     result = api.check_file(path, api.Options(environ={}))
     (d,) = [d for d in result.diagnostics if d.severity == "error"]
-    assert (d.code, d.path, d.line, d.column) == ("experiment-run-needs-experiment", "extra.jobSpec.experimentRun", 7, 5)
+    assert (d.code, d.path, d.line, d.column) == (
+        "experiment-run-needs-experiment", "extra.jobSpec.experimentRun", 7, 5)

@@ -187,10 +187,11 @@ def test_mounts_in_extra_need_a_network_like_native_ones(tmp_path: Path) -> None
         chief: {{image: {IMAGE}, machine_type: n1-standard-8}}
         extra:
           jobSpec:
-            workerPoolSpecs: [{{lustreMounts: [{{instanceIp: 10.0.0.3, volumeHandle: v, filesystem: f, mountPoint: l}}]}}]
+            workerPoolSpecs:
+              - lustreMounts: [{{instanceIp: 10.0.0.3, volumeHandle: v, filesystem: f, mountPoint: l}}]
         """)
     d = one(diags, "mount-needs-network")
-    assert d.path == "extra.jobSpec.workerPoolSpecs[0].lustreMounts" and d.line == 6
+    assert (d.path, d.line, d.column) == ("extra.jobSpec.workerPoolSpecs[0].lustreMounts", 7, 9)
 
 
 def test_a_clean_psc_job_validates_and_compiles(tmp_path: Path) -> None:
@@ -198,7 +199,9 @@ def test_a_clean_psc_job_validates_and_compiles(tmp_path: Path) -> None:
     path.write_text(textwrap.dedent(f"""\
         display_name: t
         region: us-central1
-        psc_interface: {{network_attachment: att, dns_peering: [{{domain: c.example., target_project: p, target_network: v}}]}}
+        psc_interface:
+          network_attachment: att
+          dns_peering: [{{domain: c.example., target_project: p, target_network: v}}]
         chief:
           image: {IMAGE}
           machine_type: a3-ultragpu-8g
@@ -211,4 +214,5 @@ def test_a_clean_psc_job_validates_and_compiles(tmp_path: Path) -> None:
     spec = result.custom_job["jobSpec"]
     assert spec["pscInterfaceConfig"] == {"networkAttachment": "att", "dnsPeeringConfigs": [
         {"domain": "c.example.", "targetProject": "p", "targetNetwork": "v"}]}
-    assert spec["workerPoolSpecs"][0]["nfsMounts"] == [{"server": "10.1.2.3", "path": "/share", "mountPoint": "share"}]
+    assert spec["workerPoolSpecs"][0]["nfsMounts"] == [
+        {"server": "10.1.2.3", "path": "/share", "mountPoint": "share"}]

@@ -24,7 +24,8 @@ TCP = "tcp"
 NCCL_ENV_SCRIPT = "/usr/local/gib/scripts/set_nccl_env.sh"
 NCCL_ENV_LINE = f"source {NCCL_ENV_SCRIPT}"
 #: Where a machine type with no row gets ``tcp`` from: the page that names GPUDirect for the others.
-_DEFAULT_SOURCE = "https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/configure-compute#machine-types"
+_DEFAULT_SOURCE = ("https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/"
+                   "configure-compute#machine-types")
 
 
 # NamedTuples, not dataclasses: this module is on validate's path, and a frozen dataclass

@@ -40,7 +40,8 @@ MESSAGES: dict[str, tuple[MessageRef, tuple[str, ...]]] = {
         "enableWebAccess", "persistentResourceId", "reservedIpRanges", "pscInterfaceConfig", "enableDashboardAccess",
         "experiment", "experimentRun", "protectedArtifactLocationId")),
     "WorkerPoolSpec": (("custom_job", "WorkerPoolSpec"), (
-        "containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec", "nfsMounts", "lustreMounts")),
+        "containerSpec", "pythonPackageSpec", "machineSpec", "replicaCount", "diskSpec", "nfsMounts",
+        "lustreMounts")),
     "ContainerSpec": (("custom_job", "ContainerSpec"), ("imageUri", "command", "args", "env")),
     "PythonPackageSpec": (("custom_job", "PythonPackageSpec"), (
         "executorImageUri", "packageUris", "pythonModule", "args", "env")),

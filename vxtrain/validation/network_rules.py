@@ -22,7 +22,8 @@ from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, written_at
 from vxtrain.validation._common import pool_accelerator
 
-PEERING_DOC = "https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/using-private-ip"
+PEERING_DOC = ("https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/"
+               "using-private-ip")
 PSC_DOC = "https://cloud.google.com/vertex-ai/docs/training/psc-i-egress"
 NFS_DOC = "https://cloud.google.com/vertex-ai/docs/training/train-nfs-share"
 #: A Compute Engine resource name (RFC 1035): a network attachment's own name.
