@@ -473,3 +473,22 @@ def test_a_stream_that_left_lines_out_is_caught_up_by_a_read() -> None:
     watch.close()
     assert got == ["line 0", "line 3", "line 1", "line 2"]  # the left-out lines, read after the suppression
     assert follower.reads == 2 and len(fake.opened) == 1 and fake.opened[0].closed and watch.streaming
+
+
+def test_a_stream_slow_to_answer_does_not_hold_back_the_lines_before_it() -> None:
+    fake = TailingReader()
+    fake.add(0, "before the stream", "i0")
+
+    def script() -> Iterator[TailBatch]:
+        assert fake.read_once.wait(5)  # no answer yet: the lines before it were read after `opening`
+        fake.add(1, "while it opened", "i1")
+        yield TailBatch([])  # open at last: read again, for what came in between
+
+    fake.script = script
+    got: list[str] = []
+    follower = joblogs.Follower(fake, PROJECT, "1", cadence=joblogs.Cadence(1.0, 8.0, overlap=30.0, opening=0.05))
+    watch = joblogs.LogWatch(follower, lambda entries: got.extend(e.text for e in entries), warn=pytest.fail,
+                             stream=True)
+    watch.sleep(0.5)
+    watch.close()
+    assert got == ["before the stream", "while it opened"] and follower.reads == 2
