@@ -12,18 +12,19 @@ What pip does not do for a target, done here:
   judges environment markers (``exceptiongroup; python_version < "3.11"``) against
   the interpreter that runs it (``InstallRequirement.match_markers`` and the
   resolver call ``Marker.evaluate()``, whose environment is
-  ``packaging.markers.default_environment()`` of the running Python: pip issue
-  https://github.com/pypa/pip/issues/11664). pip runs here under a launcher that
+  ``packaging.markers.default_environment()`` of the running Python: pip issues
+  https://github.com/pypa/pip/issues/11010, https://github.com/pypa/pip/issues/13296,
+  https://github.com/pypa/pip/issues/10050). pip runs here under a launcher that
   makes that function return the image's environment (PEP 508's variables for
   CPython ``X.Y`` on linux/amd64 or arm64), so every marker, in the requirements and
   in each wheel's ``Requires-Dist``, is judged for the image.
 - **Local paths** (``./libs/pkg``, ``-e ./libs/pkg``, ``./wh/x.whl``, ``file:``): resolved
   from the spec's folder (vxtrain.images.recipe.local_requirements); a wheel is used
-  as it is, a folder is built into a wheel with pypa ``build`` (vxtrain.packaging.build: in
-  this Python when its backend is here, else isolated) and kept only when pure Python (an extension module built here
-  is for this machine's Python and libc); ``-e`` installs the same way (an image is a
-  snapshot: nothing to edit in place). ``direct_url.json`` (PEP 610: it records the
-  path here) is removed.
+  as it is, a folder is built into a wheel with pypa ``build`` (vxtrain.packaging.build:
+  in this Python when its backend is here, else isolated) and kept only when pure
+  Python (an extension module built here is for this machine's Python and libc);
+  ``-e`` installs the same way (an image is a snapshot: nothing to edit in place).
+  ``direct_url.json`` (PEP 610: it records the path here) is removed.
 - **.pth files.** PYTHONPATH folders are not site directories: a ``sitecustomize``
   in SITE_DIR calls ``site.addsitedir(DEPS_DIR)``, then runs the base's own
   ``sitecustomize`` (which it shadows) if there is one.

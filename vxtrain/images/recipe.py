@@ -86,7 +86,8 @@ class ImageBuild:
         """The ``images`` entry of ``plan --output json``."""
         return {"pools": self.roles, "uri": self.uri, "base": self.base, "base_pinned": self.base_pinned,
                 "source": self.spec_source, "path": str(self.source.path), "files": self.source.files,
-                "requirements": self.spec_requirements, "python": self.python, "platform": self.platform, "tag": self.tag,
+                "requirements": self.spec_requirements, "python": self.python, "platform": self.platform,
+                "tag": self.tag,
                 "repository_set": not self.repository.startswith(UNSET_REPOSITORY)}
 
 
