@@ -303,7 +303,7 @@ def test_lost_machines_are_told_from_the_code_and_from_no_start(view: dict[str, 
 
 
 def test_an_attempt_sets_its_number_in_every_pool_and_standard_on_request() -> None:
-    job = {"displayName": "j", "jobSpec": {"scheduling": {"strategy": "SPOT"}, "workerPoolSpecs": [
+    job: dict[str, Any] = {"displayName": "j", "jobSpec": {"scheduling": {"strategy": "SPOT"}, "workerPoolSpecs": [
         {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
          "containerSpec": {"imageUri": IMAGE, "env": [{"name": "VXTRAIN_ATTEMPT", "value": "9"}]}},
         {},
@@ -316,8 +316,8 @@ def test_an_attempt_sets_its_number_in_every_pool_and_standard_on_request() -> N
     assert pools[2]["pythonPackageSpec"]["env"] == [{"name": "VXTRAIN_ATTEMPT", "value": "2"}] and pools[1] == {}
     assert out["jobSpec"]["scheduling"] == {"strategy": "STANDARD"}
     assert job["jobSpec"]["scheduling"] == {"strategy": "SPOT"}  # the rung's own job is left as it was
-    assert job_per_hour(out, REGION) == pytest.approx(3 * job_per_hour(
-        {"jobSpec": {"workerPoolSpecs": [job["jobSpec"]["workerPoolSpecs"][0]]}}, REGION))
+    one = job_per_hour({"jobSpec": {"workerPoolSpecs": [job["jobSpec"]["workerPoolSpecs"][0]]}}, REGION)
+    assert one is not None and job_per_hour(out, REGION) == pytest.approx(3 * one)  # 3 on-demand n1-standard-4
 
 
 # --- notifications -------------------------------------------------------------------------
