@@ -129,7 +129,8 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         if exc.report is None:  # the ladder ran out: its attempts say where
             raise
         # the quota preflight of a spec without fallback: point at the first pool that needs it
-        raise NoCapacity(f"{exc}{rungs.spec_location(result, str(exc))}", exc.report, exc.attempts) from exc
+        raise NoCapacity(f"{exc}{rungs.spec_location(result, str(exc))}", exc.report, exc.attempts,
+                         exc.details) from exc
 
 
 def _check_urls(urls: Sequence[str], check: Callable[[str], str | None]) -> None:
