@@ -13,12 +13,15 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.images.bases import can_run, run_in, unpack
 from tests.images.conftest import get_blob, get_manifest
@@ -28,6 +31,7 @@ from vxtrain import api
 from vxtrain.errors import ApiError, SpecError
 from vxtrain.images.dependencies import DependencyError, Target, pip_command
 from vxtrain.images.publish import publish
+from vxtrain.images.recipe import local_requirements
 
 pytestmark = pytest.mark.slow
 
@@ -115,6 +119,7 @@ def write_project(folder: Path, base: str, registry: str, repository: str, pytho
     (folder / "src" / "trainer").mkdir(parents=True)
     (folder / "src" / "trainer" / "__init__.py").write_bytes(b"")
     (folder / "src" / "trainer" / "task.py").write_bytes(b"print('task')\n")
+    (folder / "src" / "sitecustomize.py").write_bytes(b"import builtins\nbuiltins.CODE_SITE = 'ran'\n")  # chained
     make_wheel(folder / "wh", "localwheel", "1.0", {"localwheel.py": b"WHO = 'local wheel 1'\n"})
     pkg = folder / "libs" / "localpkg"
     (pkg / "localpkg").mkdir(parents=True)
@@ -161,11 +166,11 @@ def test_an_image_with_python_3_10_gets_its_markers_pth_scripts_and_local_packag
     assert script.startswith("#!/usr/bin/env python3.10\n") and "clitool" in script
     if not can_run():
         return  # no chroot without root: the files and tags above are the check
-    probe = ("import mistune, pthmod, localwheel, localpkg, sys; "
-             "print(sys.version_info[:2], mistune.ExceptionGroup.__module__, pthmod.FROM, localwheel.WHO, localpkg.WHO)")
+    probe = ("import mistune, pthmod, localwheel, localpkg, sys; print(sys.version_info[:2], "
+             "mistune.ExceptionGroup.__module__, pthmod.FROM, localwheel.WHO, localpkg.WHO, CODE_SITE)")
     ran = run_in(root, ["python", "-c", probe])
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.strip() == "(3, 10) exceptiongroup the .pth folder local wheel 1 local folder"
+    assert ran.stdout.strip() == "(3, 10) exceptiongroup the .pth folder local wheel 1 local folder ran"
     cli = run_in(root, ["clitool", "--nproc", "2"])  # on PATH, run by the image's Python
     assert cli.returncode == 0 and cli.stdout.strip() == "CLI (3, 10) ['--nproc', '2']", cli.stderr
 
@@ -233,3 +238,32 @@ def test_pip_is_told_the_image_environment(tmp_path: Path) -> None:
     assert '"python_version": "3.9"' in env and '"platform_machine": "aarch64"' in env
     assert '"python_full_version": "3.9.18"' in env
     assert command.count("--platform") == 2 and "manylinux2014_aarch64" in command
+
+
+_NAME = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,10}[A-Za-z0-9])?", fullmatch=True)
+_SEGMENT = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,8}", fullmatch=True).filter(lambda s: s not in (".", ".."))
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=_NAME, extras=st.sampled_from(["", "[gpu]", "[a,b]"]),
+       spec=st.sampled_from(["", "==1.0", ">=2,<3", "~=1.4"]),
+       marker=st.sampled_from(["", '; python_version < "3.11"', "; platform_machine == 'aarch64'"]),
+       editable=st.booleans())
+def test_index_requirements_are_never_taken_for_paths(name: str, extras: str, spec: str, marker: str,
+                                                      editable: bool) -> None:
+    line = f"{'-e ' if editable else ''}{name}{extras}{spec}{marker}"
+    assert local_requirements(Path("/nowhere/r.txt"), f"{line}\n# ./commented\n".encode(), [Path("/nowhere")]) == []
+
+
+@settings(max_examples=50, deadline=None)
+@given(parts=st.lists(_SEGMENT, min_size=1, max_size=3), editable=st.booleans(),
+       marker=st.sampled_from(["", '; python_version < "3.11"']))
+def test_local_paths_resolve_from_the_spec_folder(parts: list[str], editable: bool, marker: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        spec_folder = Path(tmp) / "proj"
+        folder = spec_folder.joinpath(*parts)
+        folder.mkdir(parents=True)
+        written = "./" + "/".join(parts)
+        data = f"{'-e ' if editable else ''}{written}{marker}\n".encode()
+        [local] = local_requirements(spec_folder / "sub" / "requirements.txt", data, [spec_folder])
+        assert (local.path, local.editable, local.written, local.rest) == (folder.resolve(), editable, written, marker)

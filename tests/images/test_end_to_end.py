@@ -109,7 +109,7 @@ def _check_image(registry: str, repo: str, manifest: dict[str, Any], base: BaseI
     inner = config["config"]
     assert inner["WorkingDir"] == "/opt/vxtrain/code"
     assert inner["Entrypoint"] == ["/bin/sh", "-c"] and inner["Cmd"] == ["echo base"]  # untouched
-    assert "PYTHONPATH=/opt/vxtrain/code:/opt/vxtrain/site:/opt/vxtrain/deps:/opt/base" in inner["Env"]
+    assert "PYTHONPATH=/opt/vxtrain/site:/opt/vxtrain/code:/opt/vxtrain/deps:/opt/base" in inner["Env"]
     assert "PATH=/opt/vxtrain/bin:/usr/local/bin:/usr/bin" in inner["Env"]  # console scripts first
     assert len(config["history"]) == 3 and all(h.get("created") for h in config["history"])
 

@@ -91,7 +91,9 @@ def _config(config: Mapping[str, Any], layers: Sequence[tuple[Layer, str]], depe
         {"created": EPOCH, "created_by": f"vxtrain: {what}", "comment": "vxtrain build"} for _, what in layers)
     inner = new.setdefault("config", {})
     inner["WorkingDir"] = str(CODE_DIR)
-    folders = [str(CODE_DIR), str(SITE_DIR), str(DEPS_DIR)] if dependencies else [str(CODE_DIR), str(DEPS_DIR)]
+    # SITE_DIR first: it holds only our sitecustomize, which then runs the next one on sys.path
+    # (the code folder's or the base's), so none is shadowed.
+    folders = [str(SITE_DIR), str(CODE_DIR), str(DEPS_DIR)] if dependencies else [str(CODE_DIR), str(DEPS_DIR)]
     inner["Env"] = with_pythonpath(inner.get("Env") or [], folders)
     if dependencies:
         inner["Env"] = with_path(inner["Env"], str(BIN_DIR))

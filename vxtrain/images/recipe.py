@@ -38,7 +38,7 @@ DEPS_DIR = PurePosixPath("/opt/vxtrain/deps")
 #: Where the dependency layer puts console scripts (on the image's PATH), their shebang the image's Python.
 BIN_DIR = PurePosixPath("/opt/vxtrain/bin")
 #: Where the dependency layer puts the ``sitecustomize`` that makes DEPS_DIR a site directory
-#: (its ``.pth`` files processed: PYTHONPATH folders are not), on PYTHONPATH before DEPS_DIR.
+#: (its ``.pth`` files processed: PYTHONPATH folders are not), first on PYTHONPATH.
 SITE_DIR = PurePosixPath("/opt/vxtrain/site")
 #: Mixed into the tag: bump it when what is built from the same inputs changes
 #: (the folders above, the tar normalisation, the config edits, pip's options).
