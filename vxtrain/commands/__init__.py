@@ -47,8 +47,9 @@ COMMANDS: dict[str, Entry] = {
     "env": Entry("env", "Print the environment Vertex AI sets for one replica (CLUSTER_SPEC, TF_CONFIG, AIP_*)."),
     "local-run": Entry("local_run", "Run every replica (chief, workers, parameter servers, evaluators) as a "
                                     "local process, each with its own share of this host's GPUs."),
-    "emulator": Entry("emulator", "Serve the emulated Vertex AI JobService and its jobs' logs (gRPC) on "
-                                  "127.0.0.1 until Ctrl-C or SIGTERM."),
+    "emulator": Entry("emulator", "Serve the emulated Vertex AI JobService, its jobs' logs and quotas on "
+                                  "127.0.0.1 (gRPC; REST too with --http-port), each call with its bearer "
+                                  "token, until Ctrl-C or SIGTERM."),
     "schema": Entry("schema", "Print the JSON Schema of the native spec format (use with yaml-language-server)."),
     "convert": Entry("convert", "Convert between formats: legacy/gcloud → native, native → gcloud config "
                                 "or command."),
