@@ -88,10 +88,17 @@ CREDENTIALS: tuple[Credential, ...] = (
 )
 
 
+#: The names a credential's path can hold (its file's name, or its folder's): a file with
+#: none of them in its path is no credential, found with one set lookup per part.
+_NAMES = frozenset(entry.parts[0] if entry.folder else entry.parts[-1] for entry in CREDENTIALS)
+
+
 def credential_files(files: Iterable[PurePosixPath]) -> list[tuple[PurePosixPath, Credential]]:
     """The files (relative paths, in the order given) that are credentials, each with its entry."""
     found = []
     for rel in files:
+        if _NAMES.isdisjoint(rel.parts):
+            continue
         hit = next((entry for entry in CREDENTIALS if entry.matches(rel)), None)
         if hit is not None:
             found.append((rel, hit))

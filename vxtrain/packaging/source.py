@@ -332,6 +332,8 @@ class _Ignores:
     def ignored(self, rel: PurePosixPath, folder: bool) -> bool:
         """True when the ignore files leave out ``rel`` (a folder when ``folder``): the
         deepest ignore file with a rule for it decides, as git's do."""
+        if not self.rules:  # most folders: no ignore file at all
+            return False
         for where in (rel.parent, *rel.parent.parents):
             rules = self.rules.get(where)
             decided = None if rules is None else _decide(rules, rel.relative_to(where).as_posix(), folder)
