@@ -38,7 +38,7 @@ def test_every_row_has_a_source_and_confidence(path: Path) -> None:
 def test_csv_files_are_the_package_data() -> None:
     assert {p.name for p in CSV_FILES} == {
         "accelerators.csv", "flex_start_accelerators.csv", "gpu_machines.csv", "gpu_networks.csv",
-        "gpu_partitions.csv", "legacy_machines.csv",
+        "gpu_partitions.csv", "image_platforms.csv", "legacy_machines.csv",
         "legacy_scale_tiers.csv", "machines.csv", "n1_gpu_egress.csv", "n1_gpu_limits.csv", "prices.csv",
         "quota_metrics.csv", "quota_patterns.csv", "region_accelerators.csv", "regions.csv",
         "reservation_requirements.csv",
