@@ -33,6 +33,7 @@ from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.auth import GCLOUD_TOKEN_FILE_ENV, authorize, private
 from vxtrain.backends.tokens import TOKEN_ENV, token_file
 from vxtrain.backends.vertex import emulator_channel
+from vxtrain.errors import VxtrainError
 
 ROOT = Path(__file__).resolve().parent.parent
 PARENT = "projects/p/locations/us-central1"
@@ -151,7 +152,7 @@ def test_a_token_file_left_on_the_port_is_replaced() -> None:
     stale.write_text("stale")
     try:
         handle = start_emulator(port=port, out=io.StringIO(), environ={})
-    except Exception:  # the port was taken meanwhile: nothing to show here
+    except VxtrainError:  # the port was taken meanwhile: nothing to show here
         pytest.skip(f"port {port} was taken again before the second emulator could bind it")
     with handle:
         assert handle.token is not None and stale.read_text() == handle.token.value != "stale"
