@@ -21,7 +21,7 @@ from vxtrain.images.layers import LayerError, code_files, write_layer
 from vxtrain.images.publish import publish
 from vxtrain.images.recipe import DEPS_DIR
 from vxtrain.images.safety import safe_pip_error
-from vxtrain.packaging.credentials import CREDENTIALS
+from vxtrain.packaging.credentials import CREDENTIALS, Credential
 
 BASE = f"us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310@sha256:{'0' * 64}"
 SPEC = """\
@@ -144,16 +144,24 @@ def test_a_whiteout_name_in_the_dependency_layer_is_refused(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("entry", CREDENTIALS, ids=lambda e: "/".join(e.parts))
-def test_every_credential_of_the_table_is_refused_unless_ignored(tmp_path: Path, entry: object) -> None:
-    assert entry in CREDENTIALS
-    parts = entry.parts + (("key",) if entry.folder else ())  # type: ignore[attr-defined]
+def test_every_credential_of_the_table_is_refused_unless_ignored(tmp_path: Path, entry: Credential) -> None:
+    parts = entry.parts + (("key",) if entry.folder else ())
     rel = PurePosixPath("conf", *parts)
     spec = _spec(tmp_path)
     (tmp_path / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / "src" / rel).write_text("secret\n")
     [(code, message)] = _codes(spec)
     assert code == "source-credentials" and str(rel) in message and ".vxtrainignore" in message
-    (tmp_path / "src" / ".vxtrainignore").write_text(entry.pattern + "\n")  # type: ignore[attr-defined]
+    (tmp_path / "src" / ".vxtrainignore").write_text(entry.pattern + "\n")
+    assert _codes(spec) == []
+
+
+def test_names_that_only_look_like_credentials_are_kept(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    for name in ("env.py", ".env.example", "ssh/config.py", "docs/netrc.md", "gcloud.py", "config/credentials.db",
+                 ".docker/daemon.json", "kube/config", "id_rsa.pub"):
+        (tmp_path / "src" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / name).write_text("x")
     assert _codes(spec) == []
 
 
