@@ -143,6 +143,12 @@ def test_the_token_file_is_private_and_removed_on_stop() -> None:
     assert not path.exists()
 
 
+def test_a_token_given_in_the_environment_is_never_written(emulator: EmulatorHandle) -> None:
+    assert emulator.token is not None and emulator.token.value == os.environ[TOKEN_ENV]
+    assert emulator.token.file is None and not token_file(emulator.port).exists()
+    assert GCLOUD_TOKEN_FILE_ENV not in emulator.gcloud_environment()
+
+
 @pytest.mark.usefixtures("file_token")
 def test_a_token_file_left_on_the_port_is_replaced() -> None:
     """An emulator killed on a port leaves its file; the next one on that port writes its own."""
