@@ -309,7 +309,7 @@ class _Ignores:
     """The ignore files met so far in one walk of ``root``: folder (relative) → its rules."""
 
     root: Path
-    rules: dict[PurePosixPath, Any] = field(default_factory=dict)
+    rules: dict[PurePosixPath, list[Any]] = field(default_factory=dict)  # pathspec's compiled patterns, in order
 
     def read(self, here: Path, rel: PurePosixPath) -> None:
         """Read the ignore files of the folder ``here`` (``rel`` under the root), if it has any."""
@@ -326,8 +326,7 @@ class _Ignores:
             # and validate's cold start reads this module for every source folder
             import pathspec
 
-            self.rules[rel] = pathspec.GitIgnoreSpec.from_lines([_ANY_FOLDER_UNDER.sub(r"\1/**/*/", line)
-                                                                 for line in lines])
+            self.rules[rel] = [rule for line in lines for rule in _compiled(pathspec.GitIgnoreSpec, line)]
 
     def ignored(self, rel: PurePosixPath, folder: bool) -> bool:
         """True when the ignore files leave out ``rel`` (a folder when ``folder``): the
@@ -342,8 +341,17 @@ class _Ignores:
         return False
 
 
-def _decide(rules: Any, path: str, folder: bool) -> bool | None:
-    """What the last rule of ``rules`` (a GitIgnoreSpec) that matches ``path`` *itself* says:
+def _compiled(spec: Any, line: str) -> list[Any]:
+    """The pattern of one ignore-file line; none for a line git cannot read as one (a lone
+    ``!``, a trailing ``\\``, a range such as ``[z-a]``), which git passes over too."""
+    try:
+        return list(spec.from_lines([_ANY_FOLDER_UNDER.sub(r"\1/**/*/", line)]).patterns)
+    except (ValueError, re.error):  # pathspec's GitIgnorePatternError is a ValueError
+        return []
+
+
+def _decide(rules: list[Any], path: str, folder: bool) -> bool | None:
+    """What the last of ``rules`` (pathspec's patterns) that matches ``path`` *itself* says:
     True to leave it out, False to keep it, None when none matches.
 
     As git does it: the walk asks about each folder before anything in it (a folder left
@@ -353,7 +361,7 @@ def _decide(rules: Any, path: str, folder: bool) -> bool | None:
     weighs such matches against the file's instead, which differs from git for
     ``src/`` + ``!src/m.py`` and ``*`` + ``!*/`` (tests/packaging/test_ignore_files.py
     compares with git itself)."""
-    for rule in reversed(rules.patterns):
+    for rule in reversed(rules):
         if rule.include is None or rule.regex is None:  # a blank line or a comment
             continue
         # The path as it is, matched without a mark: the rule is about it (``*.log``, ``src/**``).
