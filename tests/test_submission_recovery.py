@@ -269,11 +269,15 @@ def test_a_killed_watcher_rerun_with_its_key_creates_no_extra_attempt(preempting
     finally:
         watcher.send_signal(signal.SIGKILL)
         watcher.wait(10)
-    code, doc, err = submit(capsys, path, preempting, "--idempotency-key", "nightly")
+    with webhook() as hook:
+        code, doc, err = submit(capsys, path, preempting, "--idempotency-key", "nightly", "--notify", hook.url)
     assert code == 0, err
     assert outcomes(doc) == [(0, 0, "preempted"), (1, 0, "succeeded")] and doc["recoveries"] == 1
     listed = jobs(preempting)
     assert len(listed) == 2 and doc["name"] == listed[1]["name"]
+    # The killed watcher announced the recovery; the resumed one walks past it quietly.
+    assert "recovering" not in [b["event"] for b in hook.bodies()] and hook.bodies()[-1]["event"] == "succeeded"
+    assert "before this watch: going on with attempt 1" in err
     again = submit(capsys, path, preempting, "--idempotency-key", "nightly")
     assert again[0] == 0 and again[1]["name"] == doc["name"] and len(jobs(preempting)) == 2
 

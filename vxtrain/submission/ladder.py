@@ -175,6 +175,10 @@ class Ladder:
     recovering: bool = False
     #: recovery.on_exit_codes: a replica's exit codes that count as lost machines.
     exit_codes: frozenset[int] = frozenset()
+    #: The jobs a recovering climb adopted already ended (an earlier watcher's attempts, found
+    #: on resume): judged as found, neither followed (their log lines are not read again) nor
+    #: announced again (vxtrain.submission.recovery).
+    found_ended: set[str] = field(default_factory=set)
 
     def record(self, rung: Rung, view: dict[str, Any] | None, outcome: Outcome) -> None:
         """Note what became of ``rung`` (its job's ``view``, None when none was made)."""
@@ -274,6 +278,9 @@ def _after_create(rung: Rung, ladder: Ladder, api: JobBackend, view: dict[str, A
     """Follow a rung's job as far as ``ladder.follow`` says and judge how it ended."""
     if ladder.follow is Follow.none:  # no following: the job as the create (or adopt) left it
         return _stop(rung, ladder, view, _as_is(view)), None
+    if ladder.recovering and view.get("adopted") and view["state"] in TERMINAL_STATES:
+        ladder.found_ended.add(view["name"])  # an earlier attempt a resumed watch walks past
+        return _judge(rung, ladder, view)
     final = _follow(api, view, ladder)
     if final["state"] in WAITING_STATES:  # pending too long: cancel, and see it end
         final = _cancel_pending(api, final, ladder)
@@ -479,6 +486,8 @@ def _resume(rungs: Sequence[Rung], ladder: Ladder) -> int | dict[str, Any]:
             return rungs.index(rung) + 1
         ladder.say(f"adopting {view['name']} (rung {rung.number}, same key): nothing new is created")
         terminal = view["state"] in TERMINAL_STATES and ladder.follow is not Follow.none
+        if terminal and ladder.recovering:
+            ladder.found_ended.add(view["name"])  # as _after_create notes one
         final, _ = _judge(rung, ladder, view) if terminal else _after_create(rung, ladder, api, view)
         if final is None:  # it ran out of capacity while followed: the ladder goes on
             return rungs.index(rung) + 1

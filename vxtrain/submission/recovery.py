@@ -178,6 +178,10 @@ class _Watch:
                                 "has no rung after it")
         self._maybe_standard(attempt)
         rung = self.rungs[first]
+        if last.name in self.ladder.found_ended:  # a resumed watch: said (and sent) when it happened
+            self.ladder.say(f"{name} (attempt {attempt}, same key) {_WHY[last.outcome]} before this watch: "
+                            f"going on with attempt {attempt + 1}")
+            return first
         text = (f"{name} {_WHY[last.outcome]}: recovery {attempt + 1} of {policy.max_recoveries}, a new job "
                 f"on rung {rung.number} ({rung.region}) resuming from base_output_dir")
         self.ladder.say(text)
