@@ -29,7 +29,7 @@ from tests.images.test_errors import _submit_and_count
 from tests.registry import BaseImage, push_base
 from vxtrain import api
 from vxtrain.errors import ApiError, SpecError
-from vxtrain.images.dependencies import DependencyError, Target, pip_command
+from vxtrain.images.dependencies import DependencyError, Target, cache_dir, dependency_layer, pip_command
 from vxtrain.images.publish import publish
 from vxtrain.images.recipe import local_requirements
 
@@ -267,3 +267,17 @@ def test_local_paths_resolve_from_the_spec_folder(parts: list[str], editable: bo
         data = f"{'-e ' if editable else ''}{written}{marker}\n".encode()
         [local] = local_requirements(spec_folder / "sub" / "requirements.txt", data, [spec_folder])
         assert (local.path, local.editable, local.written, local.rest) == (folder.resolve(), editable, written, marker)
+
+
+def test_the_cached_layer_is_checked_before_it_is_reused(tmp_path: Path, index: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("pthpkg==1.0\n")
+    said: list[str] = []
+    target = Target("3.10")
+    first = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
+    again = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
+    assert (again.digest, again.path) == (first.digest, first.path) and first.path.parent == cache_dir()
+    first.path.write_bytes(first.path.read_bytes()[:-10])  # a truncated cache file: built again
+    rebuilt = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
+    assert rebuilt.digest == first.digest  # the same bytes from the same wheels
+    assert [m.split()[0] for m in said] == ["installing", "reusing", "installing"]
+    assert sorted(p.name for p in cache_dir().iterdir()) == sorted([first.path.name, first.path.name[:-7] + ".json"])

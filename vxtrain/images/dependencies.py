@@ -41,7 +41,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -286,28 +285,35 @@ def _cached(key: str) -> Layer | None:
     return Layer(path, meta["digest"], meta["diff_id"], int(meta["size"]), int(meta["files"]))
 
 
-def _store(key: str, layer: Layer) -> Layer:
-    """Keep ``layer`` in the cache (file, then record: a reader sees both or neither); the cached
-    copy, or ``layer`` itself when the cache cannot be written (a read-only home)."""
+def _partial(key: str) -> Path | None:
+    """Where to write the layer ``key`` so that a rename keeps it (the cache folder: one file
+    system), or None when the cache cannot be written (a read-only home)."""
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{key}.tar.gz"
-        partial = folder / f".{key}.{os.getpid()}.part"
-        shutil.copyfile(layer.path, partial)
-        os.replace(partial, path)
-        record = {"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size, "files": layer.files}
-        partial.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(partial, folder / f"{key}.json")
     except OSError:
-        return layer
+        return None
+    return folder / f".{key}.{os.getpid()}.part" if os.access(folder, os.W_OK) else None
+
+
+def _keep(key: str, layer: Layer) -> Layer:
+    """The layer written at ``_partial(key)`` renamed into the cache, then its record (a reader
+    sees both or neither: _cached checks the file against the record)."""
+    folder = cache_dir()
+    path = folder / f"{key}.tar.gz"
+    os.replace(layer.path, path)
+    record = folder / f".{key}.{os.getpid()}.json.part"
+    record.write_text(json.dumps({"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size,
+                                  "files": layer.files}), encoding="utf-8")
+    os.replace(record, folder / f"{key}.json")
     return Layer(path, layer.digest, layer.diff_id, layer.size, layer.files)
 
 
 def dependency_layer(requirements: Path, folders: tuple[Path, ...], target: Target, tmp: Path,
                      say: Say, named: str) -> Layer:
     """The dependency layer for ``requirements`` (``named`` as the spec wrote it): from the cache
-    when its inputs are unchanged, else pip runs."""
+    when its inputs are unchanged, else pip runs and the layer is written into the cache. The
+    cache only grows: delete the folder (cache_dir) to reclaim it."""
     key = layer_key(requirements, folders, target)
     found = _cached(key)
     if found is not None:
@@ -316,4 +322,10 @@ def dependency_layer(requirements: Path, folders: tuple[Path, ...], target: Targ
     say(f"installing {named} (wheels for {target.words})")
     dest = tmp / "deps"
     install(requirements, folders, target, dest, tmp)
-    return _store(key, write_layer(dependency_files(dest), tmp / "deps.tar.gz"))
+    partial = _partial(key)
+    if partial is None:
+        return write_layer(dependency_files(dest), tmp / "deps.tar.gz")
+    try:
+        return _keep(key, write_layer(dependency_files(dest), partial))
+    finally:
+        partial.unlink(missing_ok=True)  # left only when the write failed
