@@ -33,7 +33,7 @@ def recovery_lines(view: Mapping[str, Any]) -> list[str]:
     """``recoveries: N`` (when the submit recovered the job) and the cost line (when priced)."""
     lines = []
     if view.get("recoveries"):
-        lines.append(f"recoveries: {view['recoveries']} (a new job each time the last lost its machines)")
+        lines.append(f"recoveries: {view['recoveries']} (a new job each time the last one ended recoverably)")
     if isinstance(view.get("cost"), Mapping):
         lines.append(cost_line(view["cost"]))
     return lines
