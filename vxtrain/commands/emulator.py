@@ -63,7 +63,9 @@ def emulator(host: str = "127.0.0.1", port: int = DEFAULT_PORT, fault: Sequence[
         refuse_remote(host)
     elif not is_loopback_host(host):
         print(f"vxtrain emulator: WARNING: serving on {host} (--allow-remote): whoever can reach this "
-              "port can run any command as this user on this machine", file=sys.stderr, flush=True)
+              "port with its token (which crosses the network in clear text) can run any command as this "
+              "user on this machine; vxtrain's own clients send the token over loopback only (use ssh -L)",
+              file=sys.stderr, flush=True)
     with interrupt_on_signals():
         handle = start_emulator(host, port, faults=faults, simulate_seconds=simulate, workdir=workdir,
                                 seed=seed, allow_remote=allow_remote, quotas=limits,
