@@ -50,7 +50,7 @@ chief:
 REQUIREMENTS = """\
 mistune==3.0
 pthpkg==1.0
-clitool==1.0
+-r more-requirements.txt
 ./wh/localwheel-1.0-py3-none-any.whl
 -e ./libs/localpkg
 """
@@ -127,6 +127,7 @@ def write_project(folder: Path, base: str, registry: str, repository: str, pytho
     (pkg / "backend.py").write_text(BACKEND)
     (pkg / "pyproject.toml").write_text(PYPROJECT)
     (folder / "requirements.txt").write_text(REQUIREMENTS)
+    (folder / "more-requirements.txt").write_text("clitool==1.0\n")  # an include, beside the file that names it
     spec = folder / "job.yaml"
     spec.write_text(SPEC.format(registry=registry, repository=repository, base=base, python=python))
     return spec
@@ -209,7 +210,7 @@ def test_a_local_folder_with_compiled_code_is_refused(tmp_path: Path, registry: 
     [image] = api.plan(spec).images
     with pytest.raises(DependencyError, match="compiled code") as err:
         publish([image])
-    assert "requirements.txt:5: ./libs/localpkg" in str(err.value)
+    assert "requirements.txt:5: ./libs/localpkg" in str(err.value)  # file and line
     assert get_manifest(registry, "compiled/src", image.tag)[2].status_code == 404
 
 

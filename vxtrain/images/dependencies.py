@@ -81,6 +81,9 @@ from pip._internal.cli.main import main
 sys.argv = ["pip", *sys.argv[2:]]
 sys.exit(main())
 """
+#: Options whose value pip reads relative to the requirements file when that path exists
+#: (https://pip.pypa.io/en/stable/reference/requirements-file-format/): kept so in the copy.
+_PATH_OPTION = re.compile(r"^(\s*(?:-[rcf]|--requirement|--constraint|--find-links)(?:\s*=\s*|\s*))(\S+)(.*)$")
 #: The first lines pip (distlib) writes for a console script when the interpreter's path is
 #: long or has spaces: a shell line that execs it (``'''exec' "/path/python" "$0" "$@"``).
 _SH_LAUNCHER = re.compile(rb"\A#!/bin/sh\n'''exec' [^\n]*\n' '''\n")
@@ -170,8 +173,8 @@ def _pip_error(stderr: str, requirements: Path, target: Target) -> DependencyErr
 
 def _prepared(requirements: Path, folders: tuple[Path, ...], target: Target, tmp: Path) -> Path:
     """``requirements`` as pip should read it: each local path line replaced by a wheel (the one
-    named, or one built from the folder) by its absolute path, each ``-r``/``-c`` by the
-    absolute path of the file it names (the copy lives in ``tmp``). The file itself when it
+    named, or one built from the folder) by its absolute path, each ``-r``/``-c``/``-f`` by
+    the absolute path it names (the copy lives in ``tmp``). The file itself when it
     has no local paths."""
     data = requirements.read_bytes()
     locals_ = {local.line: local for local in local_requirements(requirements, data, folders or (requirements.parent,))}
@@ -184,8 +187,8 @@ def _prepared(requirements: Path, folders: tuple[Path, ...], target: Target, tmp
         local = locals_.get(number)
         if local is not None:
             line = f"{_wheel_for(local, wheels, target)}{local.rest}"
-        elif (found := re.match(r"^(\s*(?:-[rc]|--requirement|--constraint)(?:\s*=\s*|\s*))(\S+)(.*)$", line)):
-            named = (requirements.parent / found.group(2))
+        elif (found := _PATH_OPTION.match(line)):
+            named = requirements.parent / found.group(2)
             line = f"{found.group(1)}{named.resolve() if named.exists() else found.group(2)}{found.group(3)}"
         lines.append(line)
     out = tmp / "requirements.txt"
