@@ -190,10 +190,13 @@ def test_a_failure_of_the_code_is_not_recovered(running: EmulatorHandle, tmp_pat
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 3, "on_exit_codes": [33]},
                 command=[sys.executable, "-c", "raise SystemExit(1)"])
-    code, doc, err = submit(capsys, path, running)
+    with webhook() as hook:
+        code, doc, err = submit(capsys, path, running, "--notify", hook.url)
     assert code == 3, err
     assert doc["state"] == "JOB_STATE_FAILED" and outcomes(doc) == [(0, 0, "failed")]
     assert doc["recoveries"] == 0 and len(jobs(running)) == 1
+    assert [b["event"] for b in hook.bodies()] == ["started", "failed"]
+    assert hook.bodies()[-1]["state"] == "JOB_STATE_FAILED"
 
 
 def test_recoveries_spent_on_lost_machines_is_no_capacity(tmp_path: Path,
