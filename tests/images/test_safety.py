@@ -156,6 +156,19 @@ def test_every_credential_of_the_table_is_refused_unless_ignored(tmp_path: Path,
     assert _codes(spec) == []
 
 
+def test_a_service_account_key_is_found_by_its_content(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    key = tmp_path / "src" / "conf" / "my-project-3f2a.json"
+    key.parent.mkdir()
+    key.write_text('{\n  "type": "service_account",\n  "project_id": "p",\n  "private_key": "-----BEGIN"\n}\n')
+    (tmp_path / "src" / "conf" / "settings.json").write_text('{"type": "model", "layers": 4}')
+    [(code, message)] = _codes(spec)
+    assert code == "source-credentials" and "conf/my-project-3f2a.json" in message and "settings.json" not in message
+    assert "BEGIN" not in message
+    (tmp_path / "src" / ".gitignore").write_text("my-project-*.json\n")
+    assert _codes(spec) == []
+
+
 def test_names_that_only_look_like_credentials_are_kept(tmp_path: Path) -> None:
     spec = _spec(tmp_path)
     for name in ("env.py", ".env.example", "ssh/config.py", "docs/netrc.md", "gcloud.py", "config/credentials.db",

@@ -12,14 +12,20 @@ the way to keep one next to the code.
 The table matches names, not contents: a name is what each tool looks for, so it is
 what a copied home folder or a careless ``cp -r ~/.config`` brings in; reading every
 file's bytes for keys would cost a second read of the folder and still miss most.
+One kind is found by content, because it has no fixed name and is the credential a
+Vertex AI project most often holds: a Google credential JSON (a service account key,
+``GOOGLE_APPLICATION_CREDENTIALS=key.json``), told by its ``"type"``; only ``.json``
+files up to KEY_FILE_MAX bytes are read for it (a key is about 2.3 KB).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-__all__ = ["CREDENTIALS", "Credential", "WHITEOUT_PREFIX", "credential_files", "whiteout_names"]
+__all__ = ["CREDENTIALS", "Credential", "GOOGLE_KEY", "KEY_FILE_MAX", "WHITEOUT_PREFIX", "credential_files",
+           "whiteout_names"]
 
 #: A layer entry whose name starts with this is a whiteout: the runtime deletes the file
 #: of that name in the layers below, and shows neither
@@ -93,16 +99,41 @@ CREDENTIALS: tuple[Credential, ...] = (
 _NAMES = frozenset(entry.parts[0] if entry.folder else entry.parts[-1] for entry in CREDENTIALS)
 
 
-def credential_files(files: Iterable[PurePosixPath]) -> list[tuple[PurePosixPath, Credential]]:
-    """The files (relative paths, in the order given) that are credentials, each with its entry."""
+#: The ``"type"`` of the credential files google-auth loads that hold a secret (a private key
+#: or a refresh token): google-auth's ``google.auth._default._VALID_TYPES`` (read 2026-11-27;
+#: not imported: validate never imports google), less ``external_account``, a workload
+#: identity configuration that names where its token comes from and holds none.
+_GOOGLE_TYPE = re.compile(rb'"type"\s*:\s*"(?:service_account|authorized_user|external_account_authorized_user|'
+                          rb'impersonated_service_account|gdch_service_account)"')
+#: JSON files larger than this are not read for a key (a service account key is ~2.3 KB).
+KEY_FILE_MAX = 64 * 1024
+#: What a Google credential JSON found by its content is refused as (its name is its own).
+GOOGLE_KEY = "a Google Cloud credential file (a service account key or a login's refresh token): whoever " \
+             "holds it acts as that account"
+
+
+def credential_files(files: Iterable[PurePosixPath], root: Path | None = None) -> list[tuple[PurePosixPath, Credential]]:
+    """The files (relative paths, in the order given) that are credentials, each with its entry;
+    with ``root`` (the folder they are in), also the ``.json`` files that are Google credentials."""
     found = []
     for rel in files:
-        if _NAMES.isdisjoint(rel.parts):
-            continue
-        hit = next((entry for entry in CREDENTIALS if entry.matches(rel)), None)
+        hit = None if _NAMES.isdisjoint(rel.parts) else next((e for e in CREDENTIALS if e.matches(rel)), None)
+        if hit is None and root is not None and rel.suffix == ".json" and _google_key(root / rel):
+            hit = Credential(rel.parts, False, GOOGLE_KEY)
         if hit is not None:
             found.append((rel, hit))
     return found
+
+
+def _google_key(path: Path) -> bool:
+    """True when ``path`` (a small JSON file) is a credential file google-auth would load."""
+    try:
+        if path.stat().st_size > KEY_FILE_MAX:
+            return False
+        with path.open("rb") as f:
+            return _GOOGLE_TYPE.search(f.read(KEY_FILE_MAX)) is not None
+    except OSError:  # unreadable: the walk's own check says so
+        return False
 
 
 def whiteout_names(files: Iterable[PurePosixPath]) -> list[PurePosixPath]:

@@ -251,7 +251,7 @@ def survey(root: Path) -> Survey:
 def refuse_unsafe(root: Path, files: list[PurePosixPath]) -> None:
     """SourceError when the files to package hold credentials (``source-credentials``) or a
     name a container runtime reads as a whiteout (``source-whiteout``), naming each one."""
-    found = sorted(credential_files(files), key=lambda item: _byte_order(item[0]))
+    found = sorted(credential_files(files, root), key=lambda item: _byte_order(item[0]))
     if found:
         shown = "; ".join(f"{rel} ({entry.why})" for rel, entry in found[:CREDENTIALS_SHOWN])
         more = f"; and {len(found) - CREDENTIALS_SHOWN} more" if len(found) > CREDENTIALS_SHOWN else ""
