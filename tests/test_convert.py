@@ -110,6 +110,23 @@ def test_gcloud_output_warns_that_it_drops_the_ladder(tmp_path: Path, capsys: py
     assert "the 3 `fallback:` entries are left out" in err and "[fallback-dropped]" in err
 
 
+@pytest.mark.parametrize("to", [ConvertTarget.gcloud, ConvertTarget.gcloud_command])
+def test_gcloud_output_warns_that_it_drops_what_only_submit_does(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  to: ConvertTarget) -> None:
+    source = tmp_path / "watched.yaml"
+    source.write_text("chief:\n  machine_type: n1-standard-4\n  image: us-docker.pkg.dev/p/r/t:1\n"
+                      "base_output_dir: gs://b/out\nrecovery:\n  max_recoveries: 2\n"
+                      "notify: [https://hooks.example.com/x]\n")
+    assert convert_cmd.convert(str(source), to, Options(display_name="job")) == 0
+    out, err = capsys.readouterr()
+    assert f"watched.yaml:5:1: warning: --to {to.value} leaves out `recovery:`" in err
+    assert f"watched.yaml:7:1: warning: --to {to.value} leaves out `notify:`" in err
+    assert err.count("[submit-only-dropped]") == 2 and "hooks.example.com" not in out
+    assert convert_cmd.convert(str(source), ConvertTarget.native, Options(display_name="job")) == 0
+    out, err = capsys.readouterr()
+    assert "submit-only-dropped" not in err and "max_recoveries: 2" in out
+
+
 _TEXT = st.text(st.sampled_from(list("ab -:#'\"\\\t\n\r{}[]|>&*!%@`é") + ["\u2028", "\x85", "\x07"]),
                 max_size=30)
 

@@ -81,6 +81,8 @@ def convert(path: str, to: ConvertTarget, options: Options) -> int:
     warnings = [d for d in result.diagnostics if d.severity == "warning"]
     if to is not ConvertTarget.native and result.fallback:
         warnings.append(_ladder_dropped(native, len(result.fallback), to))
+    if to is not ConvertTarget.native:
+        warnings += [_watch_dropped(native, key, to) for key in _WATCH_KEYS if getattr(job, key)]
     if to is ConvertTarget.gcloud and tuning_job is None and EMPTY_SLOT in custom_job["jobSpec"].get(
             "workerPoolSpecs", []):
         warnings.append(warning(
@@ -99,6 +101,18 @@ def _ladder_dropped(native: NativeSpec, rungs: int, to: ConvertTarget) -> Diagno
                    f"fallback, so the {rungs} `fallback:` {'entry is' if rungs == 1 else 'entries are'} left out; "
                    "`vxtrain submit` climbs them "
                    "(`--to native` keeps them)", **native.where((FALLBACK_KEY,)))
+
+
+#: Spec keys that only ``vxtrain submit --wait`` acts on (a watch of the job, not a field of
+#: it): gcloud has nothing to carry them.
+_WATCH_KEYS = ("recovery", "notify")
+
+
+def _watch_dropped(native: NativeSpec, key: str, to: ConvertTarget) -> Diagnostic:
+    """The warning that ``--to gcloud``/``gcloud-command`` leaves out ``recovery:`` or ``notify:``."""
+    return warning("submit-only-dropped", f"--to {to.value} leaves out `{key}:`: it is not a field of the job "
+                   "but what `vxtrain submit --wait` does while it follows the job, and gcloud has nothing to "
+                   "carry it (`--to native` keeps it)", **native.where((key,)))
 
 
 def _empty_slot_refused(native: NativeSpec, pools: list[dict[str, Any]], index: int, what: str) -> Diagnostic:
