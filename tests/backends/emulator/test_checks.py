@@ -51,3 +51,39 @@ def test_bad_names_and_unknown_jobs(make_emulator: Any, connect: Any) -> None:
     running = client.create_custom_job(parent=PARENT, custom_job=custom_job()).name
     with pytest.raises(gexc.FailedPrecondition):  # Vertex refuses deleting a job that has not ended
         client.delete_custom_job(name=running)
+
+
+# VPC peering: using-private-ip, "Vertex AI Training doesn't support VPC Peering with H100-mega,
+# H200 and B200 accelerators" (the accelerators are validation's, catalog vpc_peering.csv).
+NETWORK = "projects/123/global/networks/default"
+NO_PEERING = [
+    pool(machine_type="a3-megagpu-8g", accelerator_type="NVIDIA_H100_MEGA_80GB", accelerator_count=8),
+    pool(machine_type="a3-ultragpu-8g", accelerator_type="NVIDIA_H200_141GB", accelerator_count=8),
+    pool(machine_type="a4-highgpu-8g", accelerator_type="NVIDIA_B200", accelerator_count=8),
+    pool(machine_type="a3-ultragpu-8g"),  # the machine's own GPUs (H200), unstated
+]
+
+
+def _with_network(job: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {**job, "job_spec": {**job["job_spec"], **spec}}
+
+
+@pytest.mark.parametrize("gpu_pool", NO_PEERING)
+def test_vpc_peering_is_refused_on_h100_mega_h200_and_b200(make_emulator: Any, connect: Any,
+                                                           gpu_pool: dict[str, Any]) -> None:
+    handle = make_emulator(simulate_seconds=30)
+    job = _with_network(custom_job(pools=[pool(), gpu_pool]), network=NETWORK)
+    with pytest.raises(gexc.InvalidArgument) as info:
+        connect(handle).create_custom_job(parent=PARENT, custom_job=job)
+    assert "job_spec.network" in str(info.value) and "doesn't support VPC Peering" in str(info.value)
+    assert handle.jobs() == []
+
+
+def test_vpc_peering_elsewhere_and_psc_i_on_b200_are_created(make_emulator: Any, connect: Any) -> None:
+    client = connect(make_emulator(simulate_seconds=30))
+    a100 = pool(machine_type="a2-highgpu-1g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=1)
+    peered = _with_network(custom_job(pools=[a100]), network=NETWORK)
+    b200 = _with_network(custom_job(pools=[NO_PEERING[2]]),
+                         psc_interface_config={"network_attachment": "my-attachment"})
+    for job in (peered, b200):
+        assert client.create_custom_job(parent=PARENT, custom_job=job).name.startswith(PARENT)
