@@ -214,6 +214,26 @@ def test_recoveries_spent_on_lost_machines_is_no_capacity(tmp_path: Path,
     never_overlapping(listed)
 
 
+def test_a_job_of_the_key_from_before_recovery_is_attempt_0(running: EmulatorHandle, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The exit-3 hint invites adding `recovery:` and submitting again with the key: the job the key
+    already names (no attempt label) is adopted as attempt 0, never a second live job beside it."""
+    command = [sys.executable, "-c", "import os, sys, time; time.sleep(1); "
+               "sys.exit(33 if os.environ.get('VXTRAIN_ATTEMPT', '0') == '0' else 0)"]
+    code, first, err = run(capsys, "submit", str(spec(tmp_path, command=command)), "--endpoint", running.address,
+                           "-o", "json", "--idempotency-key", "before")
+    assert code == 0, err
+    assert ATTEMPT_LABEL not in raw(running, first["name"]).labels
+    path = spec(tmp_path, recovery={"max_recoveries": 1, "on_exit_codes": [33]}, command=command)
+    code, doc, err = submit(capsys, path, running, "--idempotency-key", "before")
+    assert code == 0, err
+    assert outcomes(doc) == [(0, 0, "exit-code"), (1, 0, "succeeded")]
+    assert doc["attempts"][0]["name"] == first["name"] and "it is attempt 0" in err
+    listed = jobs(running)
+    assert len(listed) == 2
+    never_overlapping(listed)
+
+
 def test_recoveries_spent_on_exit_codes_is_a_failed_job(running: EmulatorHandle, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 1, "on_exit_codes": [33]},

@@ -530,3 +530,21 @@ def _job_of(api: JobBackend, rung: Rung, label: str, ladder: Ladder) -> JobDict 
         return job
     older = find_any_kind(api, kind, parent, label, ladder.labels or None)
     return older if older is not None and RUNG_LABEL not in (older.get("labels") or {}) else None
+
+
+def job_without(rungs: Sequence[Rung], ladder: Ladder, label: str) -> str | None:
+    """The name of a job of the key, in any rung's region, that lacks the label ``label``:
+    the job of a submit made before the spec asked for that label (``recovery:``'s attempt
+    number). Such a job is the key's, and is not created again beside it."""
+    key = label_value(ladder.key)
+    for region in dict.fromkeys(rung.region for rung in rungs):
+        rung = next(r for r in rungs if r.region == region)
+        with using(ladder.backend, region, ladder.endpoint) as api:
+            retry = default_backoff(api, ladder.backoff, LOCAL_RETRY, VERTEX_RETRY)
+            kind, parent = kind_of_job(rung.job), parent_of(rung.project, region)
+            jobs = retrying(lambda: labelled_jobs(api, kind, parent, key, None), retry,
+                            f"list the jobs of the key in {region}", ladder.say)
+        for job in jobs:
+            if label not in (job.get("labels") or {}):
+                return str(job["name"])
+    return None

@@ -40,7 +40,7 @@ from vxtrain import errors
 from vxtrain.backends.base import JobDict
 from vxtrain.model import ATTEMPT_ENV, ATTEMPT_LABEL, Recovery
 from vxtrain.planning.cost import job_per_hour, usd
-from vxtrain.submission.ladder import Attempt, Follow, Ladder, Outcome, Rung, climb
+from vxtrain.submission.ladder import Attempt, Follow, Ladder, Outcome, Rung, climb, job_without
 from vxtrain.submission.notify import Event, Notifier
 from vxtrain.submission.views import attempt_cost, cost_json
 from vxtrain.vocab.kinds import job_spec_of, kind_of_job
@@ -136,7 +136,7 @@ class _Watch:
         """Attempt ``attempt``'s climb from rung ``first``: its job adopted or created, then followed."""
         ladder = self.ladder
         if self.policy is not None:
-            ladder.attempt, ladder.first, ladder.labels = attempt, first, {ATTEMPT_LABEL: str(attempt)}
+            ladder.attempt, ladder.first, ladder.labels = attempt, first, self._labels(attempt)
         try:
             return climb(self._rungs_of(attempt), ladder)
         except errors.JobFailedError as failed:
@@ -153,6 +153,18 @@ class _Watch:
                 ladder.say(f"interrupted at attempt {attempt}: resume watching (and recovering) with "
                            f"--idempotency-key {shlex.quote(ladder.key)} --wait")
             raise
+
+    def _labels(self, attempt: int) -> dict[str, str]:
+        """The labels that name attempt ``attempt``'s job beside the key. A job the key already
+        names without an attempt label (a submit made before the spec had ``recovery:``, as the
+        exit-3 hint invites) is attempt 0: it is adopted, not created again beside it."""
+        if attempt == 0 and self.ladder.explicit:
+            older = job_without(self.rungs, self.ladder, ATTEMPT_LABEL)
+            if older is not None:
+                self.ladder.say(f"{older} carries the key without a {ATTEMPT_LABEL} label (submitted before "
+                                "the spec had recovery:): it is attempt 0")
+                return {}
+        return {ATTEMPT_LABEL: str(attempt)}
 
     def _rungs_of(self, attempt: int) -> list[Rung]:
         """The rungs as attempt ``attempt`` sends them (unchanged without ``recovery:``)."""
