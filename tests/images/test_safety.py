@@ -106,6 +106,22 @@ def test_gitignored_env_is_not_in_the_code_layer_nor_the_tag(tmp_path: Path) -> 
         ".gitignore", ".vxtrainignore", "a.log", "keep.log", "trainer/.gitignore", "trainer/a.log", "trainer/task.py"]
 
 
+def test_local_run_refuses_an_env_file_until_ignored_and_then_still_reads_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """local-run takes only what submit takes; the ignore line that lets submit leave ``.env``
+    out costs a local run nothing, since it runs the folder in place (docs/decisions.md)."""
+    spec = _spec(tmp_path)
+    src = tmp_path / "src"
+    (src / ".env").write_text("API_KEY=hunter2\n")
+    (src / "trainer" / "task.py").write_text("import pathlib\nprint('read', pathlib.Path('.env').read_text().strip())\n")
+    exit_code, _, err = run(capsys, "local-run", str(spec))
+    assert exit_code == 1 and "[source-credentials]" in err and "still sees them" in err and "hunter2" not in err
+    (src / ".vxtrainignore").write_text(".env\n")
+    exit_code, out, err = run(capsys, "local-run", str(spec))
+    assert exit_code == 0, err
+    assert "read API_KEY=hunter2" in out + err
+
+
 def test_a_folder_left_out_cannot_be_put_back_as_git_says(tmp_path: Path) -> None:
     spec = _spec(tmp_path)
     (tmp_path / "src" / ".gitignore").write_text("out/\n!out/keep.txt\n")

@@ -258,7 +258,8 @@ def refuse_unsafe(root: Path, files: list[PurePosixPath]) -> None:
         patterns = " ".join(dict.fromkeys(entry.pattern for _, entry in found))
         raise SourceError(f"{root} holds credentials that would be pushed or uploaded with the code: {shown}{more}. "
                           f"Move them out of the folder, or leave them out with a line in {root / '.vxtrainignore'} "
-                          f"(or .gitignore): {patterns}", "source-credentials")
+                          f"(or .gitignore): {patterns} (local-run runs the folder in place: it still sees them)",
+                          "source-credentials")
     whiteouts = sorted(whiteout_names(files), key=_byte_order)
     if whiteouts:
         shown = ", ".join(str(rel) for rel in whiteouts[:CREDENTIALS_SHOWN])
