@@ -52,6 +52,25 @@ def test_sdist_holds_only_the_hashed_files(bare_source: Path, tmp_path: Path) ->
     assert not any("__pycache__" in n or ".venv" in n for n in names)
 
 
+def test_the_exec_bit_the_hash_counts_reaches_the_sdist_and_the_installed_file(bare_source: Path,
+                                                                             tmp_path: Path) -> None:
+    """The source hash holds the exec bit (a chmod +x is a new package URI): the sdist carries it,
+    and pip installs the script executable; a file without it stays 0644 (group/other bits
+    and the umask never count)."""
+    script = bare_source / "trainer" / "run.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    script.chmod(0o700)
+    (bare_source / "trainer" / "config.yaml").chmod(0o600)
+    sdist = build_sdist(describe(bare_source), tmp_path / "out")
+    with tarfile.open(sdist) as tar:
+        modes = {n.split("/", 1)[1]: m.mode & 0o777 for n, m in zip(tar.getnames(), tar.getmembers()) if "/" in n}
+    assert (modes["trainer/run.sh"], modes["trainer/config.yaml"]) == (0o755, 0o644)
+    _install_and_run(sdist, tmp_path / "site")
+    installed = tmp_path / "site" / "trainer" / "run.sh"
+    assert installed.stat().st_mode & 0o111
+    assert subprocess.run([str(installed)], capture_output=True, text=True, check=True).stdout == "ran\n"
+
+
 def test_a_broken_project_is_a_build_error_with_the_backend_output(project_source: Path, tmp_path: Path) -> None:
     (project_source / "setup.py").write_text("raise SystemExit('this setup.py is broken on purpose')\n")
     with pytest.raises(PackageBuildError) as err:

@@ -32,7 +32,7 @@ import build
 from build.env import DefaultIsolatedEnv
 
 from vxtrain.errors import VxtrainError
-from vxtrain.packaging.source import Source, is_project, iter_files
+from vxtrain.packaging.source import Source, is_project, iter_files, packaged_mode
 
 #: Version of a generated project: the content hash, not this, tells builds apart.
 GENERATED_VERSION = "0.0.0"
@@ -83,10 +83,14 @@ def build_wheel(folder: Path, out_dir: Path) -> Path:
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
+    """The packaged files of ``src`` under ``dst``, each with its packaged mode: the exec bit is
+    in the hash (source.packaged_mode), and setuptools' sdist and wheel keep the copy's mode,
+    so a ``chmod +x`` that made a new package URI also reaches the installed file."""
     for rel in iter_files(src):
         target = dst / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src / rel, target)
+        os.chmod(target, packaged_mode(os.stat(src / rel).st_mode))
 
 
 def _write_generated_project(tree: Path, name: str) -> None:
