@@ -35,7 +35,7 @@ from vxtrain.diagnostics import Diagnostic
 from vxtrain.loading.document import NativeSpec, format_path
 from vxtrain.model import Accelerator, Job, Pool, written_at
 from vxtrain.slots import role_of
-from vxtrain.vocab.kinds import job_spec_of
+from vxtrain.vocab.kinds import TUNING, job_spec_of, kind_of_job
 
 CURRENCY = "USD"
 UNKNOWN = "unknown"
@@ -389,7 +389,7 @@ def job_per_hour(job: Mapping[str, Any], region: str | None) -> float | None:
     strategy = str((spec.get("scheduling") or {}).get("strategy") or "").upper()
     cost = Cost(region=region, pricing={"SPOT": SPOT, "FLEX_START": FLEX_START}.get(strategy, ON_DEMAND),
                 pools=[], timeout_seconds=DEFAULT_TIMEOUT_SECONDS, timeout_default=True,
-                study="trialJobSpec" in job, parallel_trials=_count(job.get("parallelTrialCount")) or 1)
+                study=kind_of_job(job) is TUNING, parallel_trials=_count(job.get("parallelTrialCount")) or 1)
     if spec.get("persistentResourceId"):
         cost.pricing, cost.billed_via = PERSISTENT_RESOURCE, str(spec["persistentResourceId"])
     elif region is None:
