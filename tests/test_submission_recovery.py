@@ -387,3 +387,33 @@ def test_two_watchers_with_one_key_make_one_job_per_attempt(preempting: Emulator
     assert all(len(names) == 1 for names in kept.values()), kept
     assert kept[str(views[0]["recoveries"])] == [views[0]["name"]]
     never_overlapping([v for v in jobs(preempting) if v["state"] != "JOB_STATE_CANCELLED"])
+
+
+def test_a_watch_after_a_submit_without_wait_recovers_and_announces_it(
+        preempting: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No watcher saw attempt 0 lose its machines (nor created attempt 1): the later --wait that
+    creates attempt 1 sends ``recovering``, once."""
+    path = spec(tmp_path, recovery={"max_recoveries": 1})
+    code, doc, err = run(capsys, "submit", str(path), "--endpoint", preempting.address, "-o", "json",
+                         "--idempotency-key", "later")
+    assert code == 0 and "--idempotency-key later --wait` later follows it and recovers it" in err, err
+    wait_for(lambda: jobs(preempting)[0]["state"] == "JOB_STATE_FAILED", 30, "attempt 0 to lose its machines")
+    with webhook() as hook:
+        code, doc, err = submit(capsys, path, preempting, "--idempotency-key", "later", "--notify", hook.url)
+    assert code == 0, err
+    assert outcomes(doc) == [(0, 0, "preempted"), (1, 0, "succeeded")]
+    assert [b["event"] for b in hook.bodies()] == ["recovering", "started", "succeeded"]
+    assert "recovery 1 of 1" in hook.bodies()[0]["text"] and "before this watch" not in err
+
+
+def test_env_and_local_run_give_attempt_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As submit sends the first attempt: VXTRAIN_ATTEMPT=0 with recovery:, nothing without it."""
+    show = [sys.executable, "-c", "import os; print('attempt=' + os.environ.get('VXTRAIN_ATTEMPT', 'unset'))"]
+    for recovery, expected in (({"max_recoveries": 1}, "0"), (None, "unset")):
+        path = spec(tmp_path, recovery=recovery, command=show)
+        code, values, err = run(capsys, "env", str(path), "--replica", "workerpool0:0", "-o", "json")
+        assert code == 0 and values.get("VXTRAIN_ATTEMPT", "unset") == expected, err
+        environ = {k: v for k, v in os.environ.items() if k != "VXTRAIN_ATTEMPT"}
+        done = subprocess.run([sys.executable, "-m", "vxtrain", "local-run", str(path)], capture_output=True,
+                              text=True, timeout=120, env=environ)
+        assert done.returncode == 0 and f"attempt={expected}" in done.stdout, done.stdout + done.stderr

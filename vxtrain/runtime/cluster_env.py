@@ -17,7 +17,7 @@ from typing import Any
 
 from vxtrain.cluster import CLOUD_PORT
 from vxtrain.errors import VxtrainError
-from vxtrain.model import Job
+from vxtrain.model import ATTEMPT_ENV, Job
 from vxtrain.slots import SLOTS, TF_CLUSTER_TYPES, TF_TASK_TYPES
 
 #: What a preview of a cloud run uses when no job id is known yet (Vertex AI
@@ -138,7 +138,8 @@ def replica_env(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica_
                 job_id: str = PREVIEW_JOB_ID) -> dict[str, str]:
     """Every variable Vertex AI sets for replica ``workerpool{pool_index}:{replica_index}``.
 
-    The pool's own ``env`` comes first (the container env of the spec), then
+    The pool's own ``env`` comes first (the container env of the spec; with
+    ``recovery:``, ``VXTRAIN_ATTEMPT=0`` as submit sends the first attempt), then
     what Vertex AI sets. Besides the cluster documents: ``CLOUD_ML_JOB_ID`` and
     ``AIP_TENSORBOARD_RESOURCE_NAME`` (with a tensorboard), the names
     google-cloud-aiplatform's training_utils/environment_variables.py reads.
@@ -149,6 +150,12 @@ def replica_env(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica_
     check_cluster_size(job)
     hosts = cloud_hosts(job, job_id) if hosts is None else hosts
     env = dict(_pool_env(job, pool_index))
+    if job.recovery is not None:
+        # submit sends attempt N of a recovering job with VXTRAIN_ATTEMPT=N in every pool's env
+        # (vxtrain.submission.recovery.attempt_job); here, as on Vertex AI, the first is 0, so a
+        # trainer that reads it runs alike in local-run and `env` (a job run from a CustomJob,
+        # as the emulator's are, has no recovery: and keeps the number its env was sent with)
+        env[ATTEMPT_ENV] = "0"
     env["CLUSTER_SPEC"] = json.dumps(cluster_spec(job, job_spec, pool_index, replica_index, hosts, trial))
     tf = tf_config(job, job_spec, pool_index, replica_index, hosts, trial)
     if tf is not None:

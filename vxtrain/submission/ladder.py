@@ -536,15 +536,26 @@ def job_without(rungs: Sequence[Rung], ladder: Ladder, label: str) -> str | None
     """The name of a job of the key, in any rung's region, that lacks the label ``label``:
     the job of a submit made before the spec asked for that label (``recovery:``'s attempt
     number). Such a job is the key's, and is not created again beside it."""
+    for job in _key_jobs(rungs, ladder, None):
+        if label not in (job.get("labels") or {}):
+            return str(job["name"])
+    return None
+
+
+def job_with(rungs: Sequence[Rung], ladder: Ladder, labels: dict[str, str]) -> str | None:
+    """The name of a job of the key, in any rung's region, that carries ``labels`` (e.g. a
+    recovery attempt's number), or None when there is none yet."""
+    return next((str(job["name"]) for job in _key_jobs(rungs, ladder, labels)), None)
+
+
+def _key_jobs(rungs: Sequence[Rung], ladder: Ladder, labels: dict[str, str] | None) -> Iterator[JobDict]:
+    """The jobs of the key (with ``labels``), region by region of ``rungs``."""
     key = label_value(ladder.key)
     for region in dict.fromkeys(rung.region for rung in rungs):
         rung = next(r for r in rungs if r.region == region)
         with using(ladder.backend, region, ladder.endpoint) as api:
             retry = default_backoff(api, ladder.backoff, LOCAL_RETRY, VERTEX_RETRY)
             kind, parent = kind_of_job(rung.job), parent_of(rung.project, region)
-            jobs = retrying(lambda: labelled_jobs(api, kind, parent, key, None), retry,
+            jobs = retrying(lambda: labelled_jobs(api, kind, parent, key, labels), retry,
                             f"list the jobs of the key in {region}", ladder.say)
-        for job in jobs:
-            if label not in (job.get("labels") or {}):
-                return str(job["name"])
-    return None
+        yield from jobs

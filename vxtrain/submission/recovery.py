@@ -22,7 +22,9 @@ capacity end, ``error.code`` 13, or a listed exit code) starts the next attempt:
   ``spot_to_standard_after: K``: after K preemptions of Spot VMs, STANDARD from then on;
 * a re-run with the same key walks the attempts from 0: each one that exists is adopted
   (an ended one judged at once, a live one followed), and the first that does not is
-  created, so a watcher killed at any point resumes without an extra job;
+  created, so a watcher killed at any point resumes without an extra job; ``recovering``
+  is sent before each create, so a resumed watch sends it for the attempt it creates (at
+  least once: twice if the watcher before was killed between sending it and the create);
 * ``max_recoveries`` spent: exit 5 (NoCapacity) when the last loss was capacity, 3 else.
 
 Every job created is priced: its run time × the price per hour of its machines
@@ -40,7 +42,7 @@ from vxtrain import errors
 from vxtrain.backends.base import JobDict
 from vxtrain.model import ATTEMPT_ENV, ATTEMPT_LABEL, Recovery
 from vxtrain.planning.cost import job_per_hour, usd
-from vxtrain.submission.ladder import Attempt, Follow, Ladder, Outcome, Rung, climb, job_without
+from vxtrain.submission.ladder import Attempt, Follow, Ladder, Outcome, Rung, climb, job_with, job_without
 from vxtrain.submission.notify import Event, Notifier
 from vxtrain.submission.views import attempt_cost, cost_json
 from vxtrain.vocab.kinds import job_spec_of, kind_of_job
@@ -121,6 +123,10 @@ class _Watch:
         if self.policy is not None:  # recovery acts while the job is followed to its end (--wait)
             self.ladder.recovering = self.ladder.follow is Follow.end
             self.ladder.exit_codes = self.policy.exit_codes
+            if not self.ladder.recovering:  # plain submit, --until-running: attempt 0 is made, and left
+                self.ladder.say("recovery: acts while submit --wait follows the job, and this submit does not "
+                                "follow it to its end: `vxtrain submit SPEC --idempotency-key "
+                                f"{shlex.quote(self.ladder.key)} --wait` later follows it and recovers it")
         attempt, first = 0, 0
         while True:
             view = self._climb(attempt, first)
@@ -190,7 +196,8 @@ class _Watch:
                                 "has no rung after it")
         self._maybe_standard(attempt)
         rung = self.rungs[first]
-        if last.name in self.ladder.found_ended:  # a resumed watch: said (and sent) when it happened
+        if last.name in self.ladder.found_ended and self._exists(attempt + 1):
+            # a resumed watch: the watcher that created the next attempt said (and sent) it first
             self.ladder.say(f"{name} (attempt {attempt}, same key) {_WHY[last.outcome]} before this watch: "
                             f"going on with attempt {attempt + 1}")
             return first
@@ -199,6 +206,12 @@ class _Watch:
         self.ladder.say(text)
         self._notify("recovering", last.view or {}, text)
         return first
+
+    def _exists(self, attempt: int) -> bool:
+        """Whether attempt ``attempt``'s job exists already. When it does not, no watcher got as far
+        as creating it (one killed between seeing the loss and the create, or none ever followed:
+        a submit without --wait), so this watch announces the recovery it is about to make."""
+        return job_with(self.rungs, self.ladder, {ATTEMPT_LABEL: str(attempt)}) is not None
 
     def _maybe_standard(self, attempt: int) -> None:
         """``spot_to_standard_after``: once that many Spot preemptions are seen, STANDARD from the next attempt."""
