@@ -52,9 +52,11 @@ def _digest(base: Path) -> str:
     return (base / "model" / "weights.sha256").read_text().strip()
 
 
-def _starts(base: Path) -> list[dict[str, str]]:
-    """The trainer's ``starts.log``: one ``attempt=N resumed_at=STEP`` line per start."""
-    lines = (base / "checkpoints" / "starts.log").read_text().splitlines()
+def _starts(base: Path, log: str = "starts.log") -> list[dict[str, str]]:
+    """The trainer's ``starts.log``: one ``attempt=N resumed_at=STEP`` line per start (or
+    its ``saves.log``: one ``attempt=N step=STEP`` line per checkpoint in place)."""
+    path = base / "checkpoints" / log
+    lines = path.read_text().splitlines() if path.exists() else []
     return [dict(part.split("=", 1) for part in line.split()) for line in lines]
 
 
@@ -137,10 +139,16 @@ def test_a_preempted_submit_recovers_to_the_uninterrupted_weights_and_tells_the_
     assert [job.name for job in jobs] == [a["name"] for a in view["attempts"]]
     lost = jobs[0]
     assert (lost.error.code, bool(lost.start_time)) == (8, True)  # it started, then lost its machines
-    # The second job got VXTRAIN_ATTEMPT=1 (the first may lose its machines before its trainer
-    # got past importing torch on a loaded host: whether it resumes mid-run is timing; the
-    # kill test above makes sure it does).
-    assert _starts(tmp_path)[-1]["attempt"] == "1"
+    # The second job got VXTRAIN_ATTEMPT=1 and resumed from the latest checkpoint the first
+    # put in place (at least that one: a save can be cut off between its rename and its
+    # saves.log line). On a loaded host the first may lose its machines before its trainer got
+    # past importing torch, and so wrote none: then it starts from 0 (the kill test above
+    # proves a mid-run resume whatever the timing).
+    starts = _starts(tmp_path)
+    assert [s["attempt"] for s in starts] in (["0", "1"], ["1"]), starts  # attempt 0 may die before its line
+    saved = [int(s["step"]) for s in _starts(tmp_path, "saves.log") if s["attempt"] == "0"]
+    resumed = int(starts[-1]["resumed_at"])
+    assert resumed >= max(saved, default=0) and resumed % 5 == 0, (saved, starts)
     assert _digest(tmp_path) == uninterrupted  # bit for bit
     bodies = hook.bodies()
     assert _in_order([body["event"] for body in bodies], ["started", "recovering", "succeeded"]), bodies

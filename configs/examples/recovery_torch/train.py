@@ -17,7 +17,9 @@ Run locally, give a local ``base_output_dir`` (``--set base_output_dir=/tmp/reco
 
 At the end it writes ``weights.pt`` and ``weights.sha256`` (a digest of every tensor's
 bytes) to AIP_MODEL_DIR. Each start appends ``attempt=N resumed_at=STEP`` to
-``starts.log`` in AIP_CHECKPOINT_DIR.
+``starts.log`` in AIP_CHECKPOINT_DIR, and each checkpoint, once in place,
+``attempt=N step=STEP`` to ``saves.log`` there (so a test can tell what the next
+attempt should resume from).
 """
 from __future__ import annotations
 
@@ -74,13 +76,16 @@ def fresh() -> dict[str, Any]:
             "sampler": torch.Generator().manual_seed(SEED + 1)}
 
 
-def save(state: dict[str, Any], folder: Path) -> None:
-    """Write the checkpoint whole, then rename it into place (never a torn checkpoint)."""
+def save(state: dict[str, Any], folder: Path, attempt: str) -> None:
+    """Write the checkpoint whole, then rename it into place (never a torn checkpoint), and
+    note it in ``saves.log``."""
     temporary = folder / f".{CHECKPOINT}.{os.getpid()}.tmp"
     torch.save({"step": state["step"], "model": state["model"].state_dict(),
                 "optimizer": state["optimizer"].state_dict(), "sampler": state["sampler"].get_state(),
                 "torch_rng": torch.get_rng_state()}, temporary)
     os.replace(temporary, folder / CHECKPOINT)
+    with open(folder / "saves.log", "a", encoding="utf-8") as log:
+        log.write(f"attempt={attempt} step={state['step']}\n")
 
 
 def resume(folder: Path) -> dict[str, Any]:
@@ -97,7 +102,7 @@ def resume(folder: Path) -> dict[str, Any]:
     return state
 
 
-def train(state: dict[str, Any], folder: Path) -> None:
+def train(state: dict[str, Any], folder: Path, attempt: str) -> None:
     """Train from ``state["step"]`` to STEPS, checkpointing every CHECKPOINT_EVERY steps."""
     x, y = data()
     model, optimizer = state["model"], state["optimizer"]
@@ -111,7 +116,7 @@ def train(state: dict[str, Any], folder: Path) -> None:
         state["step"] += 1
         time.sleep(STEP_SECONDS)
         if state["step"] % CHECKPOINT_EVERY == 0:
-            save(state, folder)
+            save(state, folder, attempt)
             print(f"step {state['step']}: loss {loss.item():.6f}, checkpointed", flush=True)
 
 
@@ -134,7 +139,7 @@ def main() -> int:
     with open(checkpoints / "starts.log", "a", encoding="utf-8") as log:
         log.write(f"attempt={attempt} resumed_at={state['step']}\n")
     print(f"attempt {attempt}: starting at step {state['step']} of {STEPS}", flush=True)
-    train(state, checkpoints)
+    train(state, checkpoints, attempt)
     torch.save(state["model"].state_dict(), model_dir / "weights.pt")
     (model_dir / "weights.sha256").write_text(digest(state["model"]) + "\n")
     print(f"done: {STEPS} steps, weights sha256 {digest(state['model'])}", flush=True)
