@@ -39,7 +39,8 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     if recovery.strategy == "next" and not _has_fallback(native):
         yield warning("recovery-next-without-fallback", "recovery.strategy: next goes on down the fallback: "
                       "ladder after machines are lost, and this spec has no fallback:, so the first loss ends "
-                      "the submit (exit 5): use strategy: same, or add fallback: entries",
+                      "the submit (exit 5 after a capacity loss, 3 otherwise): use strategy: same, or add "
+                      "fallback: entries",
                       **native.where(("recovery", "strategy")))
     if job.base_output_dir is None:
         yield warning("recovery-without-output-dir", "recovery: each attempt is a new job, and without "
