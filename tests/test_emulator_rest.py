@@ -16,6 +16,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -192,7 +193,7 @@ def test_gcloud_runs_a_job_that_the_grpc_client_sees(served: Served, tmp_path: P
     created = gcloud("custom-jobs create --config hello.yaml --region us-central1 --display-name hello")
     hello = _SUBMITTED.search(created)["name"]  # type: ignore[index]
     assert _until_done(grpc_client, hello).state == aiplatform_v1.JobState.JOB_STATE_SUCCEEDED
-    # stream-logs checks whether to go on every 10 s (gcloud's own interval): it runs beside the rest
+    # stream-logs checks whether to go on every --polling-interval s (60 by default): it runs beside the rest
     logs = subprocess.Popen(["gcloud", "ai", "custom-jobs", "stream-logs", hello, "--polling-interval", "1"],
                             cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, stdin=subprocess.DEVNULL)
@@ -321,6 +322,42 @@ def test_the_rest_server_asks_its_authorize_of_every_call() -> None:
         assert _http(url, "GET", path, headers={"Authorization": "Bearer t0ken"})[:2] == (200, {})
     finally:
         server.stop()
+
+
+def test_a_caller_without_the_token_gets_401_before_its_body_is_read() -> None:
+    """A body announced as 1 GB and never sent: 401 at once, and the connection closed (its
+    body unread), not a thread waiting for bytes that would be buffered."""
+    server = rest.serve([quotas.service(QuotaStore(), FaultPlan())], ["127.0.0.1"], 0,
+                        authorize=lambda header: header == "Bearer t0ken")
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/x HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000\r\n\r\nabc")
+            answer = b""
+            while chunk := sock.recv(65536):  # the server closes: recv ends (a timeout fails the test)
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 401") and b"Connection: close" in head, answer
+        assert json.loads(body)["error"]["status"] == "UNAUTHENTICATED"
+    finally:
+        server.stop()
+
+
+def test_rest_calls_are_counted_with_the_grpc_ones() -> None:
+    """``handle.calls`` counts an RPC by its name whichever port it came by; a refused call
+    or a path no rule matches is not a call of any RPC."""
+    handle = start_emulator(out=io.StringIO(), environ={}, http_port=0)
+    try:
+        url, bearer = handle.http_url or "", _bearer(handle)
+        assert _http(url, "GET", f"/v1/{PARENT}/customJobs", headers=bearer)[0] == 200
+        assert _http(url, "POST", "/v2/entries:list", b'{"resourceNames": ["projects/p"]}', bearer)[0] == 200
+        assert _http(url, "GET", f"/v1/{PARENT}/customJobs")[0] == 401
+        assert _http(url, "GET", "/v1/no/such/path", headers=bearer)[0] == 404
+        with emulator_channel(handle.address, handle.token.value if handle.token else None) as channel:
+            client = aiplatform_v1.JobServiceClient(transport=JobServiceGrpcTransport(channel=channel))
+            list(client.list_custom_jobs(parent=PARENT))
+        assert handle.calls.snapshot() == {"ListCustomJobs": 2, "ListLogEntries": 1}
+    finally:
+        handle.stop()
 
 
 def test_stop_ends_keep_alive_connections() -> None:

@@ -52,6 +52,8 @@ from vxtrain.errors import VxtrainError
 
 #: The Authorization header's value (None: no header) → whether the call may proceed.
 Authorize = Callable[[str | None], bool]
+#: Told the RPC name of each authorized call a route matched (the emulator's call counter).
+Count = Callable[[str], None]
 
 #: Each service's rules, from its GAPIC REST transport: the class whose ``_Base<RPC>``
 #: members carry ``_get_http_options()``.
@@ -95,6 +97,7 @@ def http_rules(service: str, rpc: str) -> list[dict[str, str]]:
 class Route:
     """One rule of one RPC: its verb and path, the fields the path fills, its body rule, the call."""
 
+    rpc: str
     verb: str
     path: re.Pattern[str]
     fields: tuple[str, ...]
@@ -110,7 +113,7 @@ def routes(services: Iterable[Service]) -> list[Route]:
         for rpc, (request, call) in service.rpcs.items():
             for rule in http_rules(service.name, rpc):
                 path, fields = compile_template(rule["uri"])
-                found.append(Route(rule["method"].upper(), path, fields, rule.get("body", ""), request, call))
+                found.append(Route(rpc, rule["method"].upper(), path, fields, rule.get("body", ""), request, call))
     return found
 
 
@@ -143,8 +146,10 @@ class Answer:
     body: bytes
 
 
-def dispatch(table: Sequence[Route], verb: str, target: str, body: bytes, headers: Mapping[str, str]) -> Answer:
-    """Answer one HTTP request: route it, build the request message, make the call."""
+def dispatch(table: Sequence[Route], verb: str, target: str, body: bytes, headers: Mapping[str, str],
+             count: Count | None = None) -> Answer:
+    """Answer one HTTP request: route it, build the request message, make the call
+    (``count`` is told the RPC's name once a route matched)."""
     path, _, query = target.partition("?")
     matched = [(route, found) for route in table if (found := route.path.fullmatch(path))]
     chosen = next(((route, found) for route, found in matched if route.verb == verb), None)
@@ -153,6 +158,8 @@ def dispatch(table: Sequence[Route], verb: str, target: str, body: bytes, header
         hint = f" ({path} takes {' or '.join(takes)}, not {verb})" if takes else ""
         return error_answer(grpc.StatusCode.NOT_FOUND, f"Method not found.{hint}")
     route, found = chosen
+    if count is not None:
+        count(route.rpc)
     params = urllib.parse.parse_qsl(query, keep_blank_values=True)
     try:
         request = build_request(route, found.groups(), params, body)
@@ -281,17 +288,22 @@ class _Handler(BaseHTTPRequestHandler):
         super().finish()
 
     def _serve(self) -> None:
+        header = self.headers.get("Authorization")
+        if not self.server.authorize(header):
+            # Judged before the body is read: a caller without the token gets no byte of it
+            # buffered (a large Content-Length would hold memory and a thread); the unread body
+            # leaves the connection unusable, so it is closed.
+            self.close_connection = True
+            self._answer(unauthenticated(header), {"WWW-Authenticate": "Bearer", "Connection": "close"})
+            return
         length = self.headers.get("Content-Length") or "0"
         if not length.isdigit():
             self.send_error(400, f"Invalid Content-Length {length!r}.")
             return
         body = self.rfile.read(int(length))
-        header = self.headers.get("Authorization")
-        if not self.server.authorize(header):
-            self._answer(unauthenticated(header), {"WWW-Authenticate": "Bearer"})
-            return
         try:
-            answer = dispatch(self.server.table, self.command, self.path, body, dict(self.headers.items()))
+            answer = dispatch(self.server.table, self.command, self.path, body, dict(self.headers.items()),
+                              self.server.count)
         except Exception as exc:  # a bug of ours: answered as the gRPC port answers it (UNKNOWN)
             answer = error_answer(grpc.StatusCode.UNKNOWN, f"Exception calling application: {exc}")
         self._answer(answer)
@@ -323,10 +335,12 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = False  # server_close() joins the connections' threads
 
-    def __init__(self, address: tuple[str, int], table: Sequence[Route], authorize: Authorize) -> None:
+    def __init__(self, address: tuple[str, int], table: Sequence[Route], authorize: Authorize,
+                 count: Count | None = None) -> None:
         super().__init__(address, _Handler)
         self.table = table
         self.authorize = authorize
+        self.count = count
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
 
@@ -378,15 +392,17 @@ class RestServer:
 
 
 def serve(services: Iterable[Service], addresses: Sequence[str], port: int,
-          authorize: Authorize = allow_all) -> RestServer:
+          authorize: Authorize = allow_all, count: Count | None = None) -> RestServer:
     """Serve ``services`` over HTTP/JSON on ``port`` (0: any free port) of every address;
-    VxtrainError when the port is taken. ``authorize`` judges each call's Authorization header."""
+    VxtrainError when the port is taken. ``authorize`` judges each call's Authorization header;
+    ``count`` is told the RPC of each call served."""
     table = routes(services)
     servers: list[_Server] = []
     try:
         for address in addresses:
             kind = _Server6 if ":" in address else _Server
-            servers.append(kind((address, servers[0].server_address[1] if servers else port), table, authorize))
+            servers.append(kind((address, servers[0].server_address[1] if servers else port), table, authorize,
+                                count))
     except OSError as exc:
         for server in servers:
             server.server_close()

@@ -58,7 +58,8 @@ REST_SERVICES: tuple[Callable[[Emulator], Service], ...] = (
 class CallCounter(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are unannotated
     """Counts the RPCs the server received, by method name (``GetCustomJob``,
     ``ListLogEntries``, ``TailLogEntries``: one per stream, however long it stays open), so
-    tests and scripts/bench.py can say how many calls following a job costs."""
+    tests and scripts/bench.py can say how many calls following a job costs. The REST port's
+    calls count under the same names (:meth:`add`): one RPC, whichever port it came by."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -66,9 +67,13 @@ class CallCounter(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's class
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         """Count the call, then serve it as usual."""
-        with self._lock:
-            self._counts[str(details.method).rsplit("/", 1)[-1]] += 1
+        self.add(str(details.method).rsplit("/", 1)[-1])
         return continuation(details)
+
+    def add(self, method: str) -> None:
+        """Count one call of ``method`` (an RPC name: the REST port's routes call this)."""
+        with self._lock:
+            self._counts[method] += 1
 
     def __getitem__(self, method: str) -> int:
         with self._lock:
@@ -227,7 +232,8 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
         bound = _bind(server, host, port)
         if token.needs_file:
             token.write(bound)  # once the port is ours: a file left on it by a killed emulator is stale
-        rest_server = None if http_port is None else _serve_rest(emulator, host, http_port, token.authorize)
+        rest_server = None if http_port is None else _serve_rest(emulator, host, http_port, token.authorize,
+                                                                 calls.add)
     except VxtrainError:
         token.remove()
         server.stop(None)
@@ -237,10 +243,12 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
     return EmulatorHandle(server, emulator, host, bound, executor, calls, rest_server=rest_server, token=token)
 
 
-def _serve_rest(emulator: Emulator, host: str, port: int, authorize: rest.Authorize) -> rest.RestServer:
+def _serve_rest(emulator: Emulator, host: str, port: int, authorize: rest.Authorize,
+                count: rest.Count) -> rest.RestServer:
     """The REST port over the services of :data:`REST_SERVICES`, on every address of ``host``;
-    ``authorize`` judges each call's Authorization header (the gRPC port's token)."""
-    return rest.serve([build(emulator) for build in REST_SERVICES], _addresses(host), port, authorize)
+    ``authorize`` judges each call's Authorization header (the gRPC port's token), ``count``
+    is the gRPC port's call counter."""
+    return rest.serve([build(emulator) for build in REST_SERVICES], _addresses(host), port, authorize, count)
 
 
 def is_loopback_host(host: str) -> bool:
