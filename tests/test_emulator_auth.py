@@ -165,6 +165,30 @@ def test_a_token_file_left_on_the_port_is_replaced() -> None:
 
 
 @pytest.mark.usefixtures("file_token")
+def test_a_second_emulator_on_the_port_number_at_another_address_leaves_the_first_ones_file() -> None:
+    """127.0.0.1:P and [::1]:P bind apart but share the port's token file: the live one's file
+    (locked while it serves) is neither replaced nor removed; the second is refused, saying why."""
+    with start_emulator("127.0.0.1", out=io.StringIO(), environ={}) as first:
+        assert first.token is not None and first.token.file is not None
+        try:
+            second = start_emulator("::1", first.port, out=io.StringIO(), environ={})
+        except VxtrainError as exc:
+            refused = str(exc)
+        else:
+            second.stop()
+            pytest.fail("a second emulator replaced the live one's token file")
+        if "in use" in refused:  # [::1]:P was taken by something else: nothing to show here
+            pytest.skip(f"[::1]:{first.port} is taken: {refused}")
+        assert f"another emulator of this user's serves port {first.port}" in refused and TOKEN_ENV in refused
+        assert first.token.file.read_text() == first.token.value
+        with emulator_channel(first.address) as channel:  # its clients still find its token
+            assert status_of(lambda: channel.unary_unary(LIST)(job_service.ListCustomJobsRequest.serialize(
+                job_service.ListCustomJobsRequest(parent=PARENT)), timeout=10)) == grpc.StatusCode.OK
+        path = first.token.file
+    assert not path.exists()
+
+
+@pytest.mark.usefixtures("file_token")
 def test_the_emulator_command_prints_its_token_file_and_the_cli_reads_it(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """`vxtrain emulator` (another process) prints CLOUDSDK_AUTH_ACCESS_TOKEN_FILE; `vxtrain list

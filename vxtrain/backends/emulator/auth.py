@@ -14,6 +14,7 @@ path to read the access token") and vxtrain's clients find by the port.
 """
 from __future__ import annotations
 
+import fcntl
 import hmac
 import os
 import secrets
@@ -49,6 +50,8 @@ class Token:
         self.where = where
         #: The file it was written to (None: given in the environment, or private to this process).
         self.file: Path | None = None
+        #: The file, open and locked (flock) while the emulator serves: a live emulator's mark.
+        self._held: int | None = None
 
     def __repr__(self) -> str:  # never the value: a repr ends up in logs
         return f"Token({self.where})"
@@ -66,28 +69,45 @@ class Token:
         """Write the token to the port's file (mode 0600, in the user's private folder) and remember it.
 
         Called once the port is bound (exclusively): a file left by an emulator that was
-        killed on this port is stale and is replaced.
+        killed on this port is stale and is replaced. The file is held locked while the
+        emulator serves, so a file still locked is a live emulator's: one of this user's on
+        the same port number at another loopback address (127.0.0.1 and ::1 are bound
+        apart). Its file is left alone (replacing it would lock that emulator's clients out,
+        and either one's stop would remove the other's file) and this one is refused.
         """
         path = token_file(port, environ)
         try:
             _private_folder(path.parent)
+            if _locked(path):
+                raise VxtrainError(f"another emulator of this user's serves port {port} (at another address) and "
+                                   f"its token is in {path}; pick another --port (0: any free port), or set "
+                                   f"{TOKEN_ENV} to a token of your choosing")
             path.unlink(missing_ok=True)
             # O_EXCL | O_NOFOLLOW: never write through a link or into a file someone else made.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         except OSError as exc:
             raise VxtrainError(f"cannot write the emulator's token to {path}: {exc.strerror or exc}; "
                                f"set {TOKEN_ENV} to a token of your choosing instead") from exc
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(self.value)  # gcloud's file holds "an access token with no other information"
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else has it open: never blocks
+            os.write(fd, self.value.encode())  # gcloud's file holds "an access token with no other information"
+        except OSError:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+        self._held = fd
         self.file, self.needs_file = path, False
         self.where = f"is in {path} (readable only by the user who started the emulator)"
         return path
 
     def remove(self) -> None:
-        """Remove the file it was written to, if any (idempotent)."""
+        """Remove the file it was written to, if any, then let go of its lock (idempotent)."""
         if self.file is not None:
             self.file.unlink(missing_ok=True)
             self.file = None
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
 
 
 def authorize(token: str, header: str | None) -> bool:
@@ -110,6 +130,22 @@ def serving_token(environ: Mapping[str, str]) -> Token:
     if given:
         return Token(given, f"is the value of {TOKEN_ENV} it was started with")
     return Token(secrets.token_urlsafe(32), "is in its token file", needs_file=True)
+
+
+def _locked(path: Path) -> bool:
+    """Whether ``path`` is a token file a live emulator holds (locked); False when it is
+    missing or stale (its emulator was killed: the kernel let go of its lock)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _private_folder(folder: Path) -> None:
