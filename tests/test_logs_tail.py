@@ -4,6 +4,7 @@ emulator, read with the real google-cloud-logging client, and ``logs --follow`` 
 The emulator's call counter (``EmulatorHandle.calls``) says which RPCs following cost."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import threading
@@ -22,6 +23,23 @@ from vxtrain.backends.emulator import EmulatorHandle
 from vxtrain.backends.vertex import emulator_channel
 
 FALLBACK = "following the job's logs by polling ListLogEntries from now on"
+
+
+@pytest.fixture(autouse=True)
+def patient_opening(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines before a stream are read when it answers, never after ``Cadence.opening``
+    (5 s) first: on a loaded machine a stream may take that long to answer, and the catch-up
+    read it would add is correct but would make the counts below depend on the load.
+    (tests/backends/test_logging_service.py tests the opening timeout itself.)"""
+    # submission.jobs picks the emulator's cadence by this name when it follows
+    monkeypatch.setattr("vxtrain.submission.jobs.LOCAL_LOGS", dataclasses.replace(joblogs.LOCAL_LOGS, opening=120.0))
+
+
+def list_calls_of_one_stream(count: int) -> bool:
+    """Whether ``count`` ListLogEntries calls is what one stream costs, not polling: the lines
+    before it opened (once it answers) and the last ones after the end; just the latter
+    when the job ended before the stream's first answer was taken (a loaded machine)."""
+    return 1 <= count <= 2
 
 
 def spec(tmp_path: Path, code: str) -> Path:
@@ -113,8 +131,7 @@ def test_logs_follow_is_one_stream_per_job(emulator: EmulatorHandle, tmp_path: P
     assert FALLBACK not in err
     calls = emulator.calls.snapshot()
     assert calls["TailLogEntries"] - before.get("TailLogEntries", 0) == 1
-    # ListLogEntries: the lines before the stream opened, and the last ones after the end.
-    assert calls["ListLogEntries"] - before.get("ListLogEntries", 0) == 2
+    assert list_calls_of_one_stream(calls["ListLogEntries"] - before.get("ListLogEntries", 0)), calls
 
 
 def test_submit_wait_is_one_stream_per_job(emulator: EmulatorHandle, tmp_path: Path,
@@ -124,7 +141,8 @@ def test_submit_wait_is_one_stream_per_job(emulator: EmulatorHandle, tmp_path: P
     assert code == 0 and doc["state"] == "JOB_STATE_SUCCEEDED", err
     shown = [line.strip() for line in err.splitlines() if "[workerpool0-0] step" in line]
     assert shown == [f"[workerpool0-0] step {i}" for i in range(8)]
-    assert emulator.calls["TailLogEntries"] == 1 and emulator.calls["ListLogEntries"] == 2
+    assert emulator.calls["TailLogEntries"] == 1, emulator.calls.snapshot()
+    assert list_calls_of_one_stream(emulator.calls["ListLogEntries"]), emulator.calls.snapshot()
     assert FALLBACK not in err
 
 

@@ -453,6 +453,15 @@ class TailingReader(FakeReader):
         return self.opened[-1]
 
 
+def sleep_until(watch: joblogs.LogWatch, done: Callable[[], bool], limit: float = 10.0) -> None:
+    """``watch.sleep`` in short steps until ``done()`` (a loaded machine may take longer than a
+    fixed pause), failing after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while not done():
+        assert time.monotonic() < deadline, "the watch did not get there"
+        watch.sleep(0.05)
+
+
 def test_a_stream_that_left_lines_out_is_caught_up_by_a_read() -> None:
     fake = TailingReader()
     fake.add(0, "line 0", "i0")
@@ -469,7 +478,7 @@ def test_a_stream_that_left_lines_out_is_caught_up_by_a_read() -> None:
     follower = joblogs.Follower(fake, PROJECT, "1", cadence=joblogs.Cadence(1.0, 8.0, overlap=30.0))
     watch = joblogs.LogWatch(follower, lambda entries: got.extend(e.text for e in entries), warn=pytest.fail,
                              stream=True)
-    watch.sleep(0.5)
+    sleep_until(watch, lambda: len(got) >= 4)
     watch.close()
     assert got == ["line 0", "line 3", "line 1", "line 2"]  # the left-out lines, read after the suppression
     assert follower.reads == 2 and len(fake.opened) == 1 and fake.opened[0].closed and watch.streaming
@@ -489,6 +498,7 @@ def test_a_stream_slow_to_answer_does_not_hold_back_the_lines_before_it() -> Non
     follower = joblogs.Follower(fake, PROJECT, "1", cadence=joblogs.Cadence(1.0, 8.0, overlap=30.0, opening=0.05))
     watch = joblogs.LogWatch(follower, lambda entries: got.extend(e.text for e in entries), warn=pytest.fail,
                              stream=True)
-    watch.sleep(0.5)
+    sleep_until(watch, lambda: len(got) >= 2)
+    watch.sleep(0.2)  # a third read, were there one, would come now
     watch.close()
     assert got == ["before the stream", "while it opened"] and follower.reads == 2
