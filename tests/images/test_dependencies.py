@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import os
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +31,8 @@ from tests.images.test_errors import _submit_and_count
 from tests.registry import BaseImage, push_base
 from vxtrain import api
 from vxtrain.errors import ApiError, SpecError
-from vxtrain.images.dependencies import DependencyError, Target, cache_dir, dependency_layer, pip_command
+from vxtrain.images.dependencies import (
+    CACHE_UNUSED_DAYS, DependencyError, Target, cache_dir, dependency_layer, pip_command)
 from vxtrain.images.publish import publish
 from vxtrain.images.recipe import local_requirements
 
@@ -282,3 +285,25 @@ def test_the_cached_layer_is_checked_before_it_is_reused(tmp_path: Path, index: 
     assert rebuilt.digest == first.digest  # the same bytes from the same wheels
     assert [m.split()[0] for m in said] == ["installing", "reusing", "installing"]
     assert sorted(p.name for p in cache_dir().iterdir()) == sorted([first.path.name, first.path.name[:-7] + ".json"])
+
+
+def test_layers_unused_for_a_month_and_a_killed_build_s_leftover_are_evicted(tmp_path: Path, index: Path) -> None:
+    """A new layer clears the cache of layers no submit used for CACHE_UNUSED_DAYS; a hit marks
+    its layer used, so an old but used layer stays."""
+    folder = cache_dir()
+    folder.mkdir(parents=True)
+    old = time.time() - (CACHE_UNUSED_DAYS + 1) * 86400
+    for name in ("a" * 64 + ".tar.gz", "a" * 64 + ".json", f".{'b' * 64}.123.part"):
+        (folder / name).write_bytes(b"x")
+        os.utime(folder / name, (old, old))
+    (tmp_path / "requirements.txt").write_text("pthpkg==1.0\n")
+    target = Target("3.10")
+    first = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, lambda _: None, "r.txt")
+    assert sorted(p.name for p in folder.iterdir()) == sorted([first.path.name, first.path.name[:-7] + ".json"])
+    os.utime(first.path, (old, old))
+    said: list[str] = []
+    dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
+    assert said[0].startswith("reusing") and time.time() - first.path.stat().st_mtime < 60
+    (tmp_path / "requirements.txt").write_text("clitool==1.0\n")  # another layer: eviction runs again
+    dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, lambda _: None, "r.txt")
+    assert first.path.is_file() and len(list(folder.glob("*.tar.gz"))) == 2

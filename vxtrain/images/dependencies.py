@@ -44,6 +44,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -69,6 +70,11 @@ PLATFORM_TAGS = {"linux/amd64": ("manylinux2014_x86_64", "manylinux_2_28_x86_64"
 _MACHINES = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
 #: Mixed into the cache key: bump it when the same inputs make another dependency layer.
 DEPS_RECIPE = "vxtrain-deps-1"
+#: A cached layer no submit has used for this long is deleted when a new one is written (a
+#: torch layer is gigabytes; every requirements change writes another).
+CACHE_UNUSED_DAYS = 30
+#: A partial file older than this is a killed build's leftover (a write takes minutes at most).
+_PARTIAL_HOURS = 24
 _MISSING = re.compile(r"No matching distribution found for ([^\s]+)")
 #: pip run with marker evaluation for the target: argv[1] is the PEP 508 environment (JSON),
 #: the rest pip's arguments. ``default_environment`` is read at each ``Marker.evaluate()``.
@@ -276,6 +282,7 @@ def _cached(key: str) -> Layer | None:
     """The cached layer ``key``, when its file is there with the digest its record says."""
     record, path = cache_dir() / f"{key}.json", cache_dir() / f"{key}.tar.gz"
     try:
+        os.utime(path)  # used now: first, so another submit's eviction keeps it
         meta = json.loads(record.read_text(encoding="utf-8"))
         h = hashlib.sha256()
         with path.open("rb") as f:
@@ -309,14 +316,34 @@ def _keep(key: str, layer: Layer) -> Layer:
     record.write_text(json.dumps({"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size,
                                   "files": layer.files}), encoding="utf-8")
     os.replace(record, folder / f"{key}.json")
+    _evict(folder, time.time())
     return Layer(path, layer.digest, layer.diff_id, layer.size, layer.files)
+
+
+def _evict(folder: Path, now: float) -> None:
+    """Delete the layers (and records) unused for CACHE_UNUSED_DAYS (a hit touches its file) and
+    partial files a killed build left. Best effort: another process may be deleting too."""
+    for entry in folder.iterdir():
+        if entry.name.endswith(".tar.gz"):
+            limit = CACHE_UNUSED_DAYS * 86400
+        elif entry.name.endswith(".part"):
+            limit = _PARTIAL_HOURS * 3600
+        else:
+            continue
+        try:
+            if now - entry.stat().st_mtime > limit:
+                entry.unlink()
+                if entry.name.endswith(".tar.gz"):
+                    (folder / (entry.name[:-len(".tar.gz")] + ".json")).unlink(missing_ok=True)
+        except OSError:
+            continue
 
 
 def dependency_layer(requirements: Path, folders: tuple[Path, ...], target: Target, tmp: Path,
                      say: Say, named: str) -> Layer:
     """The dependency layer for ``requirements`` (``named`` as the spec wrote it): from the cache
-    when its inputs are unchanged, else pip runs and the layer is written into the cache. The
-    cache only grows: delete the folder (cache_dir) to reclaim it."""
+    when its inputs are unchanged, else pip runs and the layer is written into the cache (which
+    then drops the layers unused for CACHE_UNUSED_DAYS)."""
     key = layer_key(requirements, folders, target)
     found = _cached(key)
     if found is not None:
