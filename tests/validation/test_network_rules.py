@@ -70,6 +70,8 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
     ("ranges-with-network", spec(network=NETWORK, reserved_ip_ranges=["r"]), []),
     ("ranges-without-network", spec(reserved_ip_ranges=["r"]),
      [W("reserved-ranges-without-network", "reserved_ip_ranges")]),
+    ("ranges-named-by-cidr", spec(network=NETWORK, reserved_ip_ranges=["vertex-range", "10.8.0.0/16"]),
+     [E("reserved-range-name", "reserved_ip_ranges[1]")]),
     # mounts
     ("nfs-with-psc", spec(psc_interface=PSC, chief={**A100, "nfs_mounts": [NFS]}), []),
     ("nfs-with-network", spec(network=NETWORK, chief={**A100, "nfs_mounts": [NFS]}), []),

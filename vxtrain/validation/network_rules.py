@@ -102,6 +102,15 @@ def _attachment(job: Job, attachment: str, native: NativeSpec) -> Iterator[Diagn
 def _reserved_ranges(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     # reservedIpRanges: "A list of names for the reserved ip ranges under the VPC network that can be
     # used for this job" (custom_job.proto): ranges of the peered network, so nothing without one.
+    # Names (the allocated ranges' own, RFC 1035), not CIDRs: a CIDR is the likely mistake.
+    for i, name in enumerate(job.reserved_ip_ranges):
+        if not re.fullmatch(_NAME, name):
+            yield error("reserved-range-name", f"reserved_ip_ranges[{i}] {name!r} is not the name of a reserved "
+                        "range: the field takes the names of ranges allocated for private services access "
+                        "(lowercase letters, digits and hyphens; `gcloud compute addresses list --global "
+                        "--filter=purpose=VPC_PEERING` lists them), not CIDR blocks "
+                        f"(CustomJobSpec.reservedIpRanges, {PEERING_DOC})",
+                        **native.where(("reserved_ip_ranges", i)))
     if job.reserved_ip_ranges and job.network is None:
         yield warning("reserved-ranges-without-network", "reserved_ip_ranges names ranges \"under the VPC "
                       "network\" the job is peered with (CustomJobSpec.reservedIpRanges), but network is not set: "
