@@ -205,8 +205,12 @@ def test_recoveries_spent_on_lost_machines_is_no_capacity(tmp_path: Path,
     try:
         code, doc, err = submit(capsys, spec(tmp_path, recovery={"max_recoveries": 2}), handle)
         listed = jobs(handle)
+        # In text, the error is followed by what the lost attempts cost (as exit 3's job view has it).
+        text = run(capsys, "submit", str(spec(tmp_path, recovery={"max_recoveries": 1})), "--endpoint",
+                   handle.address, "--wait", "--no-logs")
     finally:
         handle.stop(grace=None)
+    assert text[0] == 5 and "vxtrain: recoveries: 1 " in text[2] and "vxtrain: cost: about $" in text[2], text
     assert code == 5, err
     assert doc["error"]["type"] == "NoCapacity" and "max_recoveries (2) are spent" in doc["error"]["message"]
     assert [a["outcome"] for a in doc["attempts"]] == ["preempted"] * 3 and doc["recoveries"] == 2

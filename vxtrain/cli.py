@@ -177,6 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exc.exit_code
         if _wants_json(args):
             _error_document(exc)
+        elif isinstance(exc, NoCapacity) and exc.details:  # recovery's: what the lost attempts cost
+            # lazy: render.recovery brings planning.cost (~12 ms, -X importtime); this error only
+            from vxtrain.render.recovery import recovery_lines
+
+            for line in recovery_lines(exc.details):
+                typer.echo(f"vxtrain: {line}", err=True)
     except KeyboardInterrupt:
         typer.echo("vxtrain: interrupted", err=True)
         code = INTERRUPTED
