@@ -95,6 +95,13 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
     ("partition-unknown-size", spec(workers=None, defaults={"image": IMAGE}, chief={**A100, "accelerator": {
         "type": "NVIDIA_TESLA_A100", "count": 1, "partition_size": "1g.10gb"}}),
      [W("gpu-partition-size", "chief.accelerator.partition_size")]),
+    ("partition-h200", spec(workers=None, defaults={"image": IMAGE}, chief={
+        "machine_type": "a3-ultragpu-8g", "accelerator": {"type": "NVIDIA_H200_141GB", "count": 1,
+                                                          "partition_size": "1g.18gb"}}), []),
+    ("partition-h200-a100-size", spec(workers=None, defaults={"image": IMAGE}, chief={
+        "machine_type": "a3-ultragpu-8g", "accelerator": {"type": "NVIDIA_H200_141GB", "count": 1,
+                                                          "partition_size": "1g.10gb"}}),
+     [W("gpu-partition-size", "chief.accelerator.partition_size")]),
     ("partition-on-tpu", spec(workers=None, defaults={"image": IMAGE}, chief={
         "machine_type": "cloud-tpu", "accelerator": {"type": "TPU_V3", "count": 8, "partition_size": "1g.5gb"}}),
      [E("gpu-partition-needs-gpu", "chief.accelerator.partition_size")]),

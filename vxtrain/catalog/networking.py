@@ -4,7 +4,7 @@ partition sizes of each GPU.
 
 Data: ``gpu_networks.csv`` (configure-compute's machine list and RDMA note),
 ``vpc_peering.csv`` (using-private-ip's note) and ``gpu_partitions.csv`` (GKE's MIG
-table, unverified for Vertex AI). A machine type's built-in GPUs come from
+table and NVIDIA's MIG profiles, unverified for Vertex AI). A machine type's built-in GPUs come from
 ``gpu_machines.csv`` (:func:`vxtrain.catalog.machines.builtin_accelerator`).
 """
 from __future__ import annotations

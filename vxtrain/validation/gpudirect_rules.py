@@ -14,7 +14,7 @@ accelerator's partitions need.
 - ``gpu-partition-*``: ``accelerator.partition_size`` (machineSpec.gpuPartitionSize) takes
   ``count: 1`` ("If set, the accelerator_count should be set to 1": machine_resources.proto)
   and an NVIDIA GPU; a size the catalog does not list for that GPU is a warning (the table,
-  GKE's, is unverified for Vertex AI).
+  GKE's and NVIDIA's, is unverified for Vertex AI).
 """
 from __future__ import annotations
 
@@ -183,4 +183,4 @@ def _partition(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
         known = f"the sizes known for it: {', '.join(sizes)}" if sizes else "no partition sizes are known for it"
         yield warning("gpu-partition-size", f"accelerator.partition_size {acc.partition_size!r} is not a MIG "
                       f"partition vxtrain knows for {acc.type} ({known}; unverified table, from GKE's "
-                      "multi-instance GPU page); Vertex AI refuses a size the GPU does not support", **where)
+                      "multi-instance GPU page and NVIDIA's MIG profiles); Vertex AI refuses a size the GPU does not support", **where)
