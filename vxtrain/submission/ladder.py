@@ -71,7 +71,10 @@ RECOVERY_HINT = ("the job lost its machines after it started (preempted, stocked
 #: google.rpc.Code.INTERNAL: "Internal errors ... the job is restarted up to two times, then fails"
 #: (https://cloud.google.com/vertex-ai/docs/training/understanding-training-service, read 2026-11-27).
 INTERNAL = 13
-#: Vertex AI's words for a replica whose code exited non-zero (seen in FAILED jobs' error.message).
+#: Vertex AI's words for a replica whose code exited non-zero, in a FAILED job's error.message. Not in
+#: Vertex AI's docs (unverified): the form users report, e.g. "The replica workerpool0-0 exited with a
+#: non-zero status of 1. Termination reason: Error." (AI Platform's older form, "The replica master 0
+#: exited with a non-zero status of 1", tensorflow/models#4294, is not matched: no Vertex job has it).
 EXIT_TEXT = re.compile(r"The replica workerpool\d+-\d+ exited with a non-zero status of (\d+)")
 
 
