@@ -37,6 +37,7 @@ runs no pip (``$XDG_CACHE_HOME/vxtrain/layers``, docs/decisions.md).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -281,8 +282,9 @@ def cache_dir() -> Path:
 def _cached(key: str) -> Layer | None:
     """The cached layer ``key``, when its file is there with the digest its record says."""
     record, path = cache_dir() / f"{key}.json", cache_dir() / f"{key}.tar.gz"
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache is still read
         os.utime(path)  # used now: first, so another submit's eviction keeps it
+    try:
         meta = json.loads(record.read_text(encoding="utf-8"))
         h = hashlib.sha256()
         with path.open("rb") as f:
