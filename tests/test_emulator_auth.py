@@ -31,7 +31,7 @@ from tests.incli import run
 from tests.processes import stop
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.auth import GCLOUD_TOKEN_FILE_ENV, authorize, private
-from vxtrain.backends.tokens import TOKEN_ENV, token_file
+from vxtrain.backends.tokens import TOKEN_ENV, token_file, token_folder
 from vxtrain.backends.vertex import emulator_channel
 from vxtrain.errors import VxtrainError
 
@@ -162,6 +162,19 @@ def test_a_token_file_left_on_the_port_is_replaced() -> None:
         pytest.skip(f"port {port} was taken again before the second emulator could bind it")
     with handle:
         assert handle.token is not None and stale.read_text() == handle.token.value != "stale"
+
+
+def test_the_token_folder_is_in_the_runtime_folder_only_when_it_is_this_users(tmp_path: Path) -> None:
+    """`su` without `-` keeps the caller's XDG_RUNTIME_DIR: another user's folder, where this
+    user's token folder would be made and then refuse its owner; the cache folder is used instead."""
+    own, other, cache = tmp_path / "own", tmp_path / "other", tmp_path / "cache"
+    own.mkdir()
+    other.mkdir()
+    assert token_folder({"XDG_RUNTIME_DIR": str(own), "XDG_CACHE_HOME": str(cache)}) == own / "vxtrain"
+    if os.geteuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    os.chown(other, 65534, 65534)  # nobody's
+    assert token_folder({"XDG_RUNTIME_DIR": str(other), "XDG_CACHE_HOME": str(cache)}) == cache / "vxtrain"
 
 
 @pytest.mark.usefixtures("file_token")

@@ -15,6 +15,7 @@ the token of the emulator on a port, in this order:
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -34,10 +35,20 @@ def token_folder(environ: Mapping[str, str] | None = None) -> Path:
     else ``$XDG_CACHE_HOME/vxtrain`` or ``~/.cache/vxtrain``."""
     env = os.environ if environ is None else environ
     runtime = env.get("XDG_RUNTIME_DIR", "")
-    if os.path.isabs(runtime) and os.path.isdir(runtime):
+    if os.path.isabs(runtime) and _own_folder(runtime):
         return Path(runtime) / "vxtrain"
     cache = env.get("XDG_CACHE_HOME", "")
     return (Path(cache) if os.path.isabs(cache) else Path.home() / ".cache") / "vxtrain"
+
+
+def _own_folder(path: str) -> bool:
+    """Whether ``path`` is a folder of this user's: ``su`` (without ``-``) keeps the caller's
+    XDG_RUNTIME_DIR, which is then another user's folder, not this one's."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
 
 
 def token_file(port: int, environ: Mapping[str, str] | None = None) -> Path:
