@@ -156,9 +156,12 @@ def test_an_unknown_price_is_a_null_cost_never_a_guess(preempting: EmulatorHandl
     data = json.loads(path.read_text())
     data["chief"]["machine_type"] = "e2-standard-4"  # the catalog has no Vertex AI price for it
     path.write_text(json.dumps(data))
-    code, doc, err = submit(capsys, path, preempting)
+    with webhook() as hook:
+        code, doc, err = submit(capsys, path, preempting, "--notify", hook.url)
     assert code == 0, err
     assert doc["cost"]["estimated"] is None
+    assert hook.bodies()[-1]["text"].endswith("succeeded after 1 recovery, cost unknown (no list price)")
+    assert hook.bodies()[-1]["cost_usd"] is None
     assert [(a["per_hour"], a["usd"]) for a in doc["cost"]["attempts"]] == [(None, None), (None, None)]
     assert all(a["hours"] > 0 for a in doc["cost"]["attempts"])
 
@@ -367,6 +370,7 @@ def test_each_event_is_posted_to_the_hooks(preempting: EmulatorHandle, tmp_path:
             assert bodies[-1]["state"] == "JOB_STATE_SUCCEEDED"
             assert bodies[-1]["cost_usd"] == pytest.approx(doc["cost"]["estimated"])
             assert "recovery 1 of 1" in bodies[1]["text"]
+            assert "succeeded after 1 recovery, about $" in bodies[-1]["text"]
 
 
 def test_a_bad_notify_url_is_a_usage_error_before_any_create(preempting: EmulatorHandle, tmp_path: Path,

@@ -246,8 +246,11 @@ class _Watch:
             return view
         out = {**view, **self._summary()}
         if out.get("state") == "JOB_STATE_SUCCEEDED":
-            self._notify("succeeded", out, f"{out['name']} succeeded after {out['recoveries']} recoveries, "
-                                           f"about {usd(out['cost']['estimated'])} (list prices × run time)")
+            count, estimated = out["recoveries"], out["cost"]["estimated"]
+            cost = "cost unknown (no list price)" if estimated is None else \
+                f"about {usd(estimated)} (list prices × run time)"
+            self._notify("succeeded", out, f"{out['name']} succeeded after {count} "
+                                           f"{'recovery' if count == 1 else 'recoveries'}, {cost}")
         return out
 
     def _summary(self) -> dict[str, Any]:
