@@ -84,6 +84,7 @@ def test_plan_shows_the_block(tmp_path: Path) -> None:
     assert result.job is not None and result.job.recovery is not None
     line = plan_line(result.job.recovery)
     assert "up to 3 new job(s)" in line and "exiting 33" in line and "STANDARD VMs after 2" in line
+    assert line.endswith("the cost above is per job, and up to 4 jobs may run in turn")
     path.write_text(json.dumps(spec(recovery=None)))
     assert "recovery" not in plan_json(api.plan(path))
 

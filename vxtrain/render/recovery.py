@@ -49,4 +49,6 @@ def plan_line(recovery: Recovery) -> str:
             f"it started ({'; '.join(ends)}), each on {where}, resuming from base_output_dir")
     if recovery.spot_to_standard_after is not None:
         line += f"; STANDARD VMs after {recovery.spot_to_standard_after} Spot preemption(s)"
-    return line
+    # the cost plan prices one job: each new one is billed for its own run time besides
+    jobs = (recovery.max_recoveries or 0) + 1
+    return line + f"; the cost above is per job, and up to {jobs} jobs may run in turn"
