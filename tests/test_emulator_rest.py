@@ -265,6 +265,9 @@ def test_errors_come_in_googles_shape(served: Served) -> None:
     got, answer, _ = _http(served.url, "POST", f"/v1/{PARENT}/customJobs", None,
                            {**served.bearer, "Content-Length": "-1"})
     assert (got, answer["error"]["status"]) == (400, "INVALID_ARGUMENT")
+    head, answer = _raw(served.url, f"POST /v1/{PARENT}/customJobs HTTP/1.1\r\nHost: h\r\n"
+                                    f"Authorization: Bearer {served.token}\r\nTransfer-Encoding: chunked\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 411") and answer["error"]["code"] == 411, (head, answer)
 
 
 def test_every_call_needs_the_token(served: Served) -> None:
@@ -324,20 +327,38 @@ def test_the_rest_server_asks_its_authorize_of_every_call() -> None:
         server.stop()
 
 
+def _raw(url: str, request: str) -> tuple[bytes, Any]:
+    """Send ``request`` as written; the answer's head and JSON body, once the server closed."""
+    host, port = url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(request.encode())
+        answer = b""
+        while chunk := sock.recv(65536):  # the server closes: recv ends (a timeout fails the test)
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head, json.loads(body)
+
+
 def test_a_caller_without_the_token_gets_401_before_its_body_is_read() -> None:
     """A body announced as 1 GB and never sent: 401 at once, and the connection closed (its
-    body unread), not a thread waiting for bytes that would be buffered."""
+    body unread), not a thread waiting for bytes that would be buffered. A small body (a
+    client with a wrong token) is read and dropped: its connection goes on."""
     server = rest.serve([quotas.service(QuotaStore(), FaultPlan())], ["127.0.0.1"], 0,
                         authorize=lambda header: header == "Bearer t0ken")
+    url = f"http://127.0.0.1:{server.port}/"
     try:
-        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-            sock.sendall(b"POST /v1/x HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000\r\n\r\nabc")
-            answer = b""
-            while chunk := sock.recv(65536):  # the server closes: recv ends (a timeout fails the test)
-                answer += chunk
-        head, _, body = answer.partition(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 401") and b"Connection: close" in head, answer
-        assert json.loads(body)["error"]["status"] == "UNAUTHENTICATED"
+        head, answer = _raw(url, "POST /v1/x HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 401") and b"Connection: close" in head, head
+        assert answer["error"]["status"] == "UNAUTHENTICATED"
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        try:
+            path = "/v1/projects/p/locations/global/services/s/quotaInfos"
+            connection.request("POST", "/v1/x", body=b'{"a": 1}', headers={"Authorization": "Bearer wrong"})
+            assert connection.getresponse().read() and connection.sock is not None  # still open
+            connection.request("GET", path, headers={"Authorization": "Bearer t0ken"})
+            assert connection.getresponse().status == 200
+        finally:
+            connection.close()
     finally:
         server.stop()
 

@@ -80,6 +80,9 @@ SYSTEM_PARAMETERS = frozenset({
 #: The HTTP status of a gRPC code google.api_core has no class for (UNKNOWN, DATA_LOSS):
 #: google/rpc/code.proto maps both to 500.
 FALLBACK_STATUS = 500
+#: The most bytes of body read (and dropped) from a call refused for its token; a larger
+#: one closes the connection unread (a job spec is a few KiB).
+REFUSED_BODY_LIMIT = 1 << 20
 _VARIABLE = re.compile(r"\{(?P<field>[\w.]+)(?:=(?P<template>[^}]*))?\}")
 
 
@@ -289,14 +292,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         header = self.headers.get("Authorization")
-        if not self.server.authorize(header):
-            # Judged before the body is read: a caller without the token gets no byte of it
-            # buffered (a large Content-Length would hold memory and a thread); the unread body
-            # leaves the connection unusable, so it is closed.
-            self.close_connection = True
-            self._answer(unauthenticated(header), {"WWW-Authenticate": "Bearer", "Connection": "close"})
-            return
         length = self.headers.get("Content-Length") or "0"
+        if not self.server.authorize(header):
+            # Judged before the body is read. A small body (a client that sent a wrong token)
+            # is read and dropped, so the connection stays usable and the 401 reaches it; a
+            # large or unsized one is never buffered for a caller without the token: the
+            # connection is closed instead.
+            refused = {"WWW-Authenticate": "Bearer"}
+            if length.isdigit() and int(length) <= REFUSED_BODY_LIMIT and not self.headers.get("Transfer-Encoding"):
+                self.rfile.read(int(length))
+            else:
+                self.close_connection = True
+                refused["Connection"] = "close"
+            self._answer(unauthenticated(header), refused)
+            return
+        if self.headers.get("Transfer-Encoding"):  # chunked: not read here, and it would be taken for the next request
+            self.send_error(411, "A body must come with a Content-Length (no Transfer-Encoding).")
+            return
         if not length.isdigit():
             self.send_error(400, f"Invalid Content-Length {length!r}.")
             return
