@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.images.bases import can_run, run_in, unpack
-from tests.images.conftest import get_blob, get_manifest
+from tests.images.conftest import get_blob, get_manifest, write_wheel
 from tests.images.test_errors import _submit_and_count
 from tests.registry import BaseImage, push_base
 from vxtrain import api
@@ -34,7 +34,7 @@ from vxtrain.errors import ApiError, SpecError
 from vxtrain.images.dependencies import (
     CACHE_UNUSED_DAYS, DependencyError, Target, cache_dir, dependency_layer, pip_command)
 from vxtrain.images.publish import publish
-from vxtrain.images.recipe import local_requirements
+from vxtrain.images.recipe import RequirementsError, local_requirements
 
 pytestmark = pytest.mark.slow
 
@@ -245,7 +245,9 @@ def test_pip_is_told_the_image_environment(tmp_path: Path) -> None:
 
 
 _NAME = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,10}[A-Za-z0-9])?", fullmatch=True)
-_SEGMENT = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,8}", fullmatch=True).filter(lambda s: s not in (".", ".."))
+_SEGMENT = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,8}", fullmatch=True).filter(
+    lambda s: s not in (".", "..") and not s.endswith((".whl", ".zip", ".tar", ".gz", ".tgz", ".bz2", ".tbz", ".xz",
+                                                       ".txz")))  # an archive's name: a file, not a folder
 
 
 @settings(max_examples=200, deadline=None)
@@ -261,13 +263,17 @@ def test_index_requirements_are_never_taken_for_paths(name: str, extras: str, sp
 
 @settings(max_examples=50, deadline=None)
 @given(parts=st.lists(_SEGMENT, min_size=1, max_size=3), editable=st.booleans(),
-       marker=st.sampled_from(["", '; python_version < "3.11"']))
-def test_local_paths_resolve_from_the_spec_folder(parts: list[str], editable: bool, marker: str) -> None:
+       marker=st.sampled_from(["", '; python_version < "3.11"']), dot=st.booleans())
+def test_local_paths_resolve_from_the_spec_folder(parts: list[str], editable: bool, marker: str, dot: bool) -> None:
+    """``./libs/pkg`` and ``libs/pkg`` alike (pip takes a name with a slash for a path), and a
+    folder named alone after ``-e`` (pip's editable is a path or a VCS URL)."""
+    if not dot and len(parts) == 1 and not editable:
+        parts = [*parts, "pkg"]  # a bare name without a slash is an index requirement (the test above)
     with tempfile.TemporaryDirectory() as tmp:
         spec_folder = Path(tmp) / "proj"
         folder = spec_folder.joinpath(*parts)
         folder.mkdir(parents=True)
-        written = "./" + "/".join(parts)
+        written = ("./" if dot else "") + "/".join(parts)
         data = f"{'-e ' if editable else ''}{written}{marker}\n".encode()
         [local] = local_requirements(spec_folder / "sub" / "requirements.txt", data, [spec_folder])
         assert (local.path, local.editable, local.written, local.rest) == (folder.resolve(), editable, written, marker)
@@ -307,3 +313,33 @@ def test_layers_unused_for_a_month_and_a_killed_build_s_leftover_are_evicted(tmp
     (tmp_path / "requirements.txt").write_text("clitool==1.0\n")  # another layer: eviction runs again
     dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, lambda _: None, "r.txt")
     assert first.path.is_file() and len(list(folder.glob("*.tar.gz"))) == 2
+
+
+@pytest.mark.parametrize("line, written", [
+    ("libs/pkg", "libs/pkg"), ("-e libs/pkg", "libs/pkg"), ("-e pkg", "pkg"), ("--editable=pkg[x]", "pkg"),
+    ("pkg @ libs/pkg", "libs/pkg"), ("tinydep-1.0-py3-none-any.whl", "tinydep-1.0-py3-none-any.whl"),
+    ("wh/tinydep-1.0-py3-none-any.whl ; python_version > '3'", "wh/tinydep-1.0-py3-none-any.whl")])
+def test_every_line_pip_reads_as_a_local_path_is_one(tmp_path: Path, line: str, written: str) -> None:
+    """pip installs these from the working directory (built on this machine, an editable finder
+    pointing here, none in the tag): each is a local requirement, from the spec's folder."""
+    (tmp_path / "libs" / "pkg").mkdir(parents=True)
+    (tmp_path / "pkg").mkdir()
+    write_wheel(tmp_path)
+    write_wheel(tmp_path / "wh")
+    [local] = local_requirements(tmp_path / "r.txt", f"{line}\n".encode(), [tmp_path])
+    assert (local.written, local.path) == (written, (tmp_path / written).resolve())
+
+
+@pytest.mark.parametrize("line", ["https://example.com/x/y-1.0-py3-none-any.whl", "x @ https://h/p/x.whl",
+                                  "-e git+https://github.com/o/r.git#egg=r", "--find-links wh/more",
+                                  "-f wh/more", "--index-url=https://h/simple", "-e nothere", "torch==2.0",
+                                  "-r sub/more.txt"])
+def test_urls_options_and_missing_editables_are_not_local_paths(tmp_path: Path, line: str) -> None:
+    assert local_requirements(tmp_path / "r.txt", f"{line}\n".encode(), [tmp_path]) == []
+
+
+def test_an_editable_named_alone_pointing_outside_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "lnk").symlink_to(tmp_path)
+    with pytest.raises(RequirementsError, match="outside the spec's folder"):
+        local_requirements(tmp_path / "proj" / "r.txt", b"-e lnk\n", [tmp_path / "proj"])

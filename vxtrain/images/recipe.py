@@ -172,7 +172,7 @@ def requirements_bytes(path: Path, folders: Sequence[Path] = ()) -> bytes:
             left -= len(body)
             out.append(b"\0include\0" + written.encode() + b"\0" + str(len(body)).encode() + b"\0" + body)
             if is_file:
-                _no_local_paths(found, body)
+                _no_local_paths(found, body, (folders or (path.parent,))[0])
                 todo.append((found, body))
     for local in local_requirements(path, first, folders or (path.parent,)):
         out.append(b"\0local\0" + local.written.encode() + b"\0" + local.content_digest().encode())
@@ -220,7 +220,28 @@ def image_tag(base: str, python: str | None, requirements: bytes | None, source_
 #: optionally ``-e``/``--editable``, then extras and markers (``[gpu]; python_version < "3.11"``).
 _LOCAL = re.compile(r"^\s*(?P<editable>(?:-e|--editable)(?:\s*=\s*|\s+))?"
                     r"(?:[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?\s*@\s*)?"
-                    r"(?P<path>(?:\.{1,2}/|/|file:)[^\s;\[]*|\.{1,2}(?=[\s;\[]|$))(?P<rest>.*)$")
+                    r"(?P<path>(?:\.{1,2}/|/|file:)[^\s;\[]*|\.{1,2}(?=[\s;\[]|$)"
+                    # pip takes any name with a slash for a path (req_install._looks_like_path), and an
+                    # archive's file name for that file when it exists: a URL (scheme:) or an option is neither
+                    r"|(?![A-Za-z][A-Za-z0-9+.-]*:|-)[^\s;\[@=<>!~/]*/[^\s;\[]*"
+                    r"|(?!-)[^\s;\[/@=<>!~:]+\.(?:whl|zip|tar\.gz|tgz|tar\.bz2|tbz|tar\.xz|txz|tar)(?=[\s;\[]|$))"
+                    r"(?P<rest>.*)$")
+#: ``-e NAME``: pip installs the folder NAME (from the working directory) when there is one, else
+#: refuses the line (an editable is a path or a VCS URL, never an index name).
+_EDITABLE_NAME = re.compile(r"^\s*(?P<editable>(?:-e|--editable)(?:\s*=\s*|\s+))"
+                            r"(?P<path>[^\s;\[/:@=<>!~]+)(?P<rest>.*)$")
+
+
+def _local_match(line: str, spec_folder: Path) -> re.Match[str] | None:
+    """The line's local path (pip's reading of it, from ``spec_folder``), or None for an index
+    requirement, a URL or an option."""
+    found = _LOCAL.match(line)
+    if found is not None:
+        return found
+    editable = _EDITABLE_NAME.match(line)
+    if editable is not None and (spec_folder / editable.group("path")).is_dir():
+        return editable
+    return None
 
 
 @dataclass(frozen=True)
@@ -267,7 +288,7 @@ def local_requirements(path: Path, data: bytes, folders: Sequence[Path]) -> list
     roots = [folder.resolve() for folder in folders]
     out = []
     for number, line in _lines(data):
-        found = _LOCAL.match(line)
+        found = _local_match(line, roots[0])
         if found is None:
             continue
         written = found.group("path")
@@ -284,11 +305,11 @@ def local_requirements(path: Path, data: bytes, folders: Sequence[Path]) -> list
     return out
 
 
-def _no_local_paths(path: Path, data: bytes) -> None:
+def _no_local_paths(path: Path, data: bytes, spec_folder: Path) -> None:
     """RequirementsError for a local path in an included file: pip would take it from the working
-    directory and build it here; vxtrain handles them in build.requirements itself."""
+    directory (``spec_folder``) and build it here; vxtrain handles them in build.requirements itself."""
     for number, line in _lines(data):
-        found = _LOCAL.match(line)
+        found = _local_match(line, spec_folder)
         if found:
             raise RequirementsError(f"{path}:{number}: {found.group('path')} is a local path in an included "
                                     "requirements file: name local wheels and folders in build.requirements itself")
