@@ -5,6 +5,7 @@ The emulator's call counter (``EmulatorHandle.calls``) says which RPCs following
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import sys
 import threading
@@ -15,12 +16,16 @@ import pytest
 from google.auth.credentials import AnonymousCredentials
 from google.cloud.logging_v2.services.logging_service_v2 import LoggingServiceV2Client
 from google.cloud.logging_v2.services.logging_service_v2.transports import LoggingServiceV2GrpcTransport
+from google.cloud.aiplatform_v1.types import job_service
 from google.cloud.logging_v2.types import logging as lg
 
 from tests.incli import run
 from vxtrain import joblogs
-from vxtrain.backends.emulator import EmulatorHandle
+from vxtrain.backends.base import LogTail
+from vxtrain.backends.cloud_logging import CloudLoggingReader
+from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.vertex import emulator_channel
+from vxtrain.errors import QuotaError
 
 FALLBACK = "following the job's logs by polling ListLogEntries from now on"
 
@@ -195,3 +200,42 @@ def test_a_session_that_ran_its_time_is_followed_by_the_next(emulator: EmulatorH
     assert FALLBACK not in err
     sessions = emulator.calls["TailLogEntries"]
     assert 2 <= sessions <= (time.monotonic() - started) / 0.3 + 1
+
+
+def test_open_streams_never_take_every_worker_of_the_emulator() -> None:
+    """Each open TailLogEntries stream holds one of the server's worker threads: at most half
+    the pool is given to streams (the next is refused, and its follower polls), so the
+    state polls of the jobs being followed are still answered."""
+    handle = start_emulator(out=io.StringIO(), max_workers=4)
+    reader = CloudLoggingReader(handle.address)
+    tails: list[LogTail] = [reader.tail(f"p{i}", 'resource.type="ml_job"') for i in range(3)]
+    errors: list[Exception] = []
+
+    def drain(tail: LogTail) -> None:
+        try:
+            for _ in tail.batches():
+                pass
+        except Exception as exc:  # noqa: BLE001 - the refusal is what is looked at
+            errors.append(exc)
+
+    threads = [threading.Thread(target=drain, args=(tail,)) for tail in tails]
+    try:
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while not errors and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(errors) == 1 and isinstance(errors[0], QuotaError), errors
+        assert "at most 2 at once" in str(errors[0])
+        assert sum(handle.emulator.logs.tail_sessions(f"p{i}") for i in range(3)) == 2
+        with emulator_channel(handle.address) as channel:  # a unary call still finds a worker
+            listed = channel.unary_unary("/google.cloud.aiplatform.v1.JobService/ListCustomJobs")
+            request = job_service.ListCustomJobsRequest(parent="projects/p/locations/us-central1")
+            listed(job_service.ListCustomJobsRequest.serialize(request), timeout=10)
+    finally:
+        for tail in tails:
+            tail.close()
+        for thread in threads:
+            thread.join(10)
+        reader.close()
+        handle.stop(grace=None)

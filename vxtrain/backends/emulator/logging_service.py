@@ -96,6 +96,11 @@ class LogStore:
         self._last = datetime.fromtimestamp(0, timezone.utc)
         self._sessions: list[TailSession] = []
         self.max_tail_seconds = max_tail_seconds
+        #: The most sessions open at once, all projects together (None: no such limit). Each
+        #: holds one of the gRPC server's worker threads while it is open, so the server sets
+        #: it below its pool's size: else open streams alone would take every worker and
+        #: every other call (the state polls of the very jobs being followed) would hang.
+        self.max_sessions: int | None = None
 
     def append(self, *, project: str, job_id: str, task_name: str, text: str,
                severity: str = "INFO", timestamp: datetime | None = None) -> le.LogEntry:
@@ -163,6 +168,10 @@ class LogStore:
         projects = frozenset(_projects(resource_names))
         predicates = parse_filter(filter_)
         with self._lock:
+            if self.max_sessions is not None and len(self._sessions) >= self.max_sessions:
+                raise RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"There are too many tail sessions open: this emulator serves at most "
+                               f"{self.max_sessions} at once (half its worker threads), whatever the project.")
             for project in sorted(projects):
                 if sum(project in s.projects for s in self._sessions) >= MAX_TAIL_SESSIONS:
                     # Cloud Logging's own wording is not published; gcloud says "There are

@@ -181,7 +181,7 @@ def _host_part(host: str) -> str:
 def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[Fault | str] = (),
                    simulate_seconds: float | None = None, workdir: str | Path | None = None,
                    environ: Mapping[str, str] | None = None, out: TextIO | None = None,
-                   max_workers: int = 16, seed: int | None = None,
+                   max_workers: int = 32, seed: int | None = None,
                    allow_remote: bool = False, quotas: Iterable[QuotaLimit | str] = (),
                    gpus: GpuOptions | None = None, stockout: Iterable[str] = (), pending: Iterable[str] = (),
                    stockout_after: float = DEFAULT_STOCKOUT_AFTER,
@@ -221,6 +221,10 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
                         workdir=workdir, out=out, seed=seed, quotas=quotas, gpus=gpus,
                         stockouts=Stockouts(stockout, pending, stockout_after),
                         preemptions=Preemptions(preempt))
+    # A TailLogEntries stream holds a worker while it is open: half the pool at most, so the
+    # other calls (a followed job's state polls among them) always find one; a follower
+    # refused a stream polls instead. 32 workers: 16 streams, past a project's 10.
+    emulator.logs.max_sessions = max_workers // 2
     executor = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="vxtrain-emulator")
     calls = CallCounter()
     # The process's own environment, not ``environ`` (faults only): clients here find the token there.
