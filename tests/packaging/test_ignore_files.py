@@ -83,6 +83,41 @@ def test_generated_ignore_files_keep_what_git_keeps(tmp_path: Path, top: list[st
         shutil.rmtree(root)
 
 
+def _git_keeps_under(top: Path, sub: str) -> list[str]:
+    """What git keeps under ``top/sub`` (``top`` a new repository), relative to ``sub``."""
+    return sorted(name.removeprefix(sub + "/") for name in _git_keeps(top) if name.startswith(sub + "/"))
+
+
+@needs_git
+@pytest.mark.parametrize("ignores", [
+    {"": ".env\n*.log\n!keep.log\n"},  # the repository's own .gitignore, the source a folder in it
+    {"": "*.log\n", "proj": "!src/a.log\n"},  # the deeper file decides, above the source too
+    {"": "/src/deep/\n/deep/\n", "proj/src": "*.md\n"},  # anchored: to the folder that holds the file
+    {"": "proj/src/deep/*.tmp\n**/notes.md\n", "proj/src/deep": "!y.tmp\n"},
+])
+def test_ignore_files_above_the_source_count_as_git_counts_them(tmp_path: Path, ignores: dict[str, str]) -> None:
+    top = tmp_path / "repo"
+    env = [".env"] if ".env" in ignores[""] else []  # a credential: refused unless left out
+    _lay_out(top / "proj" / "src", [f.removeprefix("src/") for f in FILES] + env, {})
+    _lay_out(top, [], ignores)
+    (top / ".git").mkdir()  # a work tree: the ignore files above the source are read up to here
+    ours = _ours(top / "proj" / "src")
+    shutil.rmtree(top / ".git")
+    assert ours == _git_keeps_under(top, "proj/src")
+
+
+def test_ignore_files_above_count_only_inside_a_git_work_tree_and_never_drop_the_source(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "task.py").write_text("")
+    (tmp_path / "src" / "a.log").write_text("")
+    (tmp_path / ".gitignore").write_text("*.log\nsrc/\n")
+    assert _ours(tmp_path / "src") == ["a.log", "task.py"]  # no .git above: not git's ignore file
+    (tmp_path / ".git").mkdir()
+    assert _ours(tmp_path / "src") == ["task.py"]  # src/ itself is named by the spec on purpose
+    (tmp_path / "src" / ".git").mkdir()  # a repository of its own: its top is the source
+    assert _ours(tmp_path / "src") == ["a.log", "task.py"]
+
+
 def test_a_package_leaves_out_what_its_ignore_files_say(tmp_path: Path) -> None:
     (tmp_path / "trainer").mkdir()
     (tmp_path / "trainer" / "task.py").write_text("print('ok')\n")

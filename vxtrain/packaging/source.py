@@ -10,9 +10,10 @@ exclusions below and what its ignore files leave out. ``.gitignore`` and
 decided as git decides: the deepest ignore file with a rule about a path decides,
 its last such rule wins, a folder left out is not entered, so nothing under it can
 be put back; ``_decide``), and ``.vxtrainignore`` after ``.gitignore``
-(it can ``!`` put back what git leaves out). Only the folder's own ignore files
-count, never git's global excludes nor ``.git/info/exclude``: those differ from
-machine to machine, and so would the hash.
+(it can ``!`` put back what git leaves out). The ignore files of the folders above
+it count too, up to the top of the git work tree it is in (``_Ignores.read_outer``),
+for its own files only; never git's global excludes nor ``.git/info/exclude``: those
+differ from machine to machine, and so would the hash.
 
 What counts is refused when it holds credentials (the table in
 vxtrain.packaging.credentials) or a name a container runtime reads as a deletion
@@ -217,7 +218,9 @@ def survey(root: Path) -> Survey:
     size = 0
     inodes: dict[tuple[int, int], list[PurePosixPath]] = {}
     names: dict[tuple[int, int], int] = {}
-    for rel, path in _names(root, _Ignores(root)):
+    ignores = _Ignores(root)
+    ignores.read_outer(real)
+    for rel, path in _names(root, ignores):
         try:
             info = path.stat()  # the link's target, for a link
             link = path.is_symlink()
@@ -312,9 +315,33 @@ class _Ignores:
 
     root: Path
     rules: dict[PurePosixPath, list[Any]] = field(default_factory=dict)  # pathspec's compiled patterns, in order
+    #: The ignore files of the folders above the root up to its git work tree's top (the nearest
+    #: with ``.git``), deepest first: (the root's path under that folder, its rules).
+    outer: list[tuple[PurePosixPath, list[Any]]] = field(default_factory=list)
 
     def read(self, here: Path, rel: PurePosixPath) -> None:
         """Read the ignore files of the folder ``here`` (``rel`` under the root), if it has any."""
+        rules = self._rules_of(here)
+        if rules is not None:
+            self.rules[rel] = rules
+
+    def read_outer(self, real: Path) -> None:
+        """Read the ignore files above the (resolved) root, when it is inside a git work tree: a
+        repository's top ``.gitignore`` leaves out ``src/.env`` for git, so for ``source: src``
+        too. Only rules about the root's own files count: one leaving out the root itself or a
+        folder above it (``src/``, a generated folder git ignores) is passed over, since the
+        spec names that folder on purpose."""
+        above = list(real.parents)
+        top = next((i for i, folder in enumerate(above) if os.path.lexists(folder / ".git")), None)
+        if top is None or os.path.lexists(real / ".git"):
+            return
+        for folder in above[:top + 1]:
+            rules = self._rules_of(folder)
+            if rules is not None:
+                self.outer.append((PurePosixPath(real.relative_to(folder).as_posix()), rules))
+
+    def _rules_of(self, here: Path) -> list[Any] | None:
+        """The rules of ``here``'s ignore files, None when it has none."""
         lines: list[str] = []
         for name in IGNORE_FILES:
             path = here / name
@@ -323,21 +350,26 @@ class _Ignores:
                     lines += path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
             except OSError as exc:
                 raise _unreadable(path, self.root, exc) from exc
-        if lines:
-            # lazy: +15 ms (measured, -X importtime); only a folder with an ignore file needs it,
-            # and validate's cold start reads this module for every source folder
-            import pathspec
+        if not lines:
+            return None
+        # lazy: +15 ms (measured, -X importtime); only a folder with an ignore file needs it,
+        # and validate's cold start reads this module for every source folder
+        import pathspec
 
-            self.rules[rel] = [rule for line in lines for rule in _compiled(pathspec.GitIgnoreSpec, line)]
+        return [rule for line in lines for rule in _compiled(pathspec.GitIgnoreSpec, line)]
 
     def ignored(self, rel: PurePosixPath, folder: bool) -> bool:
         """True when the ignore files leave out ``rel`` (a folder when ``folder``): the
         deepest ignore file with a rule for it decides, as git's do."""
-        if not self.rules:  # most folders: no ignore file at all
+        if not self.rules and not self.outer:  # most folders: no ignore file at all
             return False
         for where in (rel.parent, *rel.parent.parents):
             rules = self.rules.get(where)
             decided = None if rules is None else _decide(rules, rel.relative_to(where).as_posix(), folder)
+            if decided is not None:
+                return decided
+        for prefix, rules in self.outer:
+            decided = _decide(rules, (prefix / rel).as_posix(), folder)
             if decided is not None:
                 return decided
         return False
