@@ -260,6 +260,21 @@ def test_an_include_outside_the_folder_is_refused_without_quoting_it(tmp_path: P
     assert code == "build-requirements-outside" and "SECRET" not in message
 
 
+def test_local_paths_of_requirements_in_a_subfolder_are_from_the_spec_s_folder_at_validate_too(
+        tmp_path: Path) -> None:
+    """validate resolves ``./libs/pkg`` as plan and submit do (from the spec's folder), not from
+    the requirements file's folder."""
+    spec = _spec(tmp_path, extra="    requirements: reqs/requirements.txt\n    python: '3.10'\n")
+    (tmp_path / "reqs").mkdir()
+    (tmp_path / "reqs" / "requirements.txt").write_text("./libs/pkg\n")
+    (tmp_path / "libs" / "pkg").mkdir(parents=True)
+    (tmp_path / "libs" / "pkg" / "pyproject.toml").write_text("[project]\nname = 'pkg'\nversion = '1'\n")
+    assert _codes(spec) == []
+    tag = _tag(spec)
+    (tmp_path / "libs" / "pkg" / "pyproject.toml").write_text("[project]\nname = 'pkg'\nversion = '2'\n")
+    assert _tag(spec) != tag
+
+
 def test_requirements_in_the_source_folder_are_inside(tmp_path: Path) -> None:
     spec = _spec(tmp_path / "configs", source="../code", extra="    requirements: ../code/requirements.txt\n")
     (tmp_path / "code" / "trainer").mkdir(parents=True)

@@ -144,10 +144,22 @@ def _requirements(requirements: str, base: Path, source: str | None, native: Nat
         return  # nothing outside is read, not even to bound it
     recipe, _ = _images()
     try:
-        recipe.requirements_bytes(found)  # bounded: what the image tag covers
+        # bounded: what the image tag covers, local paths from the spec's folder as plan takes them
+        recipe.requirements_bytes(found, _requirement_roots(base, source))
     except recipe.RequirementsError as exc:
         yield error("build-requirements-unreadable", f"build.requirements {requirements!r}: {exc}",
                     **native.where(path))
+
+
+def _requirement_roots(base: Path, source: str | None) -> list[Path]:
+    """Where requirements files and their local paths may be: the spec's folder (local paths
+    resolve from it), then the source folder (when usable: an unusable one has its own error)."""
+    roots = [base]
+    try:
+        roots += [source_folder(base, source)] if source else []
+    except (ValueError, RuntimeError):
+        pass
+    return roots
 
 
 def _requirements_inside(requirements: str, found: Path, base: Path, source: str | None, native: NativeSpec,
@@ -155,11 +167,7 @@ def _requirements_inside(requirements: str, found: Path, base: Path, source: str
     """An error for each requirements file or ``-r``/``-c`` line that names a file outside the
     spec's folder and the source folder: pip would read it and quote it in its error. The
     message names the file and line, never what the named file holds. Returns whether any."""
-    roots = [base]
-    try:
-        roots += [source_folder(base, source)] if source else []
-    except (ValueError, RuntimeError):  # an unusable source: its own error says so
-        pass
+    roots = _requirement_roots(base, source)
     where = " or ".join(dict.fromkeys(str(root.resolve()) for root in roots))
     outside = _safety().outside_includes(found, roots)
     for bad in outside:
