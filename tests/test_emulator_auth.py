@@ -8,11 +8,15 @@ it they skip (and say so under CI, whose runner may not be root).
 """
 from __future__ import annotations
 
+import fcntl
 import io
+import ipaddress
 import json
 import os
 import shutil
+import socket
 import stat
+import struct
 import subprocess
 import sys
 import time
@@ -97,6 +101,38 @@ def test_grpc_calls_without_the_token_or_with_a_wrong_one_are_unauthenticated(em
     finally:
         for channel in (plain, wrong, right):
             channel.close()
+
+
+def _outward_address() -> str | None:
+    """An IPv4 address of one of this host's interfaces that is not loopback, or None (read
+    from the interfaces, Linux's SIOCGIFADDR: the suite's guard forbids probing a route out)."""
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(probe.fileno(), siocgifaddr, struct.pack("256s", name[:15].encode()))
+            except OSError:  # no IPv4 address on it
+                continue
+            address = socket.inet_ntoa(packed[20:24])
+            if not ipaddress.ip_address(address).is_loopback:
+                return address
+    return None
+
+
+def test_the_token_is_never_sent_to_an_endpoint_that_is_not_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An emulator served on this host's outward address (--allow-remote) with the very token
+    the client holds refuses the client: the channel to a non-loopback endpoint carries none."""
+    address = _outward_address()
+    if address is None:
+        pytest.skip("this host has no address but loopback")
+    # The suite's guard sends non-loopback gRPC to a closed port; this address is this host's own.
+    monkeypatch.setenv("no_grpc_proxy", f"{os.environ.get('no_grpc_proxy', '')},{address}")
+    with start_emulator(address, allow_remote=True, out=io.StringIO()) as handle:
+        assert handle.token is not None and handle.token.value == os.environ[TOKEN_ENV]
+        with emulator_channel(handle.address) as channel:
+            listed = channel.unary_unary(LIST)
+            assert status_of(lambda: listed(job_service.ListCustomJobsRequest.serialize(
+                job_service.ListCustomJobsRequest(parent=PARENT)), timeout=10)) == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_the_refusal_says_where_the_token_is(emulator: EmulatorHandle) -> None:
