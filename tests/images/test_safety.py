@@ -113,7 +113,8 @@ def test_local_run_refuses_an_env_file_until_ignored_and_then_still_reads_it(
     spec = _spec(tmp_path)
     src = tmp_path / "src"
     (src / ".env").write_text("API_KEY=hunter2\n")
-    (src / "trainer" / "task.py").write_text("import pathlib\nprint('read', pathlib.Path('.env').read_text().strip())\n")
+    (src / "trainer" / "task.py").write_text(
+        "import pathlib\nprint('read', pathlib.Path('.env').read_text().strip())\n")
     exit_code, _, err = run(capsys, "local-run", str(spec))
     assert exit_code == 1 and "[source-credentials]" in err and "still sees them" in err and "hunter2" not in err
     (src / ".vxtrainignore").write_text(".env\n")
@@ -187,8 +188,8 @@ def test_a_service_account_key_is_found_by_its_content(tmp_path: Path) -> None:
 
 def test_names_that_only_look_like_credentials_are_kept(tmp_path: Path) -> None:
     spec = _spec(tmp_path)
-    for name in ("env.py", ".env.example", "ssh/config.py", "docs/netrc.md", "gcloud.py", "config/credentials.db",
-                 ".docker/daemon.json", "kube/config", "id_rsa.pub"):
+    for name in ("env.py", ".env.example", ".env.production", "ssh/config.py", "docs/netrc.md", "gcloud.py",
+                 "config/credentials.db", ".docker/daemon.json", "kube/config", "id_rsa.pub"):
         (tmp_path / "src" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "src" / name).write_text("x")
     assert _codes(spec) == []

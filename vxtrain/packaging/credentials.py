@@ -59,6 +59,9 @@ class Credential(NamedTuple):
 
 _SSH_KEY = "an SSH private key: whoever holds it logs in as you"
 _GCLOUD = "gcloud's credentials: whoever holds them acts as you on Google Cloud"
+#: dotenv's local files (Vite and Next.js load them): ".env.*.local files are local-only and can
+#: contain sensitive variables" (https://vite.dev/guide/env-and-mode, read 2026-11-27).
+_LOCAL_ENV = "a local environment file (dotenv's .env.local, .env.MODE.local): where secrets are kept"
 #: Each entry's source is the tool's own documentation of where it keeps credentials:
 #: ssh(1) FILES; `gcloud info` (its config folder) and
 #: https://cloud.google.com/docs/authentication/application-default-credentials;
@@ -85,6 +88,10 @@ CREDENTIALS: tuple[Credential, ...] = (
     Credential((".netrc",), False, "machine passwords (curl, pip, git and ftp read them)"),
     Credential(("_netrc",), False, "machine passwords (netrc's Windows name)"),
     Credential((".env",), False, "an environment file: where API keys and passwords are kept"),
+    Credential((".env.local",), False, _LOCAL_ENV),
+    Credential((".env.development.local",), False, _LOCAL_ENV),
+    Credential((".env.production.local",), False, _LOCAL_ENV),
+    Credential((".env.test.local",), False, _LOCAL_ENV),
     Credential((".git-credentials",), False, "git's stored passwords and tokens, in plain text"),
     Credential((".aws", "credentials"), False, "AWS access keys"),
     Credential((".kube", "config"), False, "Kubernetes clusters' credentials (kubeconfig)"),
