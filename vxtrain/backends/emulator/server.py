@@ -58,7 +58,7 @@ REST_SERVICES: tuple[Callable[[Emulator], Service], ...] = (
 class CallCounter(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc's classes are unannotated
     """Counts the RPCs the server received, by method name (``GetCustomJob``,
     ``ListLogEntries``, ``TailLogEntries``: one per stream, however long it stays open), so
-    tests and scripts/bench.py can say how many calls following a job costs. The REST port's
+    tests and scripts/log_calls.py can say how many calls following a job costs. The REST port's
     calls count under the same names (:meth:`add`): one RPC, whichever port it came by."""
 
     def __init__(self) -> None:
