@@ -74,8 +74,10 @@ def emulator_started(address: str, http_url: str | None = None, environment: Map
         lines.append(f"vxtrain emulator serving REST on {http_url}")
     lines += [f"{name}={shlex.quote(value)}" for name, value in (environment or {}).items()]
     if http_url is not None and not any(name.startswith("CLOUDSDK_AUTH_") for name in environment or {}):
-        lines.append("vxtrain emulator: gcloud reads the token from a file: write the token to one and set "
-                     "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE to its path")
+        # The given token is not written for gcloud (docs/decisions.md): the user picks the file.
+        lines.append("vxtrain emulator: gcloud reads a token only from a file: "
+                     "(umask 077; printf %s \"$VXTRAIN_EMULATOR_TOKEN\" > FILE), then set "
+                     "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=FILE")
     out = stream or sys.stderr
     out.write("\n".join(lines) + "\n")
     out.flush()
