@@ -98,10 +98,16 @@ def _read_named(path: str | Path) -> tuple[str | None, list[Diagnostic]]:
     return _read_open(fd, file)
 
 
+#: codecs.BOM_UTF8.
+_BOM = b"\xef\xbb\xbf"
+
+
 def decode(raw: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
     """``raw`` as UTF-8 text (a BOM is dropped), or an ``encoding`` diagnostic at the bad byte."""
     try:
-        return raw.decode("utf-8-sig"), []
+        # What the "utf-8-sig" codec does (exc.start past the BOM included), without its lookup
+        # and module import (~0.3 ms of a cold start).
+        return (raw[len(_BOM):] if raw.startswith(_BOM) else raw).decode("utf-8"), []
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1  # in bytes: the text is not decodable

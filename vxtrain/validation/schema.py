@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
-import pkgutil
+import os
 from functools import cache
 from collections.abc import Callable
 from typing import Any
@@ -28,11 +28,12 @@ _TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a numbe
 @cache
 def schema() -> dict[str, Any]:
     """The native-format JSON Schema shipped with the package."""
-    # pkgutil, not importlib.resources: the same file (zip installs too), ~3 ms less start-up.
-    raw = pkgutil.get_data("vxtrain.validation", "schema.json")
-    if raw is None:
+    # This module's loader, as pkgutil.get_data would use it: the same file (zip installs too),
+    # without importlib.resources (~3 ms) or pkgutil (~0.5 ms) at start-up.
+    loader = __spec__.loader if __spec__ is not None else None
+    if loader is None or not hasattr(loader, "get_data"):
         raise FileNotFoundError("vxtrain/validation/schema.json is missing from the installed package")
-    return json.loads(raw)  # type: ignore[no-any-return]
+    return json.loads(loader.get_data(os.path.join(os.path.dirname(__file__), "schema.json")))  # type: ignore[no-any-return]
 
 
 @cache
