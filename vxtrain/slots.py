@@ -87,7 +87,8 @@ REPLICA_PATTERN = rf"workerpool(?P<pool>{'|'.join(str(slot.index) for slot in SL
 REPLICA_NAME = re.compile(REPLICA_PATTERN)
 #: A replica as ``vxtrain env --replica`` takes it: ``workerpoolK`` or a native role, then
 #: ``:``, ``-`` or ``/``, then the replica's index. Any K: the caller names the pools a job has.
-_REPLICA_REF = re.compile(r"\s*(?:workerpool(?P<pool>\d+)|(?P<role>[a-z_]+))\s*[:\-/](?P<index>\d+)\s*")
+#: Compiled on first use (re's own cache): only ``env --replica`` reads it.
+_REPLICA_REF = r"\s*(?:workerpool(?P<pool>\d+)|(?P<role>[a-z_]+))\s*[:\-/](?P<index>\d+)\s*"
 
 
 def parse_replica(text: str, *, loose: bool = False) -> tuple[int, int] | None:
@@ -100,7 +101,7 @@ def parse_replica(text: str, *, loose: bool = False) -> tuple[int, int] | None:
     if not loose:
         found = REPLICA_NAME.fullmatch(text)
         return (int(found.group("pool")), int(found.group("index"))) if found else None
-    ref = _REPLICA_REF.fullmatch(text)
+    ref = re.fullmatch(_REPLICA_REF, text)
     if ref is None:
         return None
     role = ref.group("role")

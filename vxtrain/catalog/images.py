@@ -36,9 +36,10 @@ _PREBUILT_NAME = r"[a-z0-9]+(?:-[a-z0-9]+)*\.\d+-\d+(?:\.py\d+)?"
 _PREBUILT_TAG = ":latest"
 #: The shape of those names, for messages: ``{us,europe,asia}-docker.pkg.dev/vertex-ai/training/NAME:latest``.
 PREBUILT_SHAPE = "{" + ",".join(MULTI_REGIONS) + "}-docker.pkg.dev/vertex-ai/training/NAME" + _PREBUILT_TAG
-PREBUILT_IMAGE = re.compile(
-    "^(?:" + "|".join(re.escape(_PREBUILT_REPOSITORY.format(m)) for m in MULTI_REGIONS)
-    + "|" + re.escape(_PREBUILT_MIRROR) + ")/" + _PREBUILT_NAME + re.escape(_PREBUILT_TAG) + "$")
+#: Those images' names as a regex, compiled on first use (re's own cache): ~0.4 ms of every
+#: cold start, and only ``python_package`` specs match it.
+_PREBUILT_IMAGE = ("^(?:" + "|".join(re.escape(_PREBUILT_REPOSITORY.format(m)) for m in MULTI_REGIONS)
+                   + "|" + re.escape(_PREBUILT_MIRROR) + ")/" + _PREBUILT_NAME + re.escape(_PREBUILT_TAG) + "$")
 
 
 def multi_region(region: str | None) -> str:
@@ -62,7 +63,7 @@ def prebuilt_image(framework: str, gpu: bool, major: str, minor: str, region: st
 
 def is_prebuilt_image(image: str) -> bool:
     """Whether ``image`` names one of Google's prebuilt training images (any multi-region, or the gcr.io mirror)."""
-    return PREBUILT_IMAGE.match(image) is not None
+    return re.match(_PREBUILT_IMAGE, image) is not None
 
 
 def reduction_server_image(region: str | None) -> str:

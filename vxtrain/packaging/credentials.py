@@ -109,9 +109,10 @@ _NAMES = frozenset(entry.parts[0] if entry.folder else entry.parts[-1] for entry
 #: The ``"type"`` of the credential files google-auth loads that hold a secret (a private key
 #: or a refresh token): google-auth's ``google.auth._default._VALID_TYPES`` (read 2026-11-27;
 #: not imported: validate never imports google), less ``external_account``, a workload
-#: identity configuration that names where its token comes from and holds none.
-_GOOGLE_TYPE = re.compile(rb'"type"\s*:\s*"(?:service_account|authorized_user|external_account_authorized_user|'
-                          rb'impersonated_service_account|gdch_service_account)"')
+#: identity configuration that names where its token comes from and holds none. Compiled on
+#: first use (re's own cache): ~0.4 ms of every cold start, for folders with .json files only.
+_GOOGLE_TYPE = (rb'"type"\s*:\s*"(?:service_account|authorized_user|external_account_authorized_user|'
+                rb'impersonated_service_account|gdch_service_account)"')
 #: JSON files larger than this are not read for a key (a service account key is ~2.3 KB).
 KEY_FILE_MAX = 64 * 1024
 #: What a Google credential JSON found by its content is refused as (its name is its own).
@@ -138,7 +139,7 @@ def _google_key(path: Path) -> bool:
         if path.stat().st_size > KEY_FILE_MAX:
             return False
         with path.open("rb") as f:
-            return _GOOGLE_TYPE.search(f.read(KEY_FILE_MAX)) is not None
+            return re.search(_GOOGLE_TYPE, f.read(KEY_FILE_MAX)) is not None
     except OSError:  # unreadable: the walk's own check says so
         return False
 
