@@ -30,7 +30,8 @@ DURATION_EXAMPLES = "90s, 30m, 12h or 7d"
 #: ones pass nothing but fail at submit when the job is converted to protobuf.
 DURATION_MAX_SECONDS = 315_576_000_000
 _DURATION = re.compile(DURATION_PATTERN)
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
+#: A size (parse_size), compiled on first use (re's own cache): an ordinary spec has none.
+_SIZE = r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$"
 _SIZE_FACTOR = {"": 1, "b": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
                 "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
 
@@ -84,7 +85,7 @@ def parse_size(value: Any) -> float | None:
         return float(value)
     if not isinstance(value, str):
         return None
-    m = _SIZE.match(value)
+    m = re.match(_SIZE, value, re.IGNORECASE)
     if not m:
         try:
             return float(value)

@@ -67,7 +67,8 @@ def _graft(positions: dict[KeyPath, Position], source: Mapping[KeyPath, Position
 
 # ---------------------------------------------------------------- --set
 
-_SEGMENT = re.compile(r"(?P<name>[^.\[\]]+)(?P<indices>(?:\[\d+\])*)\Z")
+#: One dotted segment; compiled on first use (re's own cache): only --set reads it.
+_SEGMENT = r"(?P<name>[^.\[\]]+)(?P<indices>(?:\[\d+\])*)\Z"
 _SET_HELP = "write --set dotted.key=value, e.g. workers.replicas=4 or defaults.args[0]=--epochs=5"
 
 
@@ -90,7 +91,7 @@ def parse_set(arg: str, column: int = 1) -> tuple[SetAssignment | None, list[Dia
         return bad("no '=' between the key and the value")
     path: list[str | int] = []
     for segment in key.split("."):
-        m = _SEGMENT.match(segment)
+        m = re.match(_SEGMENT, segment)
         if m is None:
             return bad(f"bad key segment {segment!r} (empty, or a malformed [N] index)")
         path.append(m.group("name"))

@@ -83,7 +83,8 @@ IGNORE_FILES = (".gitignore", ".vxtrainignore")
 _DIR_MARK = "ps_d"
 #: ``a/**/`` (every folder under ``a``): pathspec reads it as ``a/``, which is ``a`` itself
 #: too; git's ``a/**/*/`` says what git means (a ``!`` line putting folders back differs).
-_ANY_FOLDER_UNDER = re.compile(r"^(.*[^/\\])/\*\*/\s*$")
+#: Compiled on first use (re's own cache): only folders with ignore files read it.
+_ANY_FOLDER_UNDER = r"^(.*[^/\\])/\*\*/\s*$"
 #: Credential files named in one error; the rest are counted.
 CREDENTIALS_SHOWN = 10
 #: Where packages go under the staging bucket.
@@ -390,7 +391,7 @@ def _compiled(spec: Any, line: str) -> list[Any]:
     """The pattern of one ignore-file line; none for a line git cannot read as one (a lone
     ``!``, a trailing ``\\``, a range such as ``[z-a]``), which git passes over too."""
     try:
-        return list(spec.from_lines([_ANY_FOLDER_UNDER.sub(r"\1/**/*/", line)]).patterns)
+        return list(spec.from_lines([re.sub(_ANY_FOLDER_UNDER, r"\1/**/*/", line)]).patterns)
     except (ValueError, re.error):  # pathspec's GitIgnorePatternError is a ValueError
         return []
 
