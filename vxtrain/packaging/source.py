@@ -46,23 +46,11 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vxtrain.errors import VxtrainError
 from vxtrain.model import parse_size
 from vxtrain.packaging.credentials import credential_files, whiteout_names
-
-if TYPE_CHECKING:  # the same type as hashlib's
-    from hashlib import sha256 as sha256
-else:
-    try:  # sha256 without hashlib, whose import loads OpenSSL's libcrypto: ~3.5 ms of validate's
-        # cold start (-X importtime), for hashes of a few KB. The same digests; built into CPython 3.11.
-        from _sha256 import sha256
-    except ImportError:  # Python 3.12+ (_sha2), or a build without the builtin hashes
-        try:
-            from _sha2 import sha256
-        except ImportError:
-            from hashlib import sha256
 
 #: Directory names never packaged, at any depth: VCS data, caches, virtual envs.
 EXCLUDED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox",
@@ -485,7 +473,11 @@ class ContentHash:
     knows the layer holds the files the tag names without reading the folder again."""
 
     def __init__(self, kind: str) -> None:
-        self._sha = sha256(f"{RECIPE_VERSION}\0{kind}\0".encode())
+        # lazy: hashlib loads OpenSSL's libcrypto, ~3.5 ms (-X importtime) of validate's cold start
+        # (this module is on its path); only hashing a folder needs it (6x the builtin sha256's speed)
+        import hashlib
+
+        self._sha = hashlib.sha256(f"{RECIPE_VERSION}\0{kind}\0".encode())
 
     def file(self, rel: PurePosixPath, st_mode: int, size: int) -> None:
         """Start the file ``rel`` (relative POSIX path) of ``size`` bytes and this mode."""

@@ -41,21 +41,24 @@ def console(stderr: bool = False) -> Any:
 
 def diagnostics_text(diagnostics: Sequence[Diagnostic], *, stderr: bool = True) -> None:
     """Print diagnostics one per line: ``FILE:LINE:COL: error: MESSAGE [code] (at path)``."""
-    from rich.markup import escape  # lazy: as console()
-
     out = console(stderr)
     for d in diagnostics:
         head, _, rest = d.render().partition(f": {d.severity}: ")
-        out.print(f"[bold]{escape(head)}[/]: [{_STYLE[d.severity]}]{d.severity}[/]: {escape(rest)}")
+        out.print(f"[bold]{_escape(head)}[/]: [{_STYLE[d.severity]}]{d.severity}[/]: {_escape(rest)}")
 
 
 def styled_lines(lines: Iterable[tuple[str, str]]) -> None:
     """Print ``(style, text)`` pairs on stdout: each text as written (never markup) in its rich style."""
-    from rich.markup import escape  # lazy: as console()
-
     out = console()
     for style, line in lines:
-        out.print(f"[{style}]{escape(line)}[/]")
+        out.print(f"[{style}]{_escape(line)}[/]")
+
+
+def _escape(text: str) -> str:
+    """``text`` with rich's markup escaped: printed as written."""
+    from rich.markup import escape  # lazy: as console()
+
+    return escape(text)
 
 
 def summary_line(n_files: int, n_invalid: int, n_errors: int, n_warnings: int) -> str:
