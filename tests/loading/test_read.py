@@ -59,3 +59,19 @@ def test_utf8_bom_and_bytes_are_accepted() -> None:
 def test_encoding_errors_have_a_line_and_column() -> None:
     _, diags = load_text(b"a: 1\nb: x\xff\n", "e.yaml", environ={})
     assert [(d.code, d.line, d.column) for d in diags] == [("encoding", 2, 5)]
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+@pytest.mark.parametrize(("body", "line", "column", "offset"), [
+    (b"chief:\n  machine_type: n1-\xff\n", 2, 20, 26),
+    (b"a: \xfe\n", 1, 4, 3),
+])
+def test_a_bad_byte_is_named_where_it_is_with_or_without_a_bom(tmp_path: Path, bom: bytes, body: bytes,
+                                                               line: int, column: int, offset: int) -> None:
+    """The BOM is not text: lines and columns count as without it; the offset is the file's."""
+    path = tmp_path / "job.yaml"
+    path.write_bytes(bom + body)
+    _, diags = load(path, environ=NO_ENV)
+    [d] = diags
+    assert (d.code, d.line, d.column) == ("encoding", line, column)
+    assert f"byte 0x{body[offset]:02x} at offset {offset + len(bom)}" in d.message

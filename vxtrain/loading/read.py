@@ -104,15 +104,17 @@ _BOM = b"\xef\xbb\xbf"
 
 def decode(raw: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
     """``raw`` as UTF-8 text (a BOM is dropped), or an ``encoding`` diagnostic at the bad byte."""
+    # What the "utf-8-sig" codec does, without its lookup and module import (~0.3 ms of a cold start).
+    skipped = len(_BOM) if raw.startswith(_BOM) else 0
+    body = raw[skipped:]
     try:
-        # What the "utf-8-sig" codec does (exc.start past the BOM included), without its lookup
-        # and module import (~0.3 ms of a cold start).
-        return (raw[len(_BOM):] if raw.startswith(_BOM) else raw).decode("utf-8"), []
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1  # in bytes: the text is not decodable
-        return None, [error("encoding", f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} "
-                            f"at offset {exc.start}): save it as UTF-8", file=file, line=line, column=column)]
+        return body.decode("utf-8"), []
+    except UnicodeDecodeError as exc:  # exc.start counts from the end of the BOM: lines and columns too
+        line = body.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (body.rfind(b"\n", 0, exc.start) + 1) + 1  # in bytes: the text is not decodable
+        return None, [error("encoding", f"the file is not UTF-8 text (byte 0x{body[exc.start]:02x} "
+                            f"at offset {exc.start + skipped}): save it as UTF-8", file=file, line=line,
+                            column=column)]
 
 
 def too_large(size: int | None, file: str) -> Diagnostic:
