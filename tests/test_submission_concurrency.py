@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from vxtrain import submission as api
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
 from vxtrain.backends.emulator.stockouts import Shortage
+from vxtrain.model import ATTEMPT_LABEL
 from vxtrain.submission.lease import lease_path
 from vxtrain.vocab.kinds import CUSTOM
 from tests.packaging.conftest import bucket, gcs, gcs_server_url  # noqa: F401 - fixtures (fake-gcs-server)
@@ -57,8 +59,9 @@ def spec(tmp_path: Path) -> Path:
     return path
 
 
-def crowd(address: str, job: Path, *extra: str) -> list[tuple[str, int, Any, str]]:
-    """KEYS × PER_KEY submits started together; (key, exit code, JSON document, stderr) of each."""
+def crowd(address: str, job: Path, *extra: str, bound: float = BOUND_S) -> list[tuple[str, int, Any, str]]:
+    """KEYS × PER_KEY submits started together, all ended within ``bound`` seconds; (key, exit
+    code, JSON document, stderr) of each."""
     procs: list[tuple[str, subprocess.Popen[str]]] = []
     try:
         for n in range(KEYS * PER_KEY):
@@ -67,7 +70,7 @@ def crowd(address: str, job: Path, *extra: str) -> list[tuple[str, int, Any, str
                     "--project", PROJECT, "--region", REGION, "--idempotency-key", key, "-o", "json", *extra]
             procs.append((key, subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                 text=True, start_new_session=True, env=_env())))
-        deadline = time.monotonic() + BOUND_S
+        deadline = time.monotonic() + bound
         results = []
         for key, proc in procs:
             out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
@@ -105,6 +108,49 @@ def test_forty_submits_over_ten_keys_under_create_faults_leave_one_live_job_per_
             assert set(reported) == {j["name"] for j in jobs_of(address, key) if j["state"] in CANCELLED}
             cancelled += len(set(reported))
         assert cancelled > 0  # the crowd did race: duplicates were made, and cancelled
+
+
+#: A replica that exits 33 on attempt 0 (recovery.on_exit_codes lists it) and succeeds on attempt 1.
+EXITS_33_FIRST = ("import os, sys, time; time.sleep(1.5); "
+                  "sys.exit(33 if os.environ['VXTRAIN_ATTEMPT'] == '0' else 0)")
+
+
+def attempt_jobs(address: str, key: str, attempt: int) -> list[dict[str, Any]]:
+    return api.list_jobs(project=PROJECT, region=REGION, endpoint=address,
+                         filter=f'labels.{api.LABEL_KEY}="{api.label_value(key)}" AND '
+                                f'labels.{ATTEMPT_LABEL}="{attempt}"')
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+@pytest.mark.slow
+def test_forty_watchers_under_create_faults_make_one_live_job_per_attempt(tmp_path: Path) -> None:
+    """Recovery's promise per attempt: 40 `submit --wait` watchers of a spec with `recovery:`
+    (10 keys × 4, started together, create faults injected) leave, per key, one live job for
+    attempt 0 and one for attempt 1, the second created only after the first ended (its
+    cancelled duplicates too), and all four watchers report the same last job."""
+    job = tmp_path / "job.yaml"
+    job.write_text(json.dumps({
+        "display_name": "crowd", "base_output_dir": str(tmp_path / "out"),
+        "chief": {"machine_type": "n1-standard-4", "image": "us-docker.pkg.dev/p/r/train:1",
+                  "command": [sys.executable, "-c", EXITS_33_FIRST]},
+        "recovery": {"max_recoveries": 2, "on_exit_codes": [33]}}))
+    with emulator(*[f"--fault={fault}" for fault in FAULTS]) as address:
+        results = crowd(address, job, "--wait", "--no-logs", bound=2 * BOUND_S)
+        time.sleep(LATE_COMMIT_SECONDS + 0.5)  # anything still to commit has committed
+        for n in range(KEYS):
+            key = f"k{n}"
+            mine = [r for r in results if r[0] == key]
+            assert all(code == 0 for _, code, _, _ in mine), [(code, err[-2000:]) for _, code, _, err in mine]
+            first, second, third = (attempt_jobs(address, key, a) for a in range(3))
+            assert len(first) + len(second) == len(jobs_of(address, key)) and third == []
+            [lost] = [j for j in first if j["state"] not in CANCELLED]
+            [last] = [j for j in second if j["state"] not in CANCELLED]
+            assert lost["state"] == "JOB_STATE_FAILED" and last["state"] == "JOB_STATE_SUCCEEDED"
+            assert {doc["name"] for _, _, doc, _ in mine} == {last["name"]}
+            assert all(_time(lost["end_time"]) <= _time(j["create_time"]) for j in second), key
 
 
 # --- with a bucket: the lease ---------------------------------------------------------------
