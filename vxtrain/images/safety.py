@@ -15,7 +15,7 @@ a secret that found its way into one is not echoed either.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +65,23 @@ def outside_includes(requirements: Path, roots: Sequence[Path]) -> list[Include]
     top = requirements.resolve()
     if not _inside(top, roots):
         return [Include(requirements, 0, str(requirements), top)]
-    found: list[Include] = []
+    return [found for found in _walk(top, lambda target: _inside(target, roots))
+            if not _inside(found.resolved, roots)]
+
+
+def requirement_files(requirements: Path) -> list[Path]:
+    """``requirements`` and the local files it includes (recursively, each once, resolved)."""
+    top = requirements.resolve()
+    out = [top]
+    for found in _walk(top, Path.is_file):
+        if found.resolved not in out and found.resolved.is_file():
+            out.append(found.resolved)
+    return out
+
+
+def _walk(top: Path, enter: Callable[[Path], bool]) -> Iterator[Include]:
+    """Every ``-r``/``-c`` line naming a local file, met breadth-first from ``top``: each file
+    read once, and only those ``enter`` admits (the rest are named, never opened)."""
     seen, todo = {top}, [top]
     while todo:
         current = todo.pop(0)
@@ -78,31 +94,10 @@ def outside_includes(requirements: Path, roots: Sequence[Path]) -> list[Include]
             if _URL.match(written):
                 continue
             target = (current.parent / written).resolve()
-            if not _inside(target, roots):
-                found.append(Include(current, line, written, target))
-            elif target not in seen:
+            yield Include(current, line, written, target)
+            if target not in seen and enter(target):
                 seen.add(target)
                 todo.append(target)
-    return found
-
-
-def requirement_files(requirements: Path) -> list[Path]:
-    """``requirements`` and the local files it includes (recursively, each once, resolved)."""
-    top = requirements.resolve()
-    out, todo = [top], [top]
-    while todo:
-        current = todo.pop(0)
-        try:
-            with current.open("rb") as f:
-                data = f.read(_READ_LIMIT)
-        except OSError:
-            continue
-        for _, written in includes(data):
-            target = (current.parent / written).resolve()
-            if not _URL.match(written) and target not in out and target.is_file():
-                out.append(target)
-                todo.append(target)
-    return out
 
 
 def safe_pip_error(stderr: str, files: Sequence[Path]) -> str:
