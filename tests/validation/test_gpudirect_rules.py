@@ -92,22 +92,37 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
         "machine_type": "a2-highgpu-2g", "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 2,
                                                          "partition_size": "1g.5gb"}}),
      [E("gpu-partition-count", "chief.accelerator.count")]),
-    ("partition-unknown-size", spec(workers=None, defaults={"image": IMAGE}, chief={**A100, "accelerator": {
-        "type": "NVIDIA_TESLA_A100", "count": 1, "partition_size": "1g.10gb"}}),
-     [W("gpu-partition-size", "chief.accelerator.partition_size")]),
+    ("partition-a100-40gb-1g-10gb", spec(workers=None, defaults={"image": IMAGE}, chief={**A100, "accelerator": {
+        "type": "NVIDIA_TESLA_A100", "count": 1, "partition_size": "1g.10gb"}}), []),  # NVIDIA's A100 40GB table
+    ("partition-8g-does-not-exist", spec(workers=None, defaults={"image": IMAGE}, chief={**A100, "accelerator": {
+        "type": "NVIDIA_TESLA_A100", "count": 1, "partition_size": "8g.40gb"}}),
+     [E("gpu-partition-size", "chief.accelerator.partition_size")]),
+    ("partition-a100-80gb-size-on-a100-40gb", spec(workers=None, defaults={"image": IMAGE}, chief={
+        **A100, "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 1, "partition_size": "7g.80gb"}}),
+     [E("gpu-partition-size", "chief.accelerator.partition_size")]),
     ("partition-h200", spec(workers=None, defaults={"image": IMAGE}, chief={
         "machine_type": "a3-ultragpu-8g", "accelerator": {"type": "NVIDIA_H200_141GB", "count": 1,
                                                           "partition_size": "1g.18gb"}}), []),
     ("partition-h200-a100-size", spec(workers=None, defaults={"image": IMAGE}, chief={
         "machine_type": "a3-ultragpu-8g", "accelerator": {"type": "NVIDIA_H200_141GB", "count": 1,
                                                           "partition_size": "1g.10gb"}}),
-     [W("gpu-partition-size", "chief.accelerator.partition_size")]),
+     [E("gpu-partition-size", "chief.accelerator.partition_size")]),
+    ("partition-b200", spec(workers=None, defaults={"image": IMAGE}, chief={
+        "machine_type": "a4-highgpu-8g", "accelerator": {"type": "NVIDIA_B200", "count": 1,
+                                                         "partition_size": "7g.180gb"}}), []),
+    ("partition-on-t4", spec(workers=None, defaults={"image": IMAGE}, chief={
+        "machine_type": "n1-standard-8", "accelerator": {"type": "NVIDIA_TESLA_T4", "count": 1,
+                                                         "partition_size": "1g.5gb"}}),
+     [E("gpu-partition-unsupported", "chief.accelerator.partition_size")]),
+    ("partition-on-l4", spec(workers=None, defaults={"image": IMAGE}, chief={
+        "machine_type": "g2-standard-8", "accelerator": {"type": "NVIDIA_L4", "count": 1, "partition_size": "1g.6gb"}}),
+     [E("gpu-partition-unsupported", "chief.accelerator.partition_size")]),
     ("partition-on-tpu", spec(workers=None, defaults={"image": IMAGE}, chief={
         "machine_type": "cloud-tpu", "accelerator": {"type": "TPU_V3", "count": 8, "partition_size": "1g.5gb"}}),
      [E("gpu-partition-needs-gpu", "chief.accelerator.partition_size")]),
     ("partition-in-defaults-once", BASE | {"chief": {}, "workers": {"replicas": 2}, "defaults": {"image": IMAGE, **A100,
         "accelerator": {"type": "NVIDIA_A100_80GB", "count": 1, "partition_size": "9g.1gb"}}},
-     [W("gpu-partition-size", "defaults.accelerator.partition_size")]),
+     [E("gpu-partition-size", "defaults.accelerator.partition_size")]),
 ]
 
 
@@ -208,3 +223,70 @@ def test_partition_size_in_extra_is_checked_at_its_line(tmp_path: Path) -> None:
     assert (d.code, d.path, d.line) == ("gpu-partition-count", "chief.accelerator.count", 6)
     assert "needs count: 1 (got 2)" in d.message
     assert result.custom_job is None  # an error: nothing is sent
+
+
+def test_a_size_extra_sets_that_the_gpu_lacks_is_an_error_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        display_name: t
+        region: us-central1
+        chief:
+          image: {IMAGE}
+          machine_type: a2-ultragpu-1g
+          accelerator: {{type: NVIDIA_A100_80GB, count: 1}}
+        extra:
+          jobSpec:
+            workerPoolSpecs:
+              - machineSpec: {{gpuPartitionSize: 8g.80gb}}
+        """))
+    result = api.check_file(path, api.Options(environ={}))
+    (d,) = [d for d in result.diagnostics if d.code.startswith("gpu-partition")]
+    assert (d.severity, d.code, d.line) == ("error", "gpu-partition-size", 10)
+    assert d.path == "extra.jobSpec.workerPoolSpecs[0].machineSpec.gpuPartitionSize"
+    assert "1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb" in d.message
+    assert result.custom_job is None
+
+
+# --- the table: which GPUs have MIG, and their sizes ------------------------------------------
+
+#: NVIDIA's MIG user guide, "Supported GPUs" (MIG from the Ampere generation on), and each GPU's
+#: profiles ("Supported MIG Profiles"; mig-parted's default config): what the catalog restates.
+MIG_SIZES = {
+    "NVIDIA_TESLA_A100": {"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"},
+    "NVIDIA_A100_80GB": {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"},
+    "NVIDIA_H100_80GB": {"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"},
+    "NVIDIA_H200_141GB": {"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"},
+    "NVIDIA_B200": {"1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"},
+}
+NO_MIG = ("NVIDIA_TESLA_T4", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_P4", "NVIDIA_L4",
+          "NVIDIA_TESLA_K80")
+
+
+@pytest.mark.parametrize("accelerator", sorted(MIG_SIZES))
+def test_each_mig_gpu_has_its_profiles_and_no_other(accelerator: str) -> None:
+    assert set(networking.gpu_partition_sizes(accelerator)) == MIG_SIZES[accelerator]
+
+
+@pytest.mark.parametrize("accelerator", NO_MIG)
+def test_a_gpu_before_ampere_or_the_l4_has_no_mig(accelerator: str) -> None:
+    found = networking.gpu_partitions(accelerator)
+    assert found is not None and found.sizes == ()
+    assert "supported-gpus" in found.source
+
+
+def test_every_size_names_at_most_seven_compute_slices_and_the_gpus_memory() -> None:
+    """No ``8g`` anywhere: a MIG GPU has seven compute slices (four on RTX PRO 6000)."""
+    for accelerator in ("NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB",
+                        "NVIDIA_H200_141GB", "NVIDIA_B200", "NVIDIA_GB200", "NVIDIA_RTX_PRO_6000"):
+        sizes = networking.gpu_partition_sizes(accelerator)
+        assert sizes, accelerator
+        for size in sizes:
+            compute, memory = size.removesuffix("gb").split("g.")
+            assert 1 <= int(compute) <= 7 and int(memory) > 0, (accelerator, size)
+
+
+def test_a_gpu_the_table_does_not_know_is_a_warning() -> None:
+    data = spec(workers=None, defaults={"image": IMAGE}, chief={
+        "machine_type": "a2-highgpu-1g", "accelerator": {"type": "NVIDIA_FUTURE_GPU", "count": 1,
+                                                         "partition_size": "1g.5gb"}})
+    assert W("gpu-partition-unchecked", "chief.accelerator.partition_size") in found(data)

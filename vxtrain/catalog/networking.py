@@ -3,8 +3,8 @@ or plain TCP), the accelerators Vertex AI does not peer with a VPC network, and 
 partition sizes of each GPU.
 
 Data: ``gpu_networks.csv`` (configure-compute's machine list and RDMA note),
-``vpc_peering.csv`` (using-private-ip's note) and ``gpu_partitions.csv`` (GKE's MIG
-table and NVIDIA's MIG profiles, unverified for Vertex AI). A machine type's built-in GPUs come from
+``vpc_peering.csv`` (using-private-ip's note) and ``gpu_partitions.csv`` (NVIDIA's MIG
+user guide and profiles: which GPUs partition and into which sizes). A machine type's built-in GPUs come from
 ``gpu_machines.csv`` (:func:`vxtrain.catalog.machines.builtin_accelerator`).
 """
 from __future__ import annotations
@@ -39,6 +39,14 @@ class GpuNetwork(NamedTuple):
     source: str
 
 
+class GpuPartitions(NamedTuple):
+    """The MIG partition sizes of one accelerator (empty: the GPU has no MIG), and the source of the rows."""
+
+    accelerator: str
+    sizes: tuple[str, ...]
+    source: str
+
+
 class VpcPeering(NamedTuple):
     """One row of vpc_peering.csv: an accelerator whose jobs Vertex AI does not peer with a VPC."""
 
@@ -58,12 +66,20 @@ def _no_peering() -> dict[str, VpcPeering]:
             for r in rows("vpc_peering.csv") if r["vpc_peering"] == "no"}
 
 
+#: The ``partition_size`` of a GPU that has no MIG at all.
+NO_MIG = "none"
+
+
 @functools.cache
-def _partitions() -> dict[str, tuple[str, ...]]:
-    out: dict[str, list[str]] = {}
+def _partitions() -> dict[str, GpuPartitions]:
+    sizes: dict[str, list[str]] = {}
+    sources: dict[str, str] = {}
     for r in rows("gpu_partitions.csv"):
-        out.setdefault(r["accelerator"], []).append(r["partition_size"])
-    return {acc: tuple(sizes) for acc, sizes in out.items()}
+        found = sizes.setdefault(r["accelerator"], [])
+        if r["partition_size"] != NO_MIG:
+            found.append(r["partition_size"])
+        sources.setdefault(r["accelerator"], r["source"])
+    return {acc: GpuPartitions(acc, tuple(found), sources[acc]) for acc, found in sizes.items()}
 
 
 def gpu_network(machine_type: str) -> GpuNetwork:
@@ -81,6 +97,13 @@ def vpc_peering_refused(accelerator_type: str) -> VpcPeering | None:
     return _no_peering().get(accelerator_type)
 
 
+def gpu_partitions(accelerator_type: str) -> GpuPartitions | None:
+    """The MIG partition sizes of ``accelerator_type`` (``sizes`` empty: it has no MIG); None
+    when the table has no row for it (a GPU newer than the table)."""
+    return _partitions().get(accelerator_type)
+
+
 def gpu_partition_sizes(accelerator_type: str) -> tuple[str, ...]:
-    """The MIG partition sizes of ``accelerator_type`` (empty: none known)."""
-    return _partitions().get(accelerator_type, ())
+    """The MIG partition sizes of ``accelerator_type`` (empty: no MIG, or not in the table)."""
+    found = gpu_partitions(accelerator_type)
+    return found.sizes if found is not None else ()

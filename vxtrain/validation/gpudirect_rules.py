@@ -13,11 +13,18 @@ accelerator's partitions need.
   executor image as a container with the line (docs/decisions.md).
 - ``gpu-partition-*``: ``accelerator.partition_size`` (machineSpec.gpuPartitionSize) takes
   ``count: 1`` ("If set, the accelerator_count should be set to 1": machine_resources.proto)
-  and an NVIDIA GPU; a size the catalog does not list for that GPU is a warning (the table,
-  GKE's and NVIDIA's, is unverified for Vertex AI).
+  and an NVIDIA GPU that has MIG, in one of that GPU's sizes: "The partition size must be a
+  value supported by the requested accelerator. Refer to Nvidia GPU Partitioning for the
+  available partition sizes" (the same proto). NVIDIA's MIG user guide says which GPUs have
+  MIG ("starting with the NVIDIA Ampere generation": A100 40/80 GB, H100, H200, B200, GB200,
+  RTX PRO 6000; not T4, V100, P100, P4, K80 nor L4) and each one's profiles (catalog
+  ``gpu_partitions.csv``, read 2026-11-29): a size the GPU does not have (``8g.40gb``,
+  ``1g.5gb`` on an A100 80GB) or any size on a GPU without MIG is an error, as the service
+  refuses it; a GPU the table has no row for is a warning (its sizes are not known here).
 """
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shlex
@@ -178,9 +185,24 @@ def _partition(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
         yield error("gpu-partition-count", f"accelerator.partition_size {acc.partition_size!r} needs count: 1 "
                     f"(got {acc.count}): \"If set, the accelerator_count should be set to 1\" "
                     f"(MachineSpec.gpuPartitionSize, {PARTITION_DOC}); set count: 1", **native.where(count_at))
-    sizes = networking.gpu_partition_sizes(acc.type)
-    if acc.partition_size not in sizes:
-        known = f"the sizes known for it: {', '.join(sizes)}" if sizes else "no partition sizes are known for it"
-        yield warning("gpu-partition-size", f"accelerator.partition_size {acc.partition_size!r} is not a MIG "
-                      f"partition vxtrain knows for {acc.type} ({known}; unverified table, from GKE's "
-                      "multi-instance GPU page and NVIDIA's MIG profiles); Vertex AI refuses a size the GPU does not support", **where)
+    known = networking.gpu_partitions(acc.type)
+    if known is None:
+        yield warning("gpu-partition-unchecked", f"accelerator.partition_size {acc.partition_size!r}: vxtrain's MIG "
+                      f"table has no row for {acc.type}, so the size was not checked; Vertex AI refuses a size the "
+                      f"GPU does not support (MachineSpec.gpuPartitionSize, {PARTITION_DOC})", **where)
+    elif not known.sizes:
+        yield error("gpu-partition-unsupported", f"accelerator.partition_size {acc.partition_size!r}: {acc.type} has no "
+                    f"Multi-Instance GPU partitions (MIG starts with the Ampere generation: A100, H100, H200, B200, "
+                    f"GB200, RTX PRO 6000; {known.source}); leave partition_size out, or use a GPU with MIG such as "
+                    "NVIDIA_TESLA_A100 (1g.5gb ... 7g.40gb)", **where)
+    elif acc.partition_size not in known.sizes:
+        yield error("gpu-partition-size", f"accelerator.partition_size {acc.partition_size!r} is not a MIG partition "
+                    f"of {acc.type}: its sizes are {', '.join(known.sizes)} ({known.source}); \"The partition size "
+                    f"must be a value supported by the requested accelerator\" (MachineSpec.gpuPartitionSize, "
+                    f"{PARTITION_DOC}){_closest(acc.partition_size, known.sizes)}", **where)
+
+
+def _closest(size: str, sizes: Sequence[str]) -> str:
+    """``; did you mean "1g.10gb"?`` for a near miss of one of ``sizes`` (empty otherwise)."""
+    close = difflib.get_close_matches(size.strip().lower(), list(sizes), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
