@@ -9,6 +9,14 @@ and a value "must be the full resource name of the reservation"
 SPECIFIC_RESERVATION." GB200 machines "Require obtaining capacity using shared
 reservations" (configure-compute's GPU list: reservation_requirements.csv).
 
+Spot VMs never consume a reservation: Compute Engine's reservations-consume page
+(SPOT_RESERVATION_DOC, read 2026-11-29), "Limitations": "You can't consume a reservation
+to create the following Compute Engine resources: Spot VMs or preemptible instances", and
+Vertex AI's use-spot-vms page: "All Spot VMs limitations apply when using Spot VMs with
+Agent Platform". So ``SPOT`` with a ``specific`` reservation (which consumes that
+reservation or nothing) is an error (``reservation-with-spot``); ``any`` only falls back to
+other capacity, and passes.
+
 A reservation written through ``extra:`` (machineSpec.reservationAffinity) or a
 persistent resource written through ``extra:`` (jobSpec.persistentResourceId) is
 what the model holds (model.build lifts it), and every diagnostic is located
@@ -42,6 +50,9 @@ RESERVATION_SHAPE = "projects/PROJECT/zones/ZONE/reservations/NAME"
 TOGETHER_QUOTE = ("Flex Start for Dynamic Workload Scheduler and running training jobs on a persistent resource "
                   "are both supported except when using Compute Engine reservations with Agent Platform training.")
 _UNSPECIFIED = "TYPE_UNSPECIFIED"
+#: Compute Engine, "Consume reservations", Limitations: Spot VMs cannot consume a reservation.
+SPOT_RESERVATION_DOC = "https://cloud.google.com/compute/docs/instances/reservations-consume#limitations"
+SPOT_DOC = "https://docs.cloud.google.com/gemini-enterprise-agent-platform/machine-learning/training/use-spot-vms"
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
@@ -57,6 +68,8 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
             yield from _required(pool, native)
     if reserved:
         yield from _together(job, reserved, native)
+        yield from _spot(job, [p for p in reserved if p.reservation is not None
+                               and p.reservation.affinity == "specific"], native)
     yield from _persistent_resource_id(native)
 
 
@@ -165,6 +178,28 @@ def _together(job: Job, pools: list[Pool], native: NativeSpec) -> Iterator[Diagn
                       f"combine), and the job runs on the resource's machines: reserve capacity for the persistent "
                       f"resource itself, or remove the reservation ({RESERVATIONS_DOC})",
                       **native.where(at.affinity))
+
+
+def _spot(job: Job, pools: list[Pool], native: NativeSpec) -> Iterator[Diagnostic]:
+    """SPOT with a specific reservation: Spot VMs cannot consume one, so the pool gets no machine.
+    One error per place the reservation is written (``defaults``: once, naming its pools)."""
+    strategy, strategy_at = scheduling_value(job, "strategy")
+    if strategy != "SPOT":
+        return
+    strategy_path = native.where(strategy_at)["path"]
+    by_place: dict[KeyPath, list[Pool]] = {}
+    for pool in pools:
+        by_place.setdefault(_Where(native, pool.role).affinity, []).append(pool)
+    for place, reserved in by_place.items():
+        at = _Where(native, reserved[0].role)
+        roles = " and ".join(p.role for p in reserved)
+        yield error("reservation-with-spot", f"{roles} {'consumes' if len(reserved) == 1 else 'consume'} a "
+                    f"reservation (affinity {at.affinity_word('specific')}) while the job runs on Spot VMs "
+                    f"(strategy SPOT at {strategy_path}), and Spot VMs cannot consume a reservation "
+                    f"(Compute Engine: \"You can't consume a reservation to create ... Spot VMs or preemptible "
+                    f"instances\", {SPOT_RESERVATION_DOC}; Vertex AI: \"All Spot VMs limitations apply\", "
+                    f"{SPOT_DOC}): use strategy STANDARD to run on the reservation, or remove the reservation to "
+                    "run on Spot VMs", **native.where(place))
 
 
 # --- GB200: capacity through a reservation only ---------------------------------------------
