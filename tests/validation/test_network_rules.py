@@ -33,9 +33,12 @@ def spec(**changes: Any) -> dict[str, Any]:
     return changed(BASE, **changes)
 
 
+def diagnostics(data: dict[str, Any]) -> list[Diagnostic]:
+    return rules.check(model.build(data), NativeSpec(data, "native", Document(data, "t.yaml", {})))
+
+
 def found(data: dict[str, Any]) -> list[tuple[str, str, str]]:
-    diags = rules.check(model.build(data), NativeSpec(data, "native", Document(data, "t.yaml", {})))
-    return sorted((d.severity, d.code, d.path) for d in diags if d.code.startswith(CODES))
+    return sorted((d.severity, d.code, d.path) for d in diagnostics(data) if d.code.startswith(CODES))
 
 
 CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
@@ -83,6 +86,9 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
                              workers={**A100, "replicas": 2}),
      [E("mount-address", "defaults.nfs_mounts[0].server")]),
     ("nfs-public-server", spec(network=NETWORK, chief={**A100, "nfs_mounts": [{**NFS, "server": "8.8.8.8"}]}),
+     [E("mount-address", "chief.nfs_mounts[0].server")]),
+    ("nfs-shared-space-with-psc", spec(psc_interface=PSC, chief={**A100, "nfs_mounts": [
+        {**NFS, "server": "100.64.1.2"}]}),
      [E("mount-address", "chief.nfs_mounts[0].server")]),
     ("nfs-ipv6-private", spec(network=NETWORK, chief={**A100, "nfs_mounts": [{**NFS, "server": "fd00::2"}]}), []),
     ("lustre-hostname", spec(network=NETWORK, chief={**A100, "lustre_mounts": [{**LUSTRE, "instance_ip": "l.x"}]}),
@@ -218,3 +224,17 @@ def test_a_clean_psc_job_validates_and_compiles(tmp_path: Path) -> None:
         {"domain": "c.example.", "targetProject": "p", "targetNetwork": "v"}]}
     assert spec["workerPoolSpecs"][0]["nfsMounts"] == [
         {"server": "10.1.2.3", "path": "/share", "mountPoint": "share"}]
+
+
+@pytest.mark.parametrize(("via", "reason"), [
+    ({"psc_interface": PSC}, "cannot reach over its Private Service Connect interface"),
+    ({"network": NETWORK}, "not one of the private (RFC 1918) ranges")])
+def test_an_nfs_server_in_the_shared_address_space_is_not_called_public(via: dict[str, Any], reason: str) -> None:
+    """100.64.0.0/10 (RFC 6598) is neither private nor public: the message says what it is."""
+    data = spec(**via, chief={**A100, "nfs_mounts": [{**NFS, "server": "100.127.0.9"}]})
+    (d,) = [d for d in diagnostics(data) if d.code == "mount-address"]
+    assert "public" not in d.message.replace("not a public address", "")
+    assert "100.64.0.0/10" in d.message and "shared address space" in d.message and reason in d.message
+    public = spec(**via, chief={**A100, "nfs_mounts": [{**NFS, "server": "100.128.0.9"}]})  # just past the range
+    (p,) = [d for d in diagnostics(public) if d.code == "mount-address"]
+    assert "is a public address" in p.message

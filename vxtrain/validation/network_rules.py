@@ -9,6 +9,13 @@ train-nfs-share page (NFS_DOC: the server "must be a private address in your VPC
 "an absolute path that starts with /", the mount point "a valid UNIX directory name", and a
 network to reach it), and the protos' own field docs (custom_job.proto, service_networking.proto,
 machine_resources.proto). Values ``extra:`` sets arrive on these keys (formats.gcloud.as_sent).
+
+An NFS server in 100.64.0.0/10 is not a public address: it is RFC 6598's shared address space
+(SHARED_SPACE_DOC), which Python's ``ipaddress`` counts as neither private nor global. It is
+refused as before ("must be a private address in your VPC"), and the message says why: over a
+PSC interface, Vertex AI's side of the connection does not route that range to the consumer's
+network (unverified: reported by a user audit, issue 34; no Google page found states it), and
+for VPC peering it is not one of the RFC 1918 private ranges the NFS page asks for.
 """
 from __future__ import annotations
 
@@ -26,6 +33,9 @@ PEERING_DOC = ("https://docs.cloud.google.com/gemini-enterprise-agent-platform/m
                "using-private-ip")
 PSC_DOC = "https://cloud.google.com/vertex-ai/docs/training/psc-i-egress"
 NFS_DOC = "https://cloud.google.com/vertex-ai/docs/training/train-nfs-share"
+#: RFC 6598: 100.64.0.0/10, "Shared Address Space" (carrier-grade NAT), neither private nor public.
+SHARED_SPACE_DOC = "https://www.rfc-editor.org/rfc/rfc6598"
+SHARED_SPACE = "100.64.0.0/10"
 #: A Compute Engine resource name (RFC 1035): a network attachment's own name.
 _NAME = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
 # Patterns, not compiled ones: ``re`` compiles and caches them on first use, off validate's start.
@@ -130,17 +140,20 @@ def _mounts(job: Job, pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
                     "no network to reach it: a job that mounts an NFS share must name \"the network for Vertex AI "
                     f"to access\" ({NFS_DOC}); add psc_interface: {{network_attachment: NAME}} (recommended) or "
                     "network: projects/NUMBER/global/networks/NAME", **where)
+    via = "psc" if job.psc_interface is not None else "peering"
     for i, nfs in enumerate(pool.nfs_mounts):
-        yield from _ip(nfs.server, "server", "nfs_mounts", i, pool, native, private=True)
+        yield from _ip(nfs.server, "server", "nfs_mounts", i, pool, native, private=via)
     for i, lustre in enumerate(pool.lustre_mounts):
-        yield from _ip(lustre.instance_ip, "instance_ip", "lustre_mounts", i, pool, native, private=False)
+        yield from _ip(lustre.instance_ip, "instance_ip", "lustre_mounts", i, pool, native, private=None)
     yield from _mount_points([m.mount_point for m in pool.nfs_mounts], "nfs_mounts", "/mnt/nfs", pool, native)
     yield from _mount_points([m.mount_point for m in pool.lustre_mounts], "lustre_mounts", "/mnt/lustre",
                              pool, native)
 
 
 def _ip(value: str | None, field: str, key: str, i: int, pool: Pool, native: NativeSpec, *,
-        private: bool) -> Iterator[Diagnostic]:
+        private: str | None) -> Iterator[Diagnostic]:
+    """An IP address field; ``private``: how the job reaches it (``psc``, ``peering``) when it
+    must be a private address (an NFS server), None when any address is taken."""
     if value is None:
         return
     where = native.where(_at(native, pool, key, i, field))
@@ -151,9 +164,18 @@ def _ip(value: str | None, field: str, key: str, i: int, pool: Pool, native: Nat
                     f"takes the server's IP address (machine_resources.proto), not a host name ({NFS_DOC})",
                     **where)
         return
-    if private and not address.is_private:
-        yield error("mount-address", f"{where['path']} {value!r} is a public address: the NFS "
-                    f"server \"must be a private address in your VPC\" ({NFS_DOC})", **where)
+    if private is None or address.is_private:
+        return
+    if address in ipaddress.ip_network(SHARED_SPACE):
+        how = ("which the job cannot reach over its Private Service Connect interface" if private == "psc" else
+               "not one of the private (RFC 1918) ranges")
+        yield error("mount-address", f"{where['path']} {value!r} is in {SHARED_SPACE}, the shared address space of "
+                    f"carrier-grade NAT, not a public address ({SHARED_SPACE_DOC}), {how}: the NFS server \"must be a private address in "
+                    f"your VPC\" ({NFS_DOC}); give the server's address in a 10.0.0.0/8, 172.16.0.0/12 or "
+                    "192.168.0.0/16 subnet", **where)
+        return
+    yield error("mount-address", f"{where['path']} {value!r} is a public address: the NFS "
+                f"server \"must be a private address in your VPC\" ({NFS_DOC})", **where)
 
 
 def _mount_points(points: Sequence[str | None], key: str, under: str, pool: Pool,
