@@ -46,12 +46,18 @@ def machines(draw: st.DrawFn, gpu: bool = False) -> dict[str, Any]:
     return {"machine_type": name, **({"accelerator": dict(acc)} if acc else {})}
 
 
+#: Google's prebuilt training images (the only executor images the API takes).
+EXECUTORS = ("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest",
+             "europe-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+             "gcr.io/cloud-aiplatform/training/sklearn-cpu.1-0:latest")
+
+
 @st.composite
 def containers(draw: st.DrawFn) -> dict[str, Any]:
     """Image, command, args, env, disk, or a python package instead of the image."""
     out: dict[str, Any] = {}
     if draw(st.booleans()):
-        out["python_package"] = {"executor_image": draw(words), "module": draw(words),
+        out["python_package"] = {"executor_image": draw(st.sampled_from(EXECUTORS)), "module": draw(words),
                                  "package_uris": draw(st.lists(words, min_size=1, max_size=2))}
     else:
         out["image"] = draw(words)

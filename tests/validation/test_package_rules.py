@@ -29,25 +29,30 @@ def test_a_missing_source_folder_is_a_located_error(tmp_path: Path) -> None:
     assert _codes(tmp_path, "nowhere") == [("package-source-missing", "chief.python_package.source", 7)]
 
 
-@pytest.mark.parametrize("image, warned", [
-    (EXECUTOR, False),
-    ("gcr.io/cloud-aiplatform/training/tf-cpu.2-8:latest", False),
-    ("us-docker.pkg.dev/my-project/trainers/tf:1", True),
+@pytest.mark.parametrize("image, severity", [
+    (EXECUTOR, None),
+    ("gcr.io/cloud-aiplatform/training/tf-cpu.2-8:latest", None),
+    ("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:2024", "warning"),  # Google's, but not as listed
+    ("us-docker.pkg.dev/my-project/trainers/tf:1", "error"),
+    ("us-docker.pkg.dev/vertex-ai/training-fake/tf-cpu.2-8:latest", "error"),
 ])
-def test_an_executor_image_not_prebuilt_is_warned(tmp_path: Path, image: str, warned: bool) -> None:
+def test_an_executor_image_not_prebuilt_is_refused(tmp_path: Path, image: str, severity: str | None) -> None:
+    """The proto: "You must use an image from this list" (PythonPackageSpec.executor_image_uri)."""
     spec = tmp_path / "job.yaml"
     spec.write_text("display_name: t\nchief:\n  machine_type: n1-standard-4\n  python_package:\n"
                     f"    executor_image: {image}\n    module: trainer.task\n"
                     "    package_uris: [gs://b/trainer-0.1.tar.gz]\n")
-    found = [d for d in api.check_file(spec).diagnostics if d.code == "package-executor-image"]
-    assert bool(found) is warned
-    if warned:
-        assert found[0].message == (
+    result = api.check_file(spec)
+    found = [d for d in result.diagnostics if d.code == "package-executor-image"]
+    assert [d.severity for d in found] == ([severity] if severity else [])
+    if severity == "error":
+        assert found[0].message.startswith(
             f"executor_image {image} is not one of Google's prebuilt training images "
             "({us,europe,asia}-docker.pkg.dev/vertex-ai/training/NAME:latest, listed at "
-            "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers); "
-            "Vertex AI runs python packages only in those")
-        assert (found[0].severity, found[0].path, found[0].line) == ("warning", "chief.python_package.executor_image", 5)
+            "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers): "
+            "PythonPackageSpec.executorImageUri \"You must use an image from this list\"")
+        assert (found[0].path, found[0].line) == ("chief.python_package.executor_image", 5)
+        assert result.custom_job is None  # nothing is sent
 
 
 def test_links_left_out_of_the_package_are_named(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from vxtrain.catalog.accelerators import (
     n1_gpu_limits, training_accelerator)
 from vxtrain.catalog.egress import Egress, node_egress
 from vxtrain.catalog.images import (
-    PREBUILT_DOC, PREBUILT_SHAPE, is_prebuilt_image, multi_region, prebuilt_image, reduction_server_image)
+    PREBUILT_DOC, PREBUILT_SHAPE, in_prebuilt_repository, is_prebuilt_image, multi_region, prebuilt_image, reduction_server_image)
 from vxtrain.catalog.machines import (
     Machine, builtin_accelerator, machine, machine_types, near_miss, nearest_offered, offered,
     training_list_as_of, training_machine_types)
@@ -107,6 +107,7 @@ __all__ = [
     "deprecated_accelerator",
     "flex_start",
     "flex_start_accelerators",
+    "in_prebuilt_repository",
     "is_prebuilt_image",
     "is_tpu",
     "known_metrics",

@@ -66,6 +66,13 @@ def is_prebuilt_image(image: str) -> bool:
     return re.match(_PREBUILT_IMAGE, image) is not None
 
 
+def in_prebuilt_repository(image: str) -> bool:
+    """Whether ``image`` is in a repository of Google's prebuilt training images, whatever its
+    name, tag or digest (``is_prebuilt_image`` also asks for a listed name with ``:latest``)."""
+    repositories = (*(_PREBUILT_REPOSITORY.format(m) for m in MULTI_REGIONS), _PREBUILT_MIRROR)
+    return image.startswith(tuple(f"{repository}/" for repository in repositories))
+
+
 def reduction_server_image(region: str | None) -> str:
     """Google's Reduction Server image in the multi-region nearest ``region`` (us when unknown).
 

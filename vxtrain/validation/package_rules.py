@@ -4,6 +4,11 @@ A Python package pool runs ``module`` from either ``package_uris`` (archives
 already built) or ``source`` (a local folder vxtrain builds and uploads at
 submit), never both, in a prebuilt executor image:
 https://cloud.google.com/vertex-ai/docs/training/create-python-pre-built-container.
+PythonPackageSpec.executor_image_uri (google/cloud/aiplatform/v1/custom_job.proto): "See
+the list of pre-built containers for training. You must use an image from this list."
+So an executor image outside Google's prebuilt training repositories is an error
+(``package-executor-image``); one inside them by another tag than the list's ``:latest``,
+or by digest, is a warning (whether the service takes it is unverified).
 That ``source`` needs a ``staging_bucket`` is checked where an upload is
 needed (``submit`` to Vertex AI or an emulator endpoint), not here: ``plan``
 and local runs do without one.
@@ -13,8 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from vxtrain.catalog import PREBUILT_DOC, PREBUILT_SHAPE, is_prebuilt_image
+from vxtrain.catalog import PREBUILT_DOC, PREBUILT_SHAPE, in_prebuilt_repository, is_prebuilt_image
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, key_path_of
@@ -64,10 +70,18 @@ def _package(pool: Pool, native: NativeSpec, base: Path) -> Iterator[Diagnostic]
     if pkg.source is not None:
         yield from _source(pkg.source, pkg.module, pool.role, native, base)
     if pkg.executor_image and not is_prebuilt_image(pkg.executor_image):
-        yield warning("package-executor-image", f"executor_image {pkg.executor_image} is not one of Google's "
-                      f"prebuilt training images ({PREBUILT_SHAPE}, listed at {PREBUILT_DOC}); "
-                      "Vertex AI runs python packages only in those",
-                      **native.where(_path(native, pool.role, "executor_image")))
+        yield _executor_image(pkg.executor_image, native.where(_path(native, pool.role, "executor_image")))
+
+
+def _executor_image(image: str, where: dict[str, Any]) -> Diagnostic:
+    if in_prebuilt_repository(image):
+        return warning("package-executor-image", f"executor_image {image} is in Google's prebuilt training "
+                       f"images but not as listed ({PREBUILT_SHAPE}, at {PREBUILT_DOC}): the API takes \"an image "
+                       "from this list\"; use the listed NAME:latest", **where)
+    return error("package-executor-image", f"executor_image {image} is not one of Google's prebuilt training "
+                 f"images ({PREBUILT_SHAPE}, listed at {PREBUILT_DOC}): PythonPackageSpec.executorImageUri \"You "
+                 "must use an image from this list\"; pick the list's image for your framework, or run your own "
+                 "image as a container: image: (or build:) with command: [python, -m, MODULE]", **where)
 
 
 def _source(source: str, module: str | None, role: str, native: NativeSpec, base: Path) -> Iterator[Diagnostic]:
