@@ -140,14 +140,18 @@ def compile_pools(job: Job) -> list[dict[str, Any]]:
 
 def compile_pool(pool: Pool, *, region: str | None = None) -> dict[str, Any]:
     """One WorkerPoolSpec. The Reduction Server pool runs Google's image unless
-    it names its own; defaults never reach it (the model does not merge them)."""
+    it names its own; defaults never reach it (the model does not merge them). A pool
+    with no code at all gets no containerSpec (an empty one would clash with the
+    pythonPackageSpec ``extra`` may give it: the two are a oneof)."""
     out: dict[str, Any] = {"machineSpec": _machine_spec(pool)}
     if pool.replicas is not None:
         out["replicaCount"] = pool.replicas
     if pool.python_package is not None and pool.image is None:
         out["pythonPackageSpec"] = _python_package_spec(pool, pool.python_package)
-    else:
-        out["containerSpec"] = _container_spec(pool, region)
+    elif container := _container_spec(pool, region):
+        out["containerSpec"] = container
+    # else: a pool without code sends no task, so the one ``extra`` gives it (either kind) is
+    # the pool's only one (formats.gcloud.compiled_task); without one it is missing-image.
     if pool.disk is not None:
         out["diskSpec"] = {"bootDiskType": pool.disk.type, "bootDiskSizeGb": pool.disk.size_gb}
     if pool.nfs_mounts:

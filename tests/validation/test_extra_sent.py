@@ -193,6 +193,149 @@ def test_env_extra_gives_the_pools_code_gets_the_env_rules(tmp_path: Path) -> No
     assert result.job is not None and result.job.pools["chief"].env == {"SHARED": "1", "FINE": "1", "1BAD": "x"}
 
 
+# --- a pool's code in extra: containerSpec, pythonPackageSpec (issue 34) ------------------
+
+PREBUILT = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+PACKAGE = {"executorImageUri": PREBUILT, "packageUris": ["gs://b/trainer-0.1.tar.gz"], "pythonModule": "trainer.task"}
+
+
+def test_an_image_extra_gives_a_pool_without_code_is_not_missing_image(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, job(pools({"containerSpec": {"imageUri": IMAGE, "args": ["--epochs", "3"]}}),
+                                  chief={"machine_type": "n1-standard-8"}))
+    assert result.valid, result.diagnostics
+    assert result.job is not None and result.custom_job is not None
+    assert (result.job.pools["chief"].image, result.job.pools["chief"].args) == (IMAGE, ["--epochs", "3"])
+    assert result.custom_job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"] == {
+        "imageUri": IMAGE, "args": ["--epochs", "3"]}
+
+
+def test_the_command_and_args_extra_gives_replace_the_pools_own(tmp_path: Path) -> None:
+    chief = {**N1, "command": ["python", "a.py"], "args": ["--x"]}
+    result, _ = run(tmp_path, job(pools({"containerSpec": {"command": ["python", "-m", "b"]}}), chief=chief))
+    assert result.valid, result.diagnostics
+    assert result.job is not None
+    assert (result.job.pools["chief"].command, result.job.pools["chief"].args) == (["python", "-m", "b"], ["--x"])
+
+
+def test_a_python_package_extra_gives_a_pool_without_code_is_sent_alone(tmp_path: Path) -> None:
+    from google.cloud.aiplatform_v1.types import CustomJob
+    from google.protobuf import json_format
+
+    result, _ = run(tmp_path, job(pools({"pythonPackageSpec": PACKAGE}), chief={"machine_type": "n1-standard-8"}))
+    assert result.valid, result.diagnostics
+    assert result.job is not None and result.custom_job is not None
+    pkg = result.job.pools["chief"].python_package
+    assert pkg is not None and (pkg.executor_image, pkg.module) == (PREBUILT, "trainer.task")
+    sent = result.custom_job["jobSpec"]["workerPoolSpecs"][0]
+    assert sent["pythonPackageSpec"] == PACKAGE and "containerSpec" not in sent  # one task: the oneof holds
+    json_format.ParseDict(result.custom_job, CustomJob.pb(CustomJob()))
+
+
+def test_a_python_package_without_its_module_is_named_as_such(tmp_path: Path) -> None:
+    package = {k: v for k, v in PACKAGE.items() if k != "pythonModule"}
+    for data in (job(pools({"pythonPackageSpec": package}), chief={"machine_type": "n1-standard-8"}),
+                 job(pools({}, {"replicaCount": 1, "machineSpec": {"machineType": "n1-standard-8"},
+                                "pythonPackageSpec": package}), chief=N1)):
+        result, lines = run(tmp_path, data)
+        d = only_error(result)
+        assert d.code == "missing-key" and d.path.endswith("].pythonPackageSpec"), d
+        assert "'pythonModule'" in d.message
+        at_line(d, lines, "pythonPackageSpec:")
+
+
+def test_an_executor_image_extra_sets_gets_the_prebuilt_rule(tmp_path: Path) -> None:
+    result, lines = run(tmp_path, job(pools({"pythonPackageSpec": {**PACKAGE, "executorImageUri": IMAGE}}),
+                                      chief={"machine_type": "n1-standard-8"}))
+    d = only_error(result)
+    assert (d.code, d.path) == ("package-executor-image", f"{POOLS}[0].pythonPackageSpec.executorImageUri")
+    at_line(d, lines, f"executorImageUri: {IMAGE}")
+
+
+def test_a_module_extra_sets_over_the_pools_package_is_looked_for_in_its_source(tmp_path: Path) -> None:
+    (tmp_path / "code" / "trainer").mkdir(parents=True)
+    (tmp_path / "code" / "trainer" / "task.py").write_text("")
+    chief = {**{k: v for k, v in N1.items() if k != "image"},
+             "python_package": {"executor_image": PREBUILT, "module": "trainer.task", "source": "code"}}
+    result, lines = run(tmp_path, job(pools({"pythonPackageSpec": {"pythonModule": "trainer.other"}}), chief=chief))
+    d = only_error(result)
+    assert (d.code, d.path) == ("package-module-missing", f"{POOLS}[0].pythonPackageSpec.pythonModule")
+    at_line(d, lines, "pythonModule: trainer.other")
+
+
+def test_the_other_kind_of_code_is_one_conflict_said_once(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, job(pools({"pythonPackageSpec": PACKAGE}), chief=N1))
+    d = only_error(result)
+    assert (d.code, d.path) == ("extra-oneof", f"{POOLS}[0].pythonPackageSpec")
+
+
+def test_env_a_package_extra_gives_gets_the_env_rules(tmp_path: Path) -> None:
+    package = {**PACKAGE, "env": [{"name": "1BAD", "value": "x"}]}
+    result, lines = run(tmp_path, job(pools({"pythonPackageSpec": package}), chief={"machine_type": "n1-standard-8"}))
+    d = only_error(result)
+    assert (d.code, d.path) == ("bad-env-name", f"{POOLS}[0].pythonPackageSpec.env[0].name")
+    at_line(d, lines, "name: 1BAD")
+
+
+# --- acceleratorCount: 0, and a pool only extra writes without replicaCount (issue 34) --------
+
+def test_an_accelerator_count_of_0_is_refused_as_the_native_key_is(tmp_path: Path) -> None:
+    a2 = {"machine_type": "a2-highgpu-1g", "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 1}, "image": IMAGE}
+    result, lines = run(tmp_path, job(pools({"machineSpec": {"acceleratorCount": 0}}), chief=a2))
+    d = only_error(result)
+    assert (d.code, d.path) == ("schema-minimum", f"{POOLS}[0].machineSpec.acceleratorCount")
+    at_line(d, lines, "acceleratorCount: 0")
+    native, _ = run(tmp_path, {"display_name": "sent", "region": "us-central1",
+                               "chief": {**a2, "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 0}}})
+    assert only_error(native).message == d.message
+
+
+def test_an_accelerator_count_of_0_without_a_type_means_none(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, job(pools({"machineSpec": {"acceleratorCount": "0"}}), chief=N1))
+    assert result.valid, result.diagnostics
+
+
+def test_a_pool_only_extra_writes_without_a_replica_count_is_refused(tmp_path: Path) -> None:
+    evaluator = {"machineSpec": {"machineType": "n1-standard-4"}, "containerSpec": {"imageUri": IMAGE}}
+    result, lines = run(tmp_path, job(pools({}, {}, {}, evaluator), chief=N1), cost=True)
+    d = only_error(result)
+    assert (d.code, d.path) == ("extra-pool-replicas", f"{POOLS}[3]")
+    assert "add replicaCount: N" in d.message
+    at_line(d, lines, "machineSpec:")
+    given, _ = run(tmp_path, job(pools({}, {}, {}, {**evaluator, "replicaCount": 2}), chief=N1), cost=True)
+    assert given.valid, given.diagnostics
+    assert given.cost is not None and given.custom_job is not None
+    assert [p.replicas for p in given.cost.pools if p.role == "evaluators"] == [2]
+    assert given.custom_job["jobSpec"]["workerPoolSpecs"][3]["replicaCount"] == 2
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(slot=st.sampled_from([1, 3]), replicas=st.none() | st.sampled_from([1, 2, "3"]),
+       code=st.sampled_from(["containerSpec", "pythonPackageSpec"]))
+def test_what_is_priced_is_what_is_sent(slot: int, replicas: int | str | None, code: str) -> None:
+    """Never price one replica and send none: a valid job's priced replicas are its sent replicaCounts."""
+    extra_pool: dict[str, Any] = {"machineSpec": {"machineType": "n1-standard-4"},
+                                  code: {"imageUri": IMAGE} if code == "containerSpec" else PACKAGE}
+    if replicas is not None:
+        extra_pool["replicaCount"] = replicas
+    data = job(pools(*([{}] * slot), extra_pool), chief=N1)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "job.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        result = api.check_file(path, api.Options(environ={}, cost=True))
+    if replicas is None:
+        assert not result.valid and result.custom_job is None
+        return
+    assert result.valid, result.diagnostics
+    assert result.cost is not None and result.custom_job is not None
+    sent = {i: int(p["replicaCount"]) for i, p in enumerate(result.custom_job["jobSpec"]["workerPoolSpecs"]) if p}
+    priced = {catalog_index(p.role): p.replicas for p in result.cost.pools}
+    assert sent == priced
+
+
+def catalog_index(role: str) -> int:
+    return {"chief": 0, "workers": 1, "parameter_servers": 2, "evaluators": 3}[role]
+
+
 # --- the price and the quota read the job as sent -----------------------------------------
 
 def test_spot_in_extra_is_priced_and_counted_as_spot(tmp_path: Path) -> None:
@@ -219,7 +362,8 @@ def test_max_hourly_cost_sees_extras_replica_count(tmp_path: Path) -> None:
 # --- the job sent is the one written -------------------------------------------------------
 
 def test_the_compiled_job_is_extra_merged_over_the_spec_as_written(tmp_path: Path) -> None:
-    evaluator = {"machineSpec": {"machineType": "n1-standard-4"}, "containerSpec": {"imageUri": IMAGE}}
+    evaluator = {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
+                 "containerSpec": {"imageUri": IMAGE}}
     data = job(pools({}, {"replicaCount": "3", "diskSpec": {"bootDiskSizeGb": 200}}, {}, evaluator),
                chief=N1, workers=N1)
     result, _ = run(tmp_path, data)

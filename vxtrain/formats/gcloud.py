@@ -407,15 +407,25 @@ def job_from_custom_job(custom_job: Mapping[str, Any]) -> Job:
 #: Where ``extra`` writes worker pools (compile merges them by position, slot by slot).
 EXTRA_POOLS: KeyPath = ("extra", "jobSpec", "workerPoolSpecs")
 #: The native keys of a pool the spec writes that ``as_sent`` takes from ``extra``'s
-#: WorkerPoolSpec (the hardware, the replica count, the boot disk). Its code (containerSpec,
-#: pythonPackageSpec) stays extra.py's to check there; a pool only ``extra`` writes takes all.
+#: WorkerPoolSpec (the hardware, the replica count, the boot disk, the mounts). A pool only
+#: ``extra`` writes takes all.
 SENT_POOL_KEYS: tuple[str, ...] = ("machine_type", "accelerator", "tpu_topology", "replicas", "disk", "nfs_mounts",
                                    "lustre_mounts")
+#: A pool's code in ``extra`` (each WorkerPoolSpec task) → the native keys it sets: a
+#: containerSpec's imageUri, command and args, a pythonPackageSpec's executorImageUri,
+#: packageUris and pythonModule (field by field, over the pool's own python_package) and
+#: args. Moved only onto a pool that compiles to the same task, or to none (a pool without
+#: code of its own); the other task is extra.py's oneof conflict to report. env: ``_sent_env``.
+SENT_CODE_KEYS: dict[str, tuple[str, ...]] = {"containerSpec": ("image", "command", "args"),
+                                              "pythonPackageSpec": ("python_package", "args")}
+#: acceleratorType values that mean no accelerator (gcloud's convert reads them as none).
+_NO_ACCELERATOR = (None, "", "ACCELERATOR_TYPE_UNSPECIFIED")
 
 
 def as_sent(native: NativeSpec) -> NativeSpec:
     """``native`` as the job is sent: the CustomJob fields ``extra:`` sets that the native
-    format has keys for, written on those keys (the mapping is :func:`convert`'s), so every
+    format has keys for (a pool's hardware, replicas, disk, mounts and code, the scheduling,
+    the network fields), written on those keys (the mapping is :func:`convert`'s), so every
     rule, the bandwidth and cost plans check what compile sends (compile merges ``extra``
     last). Each such value is located at the ``extra`` line that set it
     (``NativeSpec.sent``). A pool in a slot only ``extra`` fills becomes a pool of its own,
@@ -473,19 +483,22 @@ def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, Key
     src = EXTRA_POOLS + (index,)
     _pool(conv, raw, index, src)
     converted = [key for key in conv.data if key != "extra"]
-    if not converted:
+    if not converted and not _zero_count(raw):
         return
-    role = converted[0]
+    container = raw.get("containerSpec")
+    role = converted[0] if converted else slots.role_of(
+        index, container.get("imageUri") if isinstance(container, Mapping) else None)
     # Slot 2 is the spec's parameter servers or Reduction Server, whichever it writes.
     own_role = next((r for r in slots.SLOTS[index].roles if isinstance(native.data.get(r), Mapping)), None)
     target = own_role or role
-    written: Mapping[str, Any] = conv.data[role]
+    written: dict[str, Any] = conv.data.get(role, {})
     links = {(target, *path[1:]): at for path, at in conv.origin.items() if path[:1] == (role,)}
     if own_role is None:  # a pool only extra writes: nothing of defaults reaches it
         defaults = native.data.get("defaults")
         blank = dict.fromkeys(defaults, None) if isinstance(defaults, Mapping) and target != NO_DEFAULTS_ROLE \
             else {}
         data[target] = {**blank, **written}
+        _no_gpus(data[target], {}, raw, src, target, links)
         sent.update(links)
         return
     own: Mapping[str, Any] = native.data[own_role]
@@ -493,7 +506,8 @@ def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, Key
     defaults = native.data.get("defaults")
     merged = own if target == NO_DEFAULTS_ROLE or not isinstance(defaults, Mapping) else \
         merge_defaults(defaults, own)
-    for key in SENT_POOL_KEYS:
+    keys = SENT_POOL_KEYS + _sent_code(raw, merged, target)
+    for key in keys:
         if key not in written:
             continue
         value = written[key]
@@ -514,8 +528,68 @@ def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, Key
         whole = written_at(native.data, own_role, key) or links.get((target, key))
         if whole is not None and whole != (target, key):
             sent[(target, key)] = whole
+    _no_gpus(pool, merged, raw, src, target, sent)
+    _kept_build(native, merged, own, pool, target, sent, keys)
     _sent_env(native, sent, raw, written, links, merged, own, pool, target)
     data[target] = pool
+
+
+def compiled_task(pool: Mapping[str, Any]) -> str | None:
+    """The WorkerPoolSpec task a native pool (``defaults`` merged) compiles to: a
+    pythonPackageSpec for a package without an image, a containerSpec for anything else a
+    container runs (an image, a build, a command, args or env), None for a pool without code
+    (compile then sends no task, and ``extra`` may give either)."""
+    if pool.get("python_package") is not None and pool.get("image") is None:
+        return "pythonPackageSpec"
+    if any(pool.get(key) for key in ("image", "build", "command", "args", "env")):
+        return "containerSpec"
+    return None
+
+
+def _sent_code(raw: Mapping[str, Any], merged: Mapping[str, Any], role: str) -> tuple[str, ...]:
+    """The native code keys ``extra``'s task sets on the pool: those of the one task it gives,
+    when the pool compiles to that task or to none (() otherwise: a conflict, or the Reduction
+    Server, whose image vxtrain chooses)."""
+    given = [task for task in SENT_CODE_KEYS if isinstance(raw.get(task), Mapping)]
+    if role == NO_DEFAULTS_ROLE or len(given) != 1:
+        return ()
+    compiled = compiled_task(merged)
+    return SENT_CODE_KEYS[given[0]] if compiled in (None, given[0]) else ()
+
+
+def _no_gpus(pool: dict[str, Any], merged: Mapping[str, Any], raw: Mapping[str, Any], src: KeyPath, role: str,
+             sent: dict[KeyPath, KeyPath]) -> None:
+    """``acceleratorCount: 0`` in ``extra`` on a pool with an accelerator type is sent as 0 GPUs
+    (compile merges it over the spec's count), so it meets the native count's minimum of 1 at
+    its line; without a type it means no accelerator, as in a gcloud config."""
+    if not _zero_count(raw):
+        return
+    acc = pool.get("accelerator")
+    base = merged.get("accelerator")
+    acc_type = (acc if isinstance(acc, Mapping) else {}).get("type") or \
+        (base if isinstance(base, Mapping) else {}).get("type")
+    if acc_type in _NO_ACCELERATOR:
+        return
+    pool["accelerator"] = {**(base if isinstance(base, Mapping) else {}),
+                           **(acc if isinstance(acc, Mapping) else {}), "count": 0}
+    sent[(role, "accelerator", "count")] = src + ("machineSpec", "acceleratorCount")
+
+
+def _zero_count(raw: Mapping[str, Any]) -> bool:
+    """Whether the WorkerPoolSpec ``raw`` writes ``machineSpec.acceleratorCount: 0``."""
+    machine = raw.get("machineSpec")
+    return isinstance(machine, Mapping) and machine.get("acceleratorCount") in (0, "0")
+
+
+def _kept_build(native: NativeSpec, merged: Mapping[str, Any], own: Mapping[str, Any], pool: dict[str, Any],
+                role: str, sent: dict[KeyPath, KeyPath], keys: tuple[str, ...]) -> None:
+    """A ``build:`` the pool inherits stays beside the image ``extra`` gives it (the pool's own
+    code key would otherwise drop it from ``defaults``): both are sent, and the rules say so."""
+    if "image" in keys and "image" in pool and "build" in merged and "build" not in own:
+        pool["build"] = merged["build"]
+        at = written_at(native.data, role, "build")
+        if at is not None:
+            sent[(role, "build")] = at
 
 
 def _sent_env(native: NativeSpec, sent: dict[KeyPath, KeyPath], raw: Mapping[str, Any], written: Mapping[str, Any],
@@ -525,8 +599,7 @@ def _sent_env(native: NativeSpec, sent: dict[KeyPath, KeyPath], raw: Mapping[str
     ``defaults``' env merges with the pool's), onto the pool's ``env``. Env given to the other
     kind of code is extra.py's conflict to report; the Reduction Server takes none."""
     env = written.get("env")
-    code = "pythonPackageSpec" if merged.get("python_package") is not None and merged.get("image") is None \
-        else "containerSpec"
+    code = compiled_task({**merged, **pool}) or "containerSpec"
     if role == NO_DEFAULTS_ROLE or not isinstance(raw.get(code), Mapping) or not isinstance(env, Mapping) or not env:
         return
     own_env = own.get("env")

@@ -1,4 +1,14 @@
-"""The roles' own rules: exactly one primary replica (pool 0), and a warning for many evaluators."""
+"""The roles' own rules: exactly one primary replica (pool 0), a warning for many evaluators, and
+a replica count for every pool only ``extra:`` writes.
+
+A WorkerPoolSpec's ``replicaCount`` is an int64 the proto calls "Optional. The number of worker
+replicas to use for this worker pool." and gives no default (custom_job.proto): proto3 sends an
+absent one as 0. A native pool without ``replicas`` compiles with ``replicaCount: 1`` and is
+planned and priced as 1, but a pool only ``extra:`` writes is sent as written: without a
+replicaCount it would be priced as one replica and sent as none. It is refused
+(``extra-pool-replicas``), not filled in, so the job sent stays the one written
+(docs/decisions.md, issue 34).
+"""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -28,6 +38,21 @@ def chief_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
                else "put the other replicas in 'workers' (pool 1)")
         yield error("chief-replicas", f"the chief pool has {replicas} replicas: Vertex AI requires exactly 1 "
                     f"replica in workerPoolSpecs[0]; {fix}", **native.where(("chief", "replicas")))
+
+
+REPLICAS_DOC = "https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec#WorkerPoolSpec"
+
+
+def extra_pool_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
+    """A pool only ``extra:`` writes (formats.gcloud.as_sent) must give its replicaCount."""
+    for pool in job.ordered_pools():
+        if (pool.role,) not in native.sent or raw_pool(native, pool.role).get("replicas") is not None:
+            continue
+        yield error("extra-pool-replicas", f"workerPoolSpecs[{pool.index}] in extra writes the {pool.role} pool, "
+                    "which the spec does not, and gives it no replicaCount: it is sent as written, so the API "
+                    "would read 0 replicas (replicaCount has no default) while vxtrain plans and prices 1; "
+                    f"add replicaCount: {1 if pool.index == 0 else 'N'} to it, or write the pool as "
+                    f"`{pool.role}:` ({REPLICAS_DOC})", **native.where((pool.role,)))
 
 
 def evaluator_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:

@@ -29,6 +29,7 @@ Rule = Callable[[Job, NativeSpec], Iterable[Diagnostic]]
 
 RULES: tuple[Rule, ...] = (
     role_rules.chief_rules,  # exactly one primary replica
+    role_rules.extra_pool_rules,  # a pool only extra: writes gives its replicaCount
     machine_rules.check,
     accelerator_rules.check,
     tpu_rules.check,  # TPU jobs: one pool, one replica, topology or cloud-tpu count, Spot

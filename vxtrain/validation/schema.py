@@ -141,13 +141,15 @@ def _missing_key(err: Any, path: KeyPath, native: NativeSpec) -> Diagnostic:
     # at the mapping it is missing from (1:1 for a top-level key).
     deleted = path + (missing,)
     at = deleted if deleted in native.origin else path
-    if native.format == "native":
+    where = native.where(at)
+    if native.format == "native" and not where["path"].startswith("extra."):
         hint = _REQUIRED_HINTS.get(missing, "add it (`vxtrain schema` lists every key)")
     else:
-        # The key is absent, so the origin map cannot say how the user would spell it: the format can.
-        missing = wording(native.format).key_name(missing)
+        # The key is absent, so the origin map cannot say how the user would spell it: the format
+        # can (a value ``extra:`` set is in the API's words: a pythonPackageSpec lacks pythonModule).
+        missing = wording("gcloud" if native.format == "native" else native.format).key_name(missing)
         hint = "add it"
-    return error("missing-key", f"missing required key '{missing}': {hint}", **native.where(at))
+    return error("missing-key", f"missing required key '{missing}': {hint}", **where)
 
 
 def _unknown_keys(err: Any, path: KeyPath, native: NativeSpec) -> list[Diagnostic]:
