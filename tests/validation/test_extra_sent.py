@@ -418,3 +418,16 @@ def test_a_machine_field_in_extra_is_checked_like_the_native_key(
         written = _check({k: v for k, v in via_extra.items() if k != "extra"})
         assert written.custom_job is not None
         assert sent.custom_job == compiler.deep_merge(written.custom_job, via_extra["extra"])
+
+
+def test_a_pool_given_both_tasks_in_extra_is_one_oneof_error(tmp_path: Path) -> None:
+    both = {"containerSpec": {"imageUri": IMAGE}, "pythonPackageSpec": PACKAGE}
+    result, _ = run(tmp_path, job(pools(both), chief={"machine_type": "n1-standard-8"}))
+    d = only_error(result)  # not also "missing-image": the pool has code, twice
+    assert (d.code, d.path) == ("extra-oneof", f"{POOLS}[0].pythonPackageSpec")
+
+
+def test_a_container_without_an_image_in_extra_still_runs_nothing(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, job(pools({"containerSpec": {"command": ["python", "t.py"]}}),
+                                  chief={"machine_type": "n1-standard-8"}))
+    assert only_error(result).code == "missing-image"

@@ -5,7 +5,7 @@ and environment variables (C identifiers, at most 100, secret-looking names warn
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.formats.wording import wording
@@ -35,7 +35,9 @@ def code_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
         if pool.role == RS:
             continue  # the Reduction Server image is chosen by vxtrain
         if pool.image is None and pool.python_package is None and pool.build is None:
-            if not _present(native, pool.role, *CODE_KEYS):
+            # Code ``extra:`` gives is on these keys (formats.gcloud.as_sent), unless it gives both
+            # tasks, which extra.py reports (extra-oneof): not a pool that runs nothing.
+            if not _present(native, pool.role, *CODE_KEYS) and not _extra_tasks(job, pool.index):
                 hint = wording(native.format).code_hint_for(pool.index)
                 yield error("missing-image", f"{pool.role} runs nothing: {hint}", **native.where((pool.role,)))
             continue
@@ -48,6 +50,15 @@ def code_rules(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
             yield error("image-and-package", f"{pool.role} gives both image ({pool.image}) and python_package; "
                         "Vertex AI takes one (containerSpec or pythonPackageSpec): remove one",
                         **native.where(key_path(native, pool.role, "python_package")))
+
+
+def _extra_tasks(job: Job, index: int) -> bool:
+    """Whether ``extra.jobSpec.workerPoolSpecs[index]`` gives both a containerSpec and a pythonPackageSpec."""
+    spec = job.extra.get("jobSpec")
+    pools = spec.get("workerPoolSpecs") if isinstance(spec, Mapping) else None
+    raw = pools[index] if isinstance(pools, list) and index < len(pools) else None
+    return isinstance(raw, Mapping) and all(isinstance(raw.get(task), Mapping)
+                                            for task in ("containerSpec", "pythonPackageSpec"))
 
 
 def _present(native: NativeSpec, role: str, *keys: str) -> bool:

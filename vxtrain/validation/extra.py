@@ -302,9 +302,14 @@ def _task_conflicts(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
         pool = by_index.get(index)
         if pool is None or not isinstance(raw, Mapping):
             continue
-        # The compiler's choice (compiler.compile_pool): a package only without an image.
-        compiled = "pythonPackageSpec" if pool.python_package is not None and pool.image is None \
-            else "containerSpec"
+        # The compiler's choice (compiler.compile_pool): a package only without an image; no task
+        # for a pool without code (then the one task extra gives is its own; two are _fields' oneof).
+        if pool.python_package is not None and pool.image is None:
+            compiled = "pythonPackageSpec"
+        elif pool.image or pool.build or pool.command or pool.args or pool.env or pool.role == "reduction_server":
+            compiled = "containerSpec"
+        else:
+            continue
         for key in raw:
             field = fields.get(str(key))
             if field is not None and field.oneof is not None and key != compiled and raw[key] is not None:
