@@ -431,3 +431,24 @@ def test_a_container_without_an_image_in_extra_still_runs_nothing(tmp_path: Path
     result, _ = run(tmp_path, job(pools({"containerSpec": {"command": ["python", "t.py"]}}),
                                   chief={"machine_type": "n1-standard-8"}))
     assert only_error(result).code == "missing-image"
+
+
+def test_an_unspecified_type_over_the_specs_leaves_a_count_without_a_type(tmp_path: Path) -> None:
+    a2 = {"machine_type": "a2-highgpu-1g", "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 1}, "image": IMAGE}
+    result, lines = run(tmp_path, job(pools({"machineSpec": {"acceleratorType": "ACCELERATOR_TYPE_UNSPECIFIED"}}),
+                                      chief=a2))
+    d = only_error(result)
+    assert (d.code, d.path) == ("accelerator-type-and-count", f"{POOLS}[0].machineSpec.acceleratorType")
+    at_line(d, lines, "acceleratorType: ACCELERATOR_TYPE_UNSPECIFIED")
+
+
+def test_no_type_and_no_count_strip_the_gpus_as_sent(tmp_path: Path) -> None:
+    none = {"machineSpec": {"acceleratorType": "ACCELERATOR_TYPE_UNSPECIFIED", "acceleratorCount": 0}}
+    a2 = {"machine_type": "a2-highgpu-1g", "accelerator": {"type": "NVIDIA_TESLA_A100", "count": 1}, "image": IMAGE}
+    result, _ = run(tmp_path, job(pools(none), chief=a2))
+    assert only_error(result).code == "missing-accelerator"  # an A2 without its GPUs
+    t4 = {**N1, "accelerator": {"type": "NVIDIA_TESLA_T4", "count": 1}}
+    cpu, _ = run(tmp_path, job(pools(none), chief=t4), cost=True)
+    assert cpu.valid, cpu.diagnostics
+    assert cpu.job is not None and cpu.job.pools["chief"].accelerator is None  # priced as sent: no T4
+    assert cpu.cost is not None and [line.kind for line in cpu.cost.pools[0].lines] == ["machine"]

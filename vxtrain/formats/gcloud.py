@@ -483,7 +483,7 @@ def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, Key
     src = EXTRA_POOLS + (index,)
     _pool(conv, raw, index, src)
     converted = [key for key in conv.data if key != "extra"]
-    if not converted and not _zero_count(raw):
+    if not converted and not _takes_gpus(raw):
         return
     container = raw.get("containerSpec")
     role = converted[0] if converted else slots.role_of(
@@ -559,20 +559,46 @@ def _sent_code(raw: Mapping[str, Any], merged: Mapping[str, Any], role: str) -> 
 
 def _no_gpus(pool: dict[str, Any], merged: Mapping[str, Any], raw: Mapping[str, Any], src: KeyPath, role: str,
              sent: dict[KeyPath, KeyPath]) -> None:
-    """``acceleratorCount: 0`` in ``extra`` on a pool with an accelerator type is sent as 0 GPUs
-    (compile merges it over the spec's count), so it meets the native count's minimum of 1 at
-    its line; without a type it means no accelerator, as in a gcloud config."""
-    if not _zero_count(raw):
-        return
-    acc = pool.get("accelerator")
+    """What ``extra`` sends when it takes GPUs away (compile merges it over the spec's own):
+    ``acceleratorCount: 0`` under a type is 0 GPUs, which meets the native count's minimum of 1
+    at its line (without any type it means no accelerator, as in a gcloud config);
+    ``ACCELERATOR_TYPE_UNSPECIFIED`` over the spec's type leaves a count without a type
+    (Vertex's "Both ... should be specified or none", at the type's line), or, with a count
+    of 0 too, no accelerator (a GPU machine's missing-accelerator)."""
+    count_zero = _zero_count(raw)
+    type_none = _type_none(raw)
     base = merged.get("accelerator")
-    acc_type = (acc if isinstance(acc, Mapping) else {}).get("type") or \
-        (base if isinstance(base, Mapping) else {}).get("type")
-    if acc_type in _NO_ACCELERATOR:
+    acc = {**(base if isinstance(base, Mapping) else {}), **_mapping_or_empty(pool.get("accelerator"))}
+    if not (count_zero or type_none) or acc.get("type") in _NO_ACCELERATOR:
         return
-    pool["accelerator"] = {**(base if isinstance(base, Mapping) else {}),
-                           **(acc if isinstance(acc, Mapping) else {}), "count": 0}
-    sent[(role, "accelerator", "count")] = src + ("machineSpec", "acceleratorCount")
+    at = src + ("machineSpec",)
+    if type_none and count_zero:  # no accelerator (one from defaults would merge back: left as written)
+        pool.pop("accelerator", None)
+        sent[(role, "accelerator")] = at
+        return
+    if type_none:
+        acc.pop("type", None)
+        acc.setdefault("count", 1)
+        sent[(role, "accelerator", "count")] = at + ("acceleratorType",)
+    else:
+        acc["count"] = 0
+        sent[(role, "accelerator", "count")] = at + ("acceleratorCount",)
+    pool["accelerator"] = acc
+
+
+def _mapping_or_empty(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _takes_gpus(raw: Mapping[str, Any]) -> bool:
+    """Whether the WorkerPoolSpec ``raw`` writes an acceleratorCount of 0 or an acceleratorType of none."""
+    return _zero_count(raw) or _type_none(raw)
+
+
+def _type_none(raw: Mapping[str, Any]) -> bool:
+    machine = raw.get("machineSpec")
+    return isinstance(machine, Mapping) and "acceleratorType" in machine and \
+        machine["acceleratorType"] in _NO_ACCELERATOR
 
 
 def _zero_count(raw: Mapping[str, Any]) -> bool:
