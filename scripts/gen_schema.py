@@ -14,6 +14,13 @@ sys.path.insert(0, str(ROOT))  # this checkout's vxtrain, not an installed one
 from vxtrain.model import DURATION_EXAMPLES, DURATION_PATTERN  # noqa: E402  (after the path is set)
 
 OUT = ROOT / "vxtrain" / "validation" / "schema.json"
+# Every count is bounded by the API field it is sent as (the installed aiplatform_v1 protos:
+# WorkerPoolSpec.replica_count is int64; MachineSpec.accelerator_count and the
+# HyperparameterTuningJob trial counts are int32), or by Vertex AI's documented limit where
+# stricter (bootDiskSizeGb below). Past it, validate passed a count that submit could not send
+# (`replicas: 9223372036854775808`), and 1e308 made the plan's totals infinite.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 S = "string"
 def strlist(desc):
     return {"description": desc, "x-accepts": "a string or a list of strings",
@@ -25,7 +32,7 @@ env = {"type": "object", "description": "Environment variables of the container 
 accel = {"type": "object", "description": "Accelerators on every node of the pool.", "additionalProperties": False,
          "required": ["type"],
          "properties": {"type": {"type": "string", "description": "AcceleratorType enum name, e.g. NVIDIA_TESLA_V100, NVIDIA_L4, NVIDIA_H100_80GB."},
-                        "count": {"type": "integer", "minimum": 1, "default": 1, "description": "Accelerators per node."},
+                        "count": {"type": "integer", "minimum": 1, "maximum": INT32_MAX, "x-bound": "acceleratorCount is an int32", "default": 1, "description": "Accelerators per node."},
                         # MachineSpec.gpuPartitionSize: "If set, the accelerator_count should be set to 1."
                         "partition_size": {"type": "string", "pattern": "^[1-9]g\\.[1-9][0-9]*gb$", "x-accepts": "a MIG partition size such as 1g.10gb",
                                            "description": "NVIDIA Multi-Instance GPU partition size (machineSpec.gpuPartitionSize), e.g. 1g.10gb; with count: 1."}}}
@@ -33,7 +40,7 @@ accel = {"type": "object", "description": "Accelerators on every node of the poo
 # (https://cloud.google.com/vertex-ai/docs/training/configure-compute#boot_disk_options).
 disk = {"type": "object", "description": "Boot disk of every node.", "additionalProperties": False,
         "properties": {"type": {"type": "string", "enum": ["pd-ssd", "pd-standard", "hyperdisk-balanced"], "default": "pd-ssd", "description": "Boot disk type."},
-                       "size_gb": {"type": "integer", "minimum": 100, "maximum": 64000, "default": 100, "description": "Boot disk size in GB (Vertex AI: 100 to 64,000)."}}}
+                       "size_gb": {"type": "integer", "minimum": 100, "maximum": 64000, "x-bound": "Vertex AI's boot disk limit", "default": 100, "description": "Boot disk size in GB (Vertex AI: 100 to 64,000)."}}}
 pkg = {"type": "object", "description": "Run a Python package in a prebuilt executor image instead of a custom image.",
        "additionalProperties": False, "required": ["executor_image", "module"],
        "properties": {"executor_image": {"type": "string", "description": "Prebuilt training container, e.g. us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-14.py310:latest."},
@@ -97,7 +104,7 @@ psc_interface = {"type": "object", "additionalProperties": False, "required": ["
 def pool(desc, replicas):
     props = {"replicas": replicas, **machine_props, **container_props, **mount_props}
     return {"type": "object", "description": desc, "additionalProperties": False, "properties": props}
-count = {"type": "integer", "minimum": 1, "description": "Number of nodes in the pool.", "default": 1}
+count = {"type": "integer", "minimum": 1, "maximum": INT64_MAX, "x-bound": "replicaCount is an int64", "description": "Number of nodes in the pool.", "default": 1}
 # The syntax has one home, vxtrain.model (parse_duration reads what this pattern accepts).
 duration = {"description": f"A duration: {DURATION_EXAMPLES}, or seconds as a number.",
             "x-accepts": f"a duration such as {DURATION_EXAMPLES} (or seconds as a number)",
@@ -150,8 +157,8 @@ schema = {
         "parameter_servers": pool("Pool 2: parameter servers (not with reduction_server).", count),
         "reduction_server": {"type": "object", "additionalProperties": False,
                              "description": "Pool 2: Vertex AI Reduction Server for NCCL all-reduce (not with parameter_servers). Takes nothing from defaults.",
-                             "properties": {"replicas": {"description": "A number, or auto: sized so its bandwidth covers pools 0+1.", "x-accepts": "an integer >= 1 or auto",
-                                                         "type": ["integer", "string"], "minimum": 1, "pattern": "^auto$", "default": "auto"},
+                             "properties": {"replicas": {"description": "A number, or auto: sized so its bandwidth covers pools 0+1.", "x-accepts": "auto or an integer from 1 to 9223372036854775807 (replicaCount is an int64)",
+                                                         "type": ["integer", "string"], "minimum": 1, "maximum": INT64_MAX, "pattern": "^auto$", "default": "auto"},
                                             "machine_type": {"type": "string", "default": "n1-highcpu-16", "description": "Reduction Server node machine type."},
                                             "image": {"type": "string", "description": "Override of the regional reductionserver:latest image."},
                                             "accelerator": {"$ref": "#/$defs/accelerator"},
@@ -164,9 +171,9 @@ schema = {
         "study": {"type": "object", "additionalProperties": False, "description": "Makes the job a HyperparameterTuningJob.",
                   "properties": {"metric": metric, "metrics": {"type": "array", "minItems": 1, "items": metric, "description": "Several metrics (instead of metric)."},
                                  "parameters": {"type": "object", "minProperties": 1, "additionalProperties": param, "description": "Tuned parameters by name."},
-                                 "max_trials": {"type": "integer", "minimum": 1, "description": "Total number of trials."},
-                                 "parallel_trials": {"type": "integer", "minimum": 1, "description": "Trials run at the same time."},
-                                 "max_failed_trials": {"type": "integer", "minimum": 0, "description": "Failed trials after which the study fails."},
+                                 "max_trials": {"type": "integer", "minimum": 1, "maximum": INT32_MAX, "x-bound": "maxTrialCount is an int32", "description": "Total number of trials."},
+                                 "parallel_trials": {"type": "integer", "minimum": 1, "maximum": INT32_MAX, "x-bound": "parallelTrialCount is an int32", "description": "Trials run at the same time."},
+                                 "max_failed_trials": {"type": "integer", "minimum": 0, "maximum": INT32_MAX, "x-bound": "maxFailedTrialCount is an int32", "description": "Failed trials after which the study fails."},
                                  "algorithm": {"type": "string", "enum": ["default", "random", "grid"], "default": "default", "description": "default (Vertex AI's Bayesian optimization), random or grid search."}}},
         "persistent_resource": {"type": "string", "pattern": "^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$",
                                 "x-accepts": "a persistent resource ID: lowercase letters, digits and hyphens, starting with a letter, at most 63 characters",
@@ -207,7 +214,7 @@ schema["properties"]["recovery"] = {
                                          "(Vertex: 'The replica workerpoolK-I exited with a non-zero status of N')."},
         "strategy": {"type": "string", "enum": ["same", "next"], "default": "same",
                      "description": "same: start the rung that ran again | next: go on down the fallback ladder."},
-        "spot_to_standard_after": {"type": "integer", "minimum": 1,
+        "spot_to_standard_after": {"type": "integer", "minimum": 1, "maximum": 100, "x-bound": "max_recoveries' own bound",
                                    "description": "Under scheduling.strategy SPOT: after this many preemptions, "
                                                   "the next attempts use STANDARD (on-demand) VMs."},
     },

@@ -335,3 +335,60 @@ def test_a_spec_file_name_no_file_can_have_is_a_diagnostic(capsys: pytest.Captur
     for command in ("validate", "plan"):
         code, out, err = run(capsys, command, name)
         assert code == 1 and "cannot read" in out + err and "unexpected" not in out + err
+
+
+def _strict_json(text: str) -> Any:
+    """``text`` parsed as RFC 8259 JSON: a bare NaN or Infinity fails, as it does in jq."""
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"not JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+COUNTED = "display_name: x\nchief: {machine_type: n1-standard-4, image: i}\n"
+
+
+@pytest.mark.parametrize(("spec", "path", "bound"), [
+    # WorkerPoolSpec.replica_count is an int64 in the installed aiplatform_v1 protos
+    (COUNTED + "workers: {replicas: %s, machine_type: n1-standard-4, image: i}\n", "workers.replicas", 2**63 - 1),
+    (COUNTED + "evaluators: {replicas: %s, machine_type: n1-standard-4, image: i}\n", "evaluators.replicas",
+     2**63 - 1),
+    # MachineSpec.accelerator_count is an int32
+    ("display_name: x\nchief: {machine_type: a2-highgpu-1g, image: i, accelerator: {type: NVIDIA_TESLA_A100, "
+     "count: %s}}\n", "chief.accelerator.count", 2**31 - 1),
+    # HyperparameterTuningJob.max_trial_count is an int32
+    (COUNTED + "study: {metric: {id: a, goal: maximize}, parameters: {x: {type: integer, min: 1, max: 9}}, "
+     "max_trials: %s}\n", "study.max_trials", 2**31 - 1),
+])
+def test_a_count_past_what_its_api_field_holds_is_an_error_at_its_key(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: str, path: str, bound: int) -> None:
+    """`replicas: 9223372036854775808` validated and failed at submit; 1.0e+308 wrote Infinity."""
+    for value in (str(bound + 1), "1.0e+308"):
+        (tmp_path / "job.yaml").write_text(spec % value)
+        code, out, _ = run(capsys, "plan", str(tmp_path / "job.yaml"), "--output", "json")
+        doc = _strict_json(out)
+        assert code == 1 and doc["custom_job"] is None
+        [d] = [d for d in doc["diagnostics"] if d["path"] == path and d["code"] == "schema-maximum"]
+        assert d["line"] == spec.count("\n", 0, spec.index("%s")) + 1
+        assert f"give at most {bound}" in d["message"] and "is an int" in d["message"]
+
+
+def test_counts_at_their_bounds_plan_to_finite_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The largest counts accepted make large totals, never a bare Infinity in `plan -o json`."""
+    (tmp_path / "job.yaml").write_text(
+        "display_name: x\nregion: us-central1\nchief: {machine_type: n1-standard-4, image: i}\n"
+        f"workers: {{replicas: {2**63 - 1}, machine_type: a2-highgpu-8g, image: i,"
+        " accelerator: {type: NVIDIA_TESLA_A100, count: 8}}\n"
+        "study: {metric: {id: a, goal: maximize}, parameters: {x: {type: double, min: -1.0e+308, max: 1.0e+308}},"
+        f" max_trials: {2**31 - 1}, parallel_trials: {2**31 - 1}}}\n")
+    code, out, _ = run(capsys, "plan", str(tmp_path / "job.yaml"), "--output", "json")
+    doc = _strict_json(out)
+    assert code == 0, doc["diagnostics"]
+    assert doc["custom_job"]["jobSpec"]["workerPoolSpecs"][1]["replicaCount"] == 2**63 - 1
+
+
+def test_json_output_is_json_a_strict_parser_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    """A figure that is not finite is written null: a bare NaN or Infinity is not JSON."""
+    from vxtrain.commands import _common
+
+    _common.emit_json({"x": float("inf"), "y": [float("nan"), 1.5, (-float("inf"),)], "z": "inf"})
+    assert _strict_json(capsys.readouterr().out) == {"x": None, "y": [None, 1.5, [None]], "z": "inf"}

@@ -1,7 +1,10 @@
 """Reading spec files: missing, unreadable, not UTF-8 (vxtrain/loading/read.py)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +78,39 @@ def test_a_bad_byte_is_named_where_it_is_with_or_without_a_bom(tmp_path: Path, b
     [d] = diags
     assert (d.code, d.line, d.column) == ("encoding", line, column)
     assert f"byte 0x{body[offset]:02x} at offset {offset + len(bom)}" in d.message
+
+
+def _load_within(path: Path, seconds: float) -> tuple[Any, list[Any]] | None:
+    """``load(path)`` in a thread: its answer, or None when it did not return within ``seconds``."""
+    answer: list[tuple[Any, list[Any]]] = []
+    thread = threading.Thread(target=lambda: answer.append(load(path, environ=NO_ENV)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return answer[0] if answer else None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
+    """A plain open of a FIFO waits for a writer: validate and plan hung forever on one."""
+    fifo = tmp_path / "job.yaml"
+    os.mkfifo(fifo)
+    try:
+        answer = _load_within(fifo, 10)
+    finally:  # a reader stuck in open() is let go by a writer's open (ENXIO: no reader waits)
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert answer is not None, "the load waited on the FIFO"
+    doc, diags = answer
+    assert doc is None and [d.code for d in diags] == ["file-unreadable"]
+    assert diags[0].message == f"{fifo} is a FIFO (named pipe), not a spec file: give a regular file " \
+                               "(save the output to a file first)"
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets")
+def test_a_socket_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        doc, diags = load(path, environ=NO_ENV)
+    assert doc is None and [d.code for d in diags] == ["file-unreadable"]
+    assert "is a socket, not a spec file" in diags[0].message

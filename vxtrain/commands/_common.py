@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import math
 import os
 import re
 import sys
@@ -141,8 +142,25 @@ def parse_duration_option(text: str | None, flag: str) -> float | None:
 
 
 def emit_json(document: Any) -> None:
-    """Write one JSON document to stdout."""
-    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
+    """Write one JSON document to stdout: JSON a strict parser reads.
+
+    Bare ``NaN``/``Infinity`` are not JSON (RFC 8259, section 6): ``jq`` and every strict
+    parser refuse the whole document. A figure that is not finite (the bandwidth of a spec
+    whose ``replicas: 1.0e+308`` its diagnostics refuse) is written ``null``; ``allow_nan=False``
+    then guarantees that nothing else slips through.
+    """
+    sys.stdout.write(json.dumps(_finite(document), indent=2, sort_keys=False, allow_nan=False) + "\n")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite (inf, -inf, NaN) made ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:

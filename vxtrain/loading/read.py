@@ -1,8 +1,11 @@
 """Reading a spec file: bounded by ``MAX_FILE_BYTES``, decoded as UTF-8.
 
-The file is ``fstat``-ed before it is read and the read itself is bounded, so
-a 50 MB file (or ``/dev/zero``) costs nothing; each problem (missing, a
-folder, unreadable, too large, not UTF-8) is one located diagnostic.
+The file is opened without blocking and ``fstat``-ed before it is read, and the
+read itself is bounded, so a 50 MB file costs nothing and anything that is not
+a regular file (a FIFO, whose plain ``open`` waits for a writer forever; a
+device such as ``/dev/zero``; a socket) is refused at once; each problem
+(missing, a folder, not a regular file, unreadable, too large, not UTF-8) is
+one located diagnostic.
 """
 from __future__ import annotations
 
@@ -13,7 +16,14 @@ from pathlib import Path
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.loading.limits import MAX_FILE_BYTES
 
-_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+# O_NONBLOCK: opening a FIFO for reading otherwise blocks until a writer opens it (forever,
+# for a spec named by mistake); with it, the open returns at once and fstat says what it is.
+# On a regular file the flag changes nothing (POSIX: reads of regular files never block).
+_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+
+#: What a stat's file type is called in a diagnostic.
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 def read(path: str | Path) -> tuple[str | None, list[Diagnostic]]:
@@ -41,8 +51,8 @@ def _read_open(fd: int, file: str) -> tuple[str | None, list[Diagnostic]]:
         problem = _stat_problem(st, file)
         if problem is not None:
             return None, [problem]
-        # bounded: the file may have grown since fstat, and st_size is 0 for pipes
-        first = st.st_size + 1 if stat.S_ISREG(st.st_mode) else MAX_FILE_BYTES + 1
+        # bounded: the file may have grown since fstat
+        first = st.st_size + 1
         raw = _read_up_to(fd, first)
         if len(raw) == first and first <= MAX_FILE_BYTES:
             raw += _read_up_to(fd, MAX_FILE_BYTES + 1 - first)
@@ -56,9 +66,13 @@ def _read_open(fd: int, file: str) -> tuple[str | None, list[Diagnostic]]:
 
 
 def _stat_problem(st: os.stat_result, file: str) -> Diagnostic | None:
-    """What a stat already says is wrong with a spec file: a folder, or too large."""
+    """What a stat already says is wrong with a spec file: a folder, not a regular file, or too large."""
     if stat.S_ISDIR(st.st_mode):
         return error("file-unreadable", f"{file} is a directory, not a spec file", file=file)
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "neither a regular file nor a folder")
+        return error("file-unreadable", f"{file} is {kind}, not a spec file: give a regular file "
+                     "(save the output to a file first)", file=file)
     if st.st_size > MAX_FILE_BYTES:
         return too_large(st.st_size, file)
     return None

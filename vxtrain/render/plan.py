@@ -30,12 +30,13 @@ def plan_text(result: Result) -> None:
     # The job's own strings are data, not rich markup: `args: ["--filter=[abc]"]` must print as
     # written (markup would drop "[abc]"), and a "[/x]" in them must not raise MarkupError.
     out.rule(f"CustomJob {escape(result.custom_job.get('displayName', '')) if result.custom_job else ''}")
-    out.print_json(json.dumps(result.custom_job)) if out.is_terminal else out.print(
-        json.dumps(result.custom_job, indent=2), markup=False, highlight=False)
+    # allow_nan=False: what is printed is JSON a strict parser reads (no bare NaN/Infinity)
+    out.print_json(json.dumps(result.custom_job, allow_nan=False)) if out.is_terminal else out.print(
+        json.dumps(result.custom_job, indent=2, allow_nan=False), markup=False, highlight=False)
     if result.hyperparameter_tuning_job is not None:
         out.rule("HyperparameterTuningJob (studySpec)")
         study = {k: v for k, v in result.hyperparameter_tuning_job.items() if k != TUNING.spec_key}
-        out.print(json.dumps(study, indent=2), markup=False, highlight=False)
+        out.print(json.dumps(study, indent=2, allow_nan=False), markup=False, highlight=False)
         for line in study_lines(result):
             out.print(line, markup=False, highlight=False)
     if result.packages:

@@ -120,6 +120,8 @@ def _convert(err: Any, native: NativeSpec) -> list[Diagnostic]:
         return [error("wrong-type", msg, **native.where(path))]
     limit = _LIMITS.get(kind)
     msg = limit(err.instance, err.validator_value) if limit else f"{_describe(err.instance)}: {err.message}"
+    if kind == "maximum" and "x-bound" in err.schema:  # our annotation: where the bound comes from
+        msg += f" ({err.schema['x-bound']})"
     return [error(f"schema-{kind}".lower(), msg, **native.where(path))]
 
 
