@@ -4,8 +4,10 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -392,3 +394,85 @@ def test_json_output_is_json_a_strict_parser_reads(capsys: pytest.CaptureFixture
 
     _common.emit_json({"x": float("inf"), "y": [float("nan"), 1.5, (-float("inf"),)], "z": "inf"})
     assert _strict_json(capsys.readouterr().out) == {"x": None, "y": [None, 1.5, [None]], "z": "inf"}
+
+
+NOBODY = 65534
+
+
+def _as_another_user(folder: Path) -> list[str]:
+    """The command prefix that runs as another user (nobody, through setpriv) when this is
+    root, who lists mode-000 folders all the same; empty for any other user. Skips, saying
+    why, where no other user can run this interpreter."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    try:
+        probe = subprocess.run([*prefix, sys.executable, "-c", "import vxtrain"], capture_output=True,
+                               timeout=60, cwd=folder)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot run as another user: {exc}")
+    if probe.returncode != 0:
+        pytest.skip(f"user {NOBODY} cannot run {sys.executable}: {probe.stderr.decode()[-200:]}")
+    return prefix
+
+
+@pytest.fixture
+def shared_tree() -> Any:
+    """A folder every user can read (pytest's tmp_path is root's alone), removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="vxtrain-walk-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in folder.rglob("*"):
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+@pytest.mark.slow
+def test_a_folder_that_cannot_be_listed_is_an_error_and_the_rest_is_checked(shared_tree: Path) -> None:
+    """10 specs and one mode-000 folder gave "3 files checked" and exit 0: the walk gave up
+    on the rest of a folder after an entry it could not look into."""
+    good = (RS.read_text())
+    for name in [f"s{i}.yaml" for i in range(8)] + ["sub/t.yaml", "sub/zz/u.yaml"]:
+        (shared_tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (shared_tree / name).write_text(good)
+    for locked in (shared_tree / "d5", shared_tree / "sub" / "a-locked"):
+        locked.mkdir()
+        (locked / "hidden.yaml").write_text(good)
+    cache = shared_tree / "cache"  # the other user's own cache folder
+    cache.mkdir()
+    os.chown(cache, NOBODY, NOBODY) if os.geteuid() == 0 else None
+    prefix = _as_another_user(shared_tree)
+    for locked in (shared_tree / "d5", shared_tree / "sub" / "a-locked"):
+        locked.chmod(0)
+    env = {**os.environ, "HOME": str(cache), "XDG_CACHE_HOME": str(cache), "NO_COLOR": "1"}
+    command = [*prefix, sys.executable, "-m", "vxtrain", "validate", str(shared_tree)]
+    done = subprocess.run([*command, "-o", "json"], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=shared_tree)
+    assert done.returncode == 1, done.stderr
+    files = {f["path"]: f for f in json.loads(done.stdout)["files"]}
+    specs = sorted(p for p in files if p.endswith(".yaml"))
+    assert len(specs) == 10 and all(files[p]["valid"] for p in specs)
+    for locked in (shared_tree / "d5", shared_tree / "sub" / "a-locked"):
+        [d] = files[str(locked)]["diagnostics"]
+        assert (d["code"], d["severity"]) == ("folder-unreadable", "error")
+        assert "Permission denied" in d["message"] and "not checked" in d["message"]
+    text = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, cwd=shared_tree)
+    assert text.returncode == 1
+    assert f"{shared_tree / 'd5'}: error: cannot list the folder" in text.stdout
+    assert "(1 error" not in text.stdout and "2 invalid (2 errors" in text.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_spec_in_a_folder_that_is_not_a_regular_file_is_refused(capsys: pytest.CaptureFixture[str],
+                                                                  tmp_path: Path) -> None:
+    """Found in a folder as named on the command line: refused at once, with why (it was left out in silence)."""
+    (tmp_path / "good.yaml").write_text(RS.read_text())
+    os.mkfifo(tmp_path / "pipe.yaml")
+    (tmp_path / "gone.yaml").symlink_to(tmp_path / "deleted.yaml")
+    code, doc = run_json(capsys, "validate", str(tmp_path))
+    assert code == 1
+    codes = {Path(f["path"]).name: [d["code"] for d in f["diagnostics"]] for f in doc["files"]}
+    assert codes == {"good.yaml": [], "pipe.yaml": ["file-unreadable"], "gone.yaml": ["file-not-found"]}

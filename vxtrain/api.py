@@ -45,9 +45,10 @@ __all__ = ["Options", "Result", "check_file", "compile_job", "load", "load_job",
 def validate(paths: Sequence[str | Path], options: Options | None = None) -> list[Result]:
     """Check (and compile) every spec under ``paths`` (files, and *.yaml / *.yml under
     folders: vxtrain.bulk.spec_files); one Result per file with its diagnostics, in input
-    order, never raising for bad input. The Results keep only ``file`` and
-    ``diagnostics``: use ``check_file`` or ``plan`` for the compiled job of a file."""
-    return bulk.check_all(bulk.spec_files(paths), options or Options())
+    order, never raising for bad input; a folder under them that cannot be listed is a
+    Result of its own, with its ``folder-unreadable`` error. The Results keep only ``file``
+    and ``diagnostics``: use ``check_file`` or ``plan`` for the compiled job of a file."""
+    return bulk.check_all(bulk.found(paths), options or Options())
 
 
 def plan(path: str | Path, options: Options | None = None) -> Result:

@@ -14,6 +14,7 @@ import pickle
 import signal
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,34 @@ _SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 _VENV_MARKER = "pyvenv.cfg"
 
 
+@dataclass(frozen=True)
+class Unlisted:
+    """A folder under a named one that could not be listed: the specs in it were not found,
+    so not checked. ``check_all`` makes it an error of its own (``folder-unreadable``)."""
+
+    path: Path
+    #: Why the listing failed (the OSError's words: "Permission denied").
+    reason: str
+
+    def result(self, strict: bool) -> Result:
+        """The error that says so, as a Result of its own (exit 1, in text and JSON)."""
+        where = str(self.path)
+        return Result(file=where, strict=strict, diagnostics=[error(
+            "folder-unreadable", f"cannot list the folder {where} ({self.reason}): the specs in it were not "
+            "checked; make it readable (r and x) by the user running vxtrain, or name the paths to check one by one", file=where)])
+
+
 def spec_files(paths: Sequence[str | Path]) -> list[Path]:
     """Files named, and *.yaml / *.yml under folders named (recursively, sorted),
-    leaving out hidden files and folders, virtual envs and node_modules."""
-    out: list[Path] = []
+    leaving out hidden files and folders, virtual envs and node_modules (``found``
+    without the folders that could not be listed)."""
+    return [item for item in found(paths) if isinstance(item, Path)]
+
+
+def found(paths: Sequence[str | Path]) -> list[Path | Unlisted]:
+    """``spec_files``, with each folder under ``paths`` that could not be listed in its place
+    (sorted among the files): a folder the walk cannot enter is said, never skipped in silence."""
+    out: list[Path | Unlisted] = []
     for raw in paths:
         p = Path(raw)
         out += _sorted(p, _walk_specs(p)) if _is_dir(p) else [p]
@@ -49,42 +74,74 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def _sorted(root: Path, rels: list[str]) -> list[Path]:
-    """``root / rel`` for each of ``rels``, in the order of the Paths."""
+def _sorted(root: Path, rels: list[tuple[str, str | None]]) -> list[Path | Unlisted]:
+    """``root / rel`` for each spec of ``rels`` (an Unlisted for each folder with a reason),
+    in the order of the Paths."""
     if os.sep == "/":  # POSIX Paths compare part by part, case and all: the same order, ~10x faster
-        return [root / rel for rel in sorted(rels, key=lambda rel: rel.split("/"))]
-    return sorted(root / rel for rel in rels)
+        ordered = sorted(rels, key=lambda item: item[0].split("/"))
+    else:
+        ordered = sorted(rels, key=lambda item: Path(root / item[0]))
+    return [root / rel if reason is None else Unlisted(root / rel if rel else root, reason)
+            for rel, reason in ordered]
 
 
-def _walk_specs(root: Path) -> list[str]:
+def _walk_specs(root: Path) -> list[tuple[str, str | None]]:
     """Spec files under ``root`` as paths relative to it (bulk validation walks
-    thousands: plain strings and scandir's entries, no stat per file)."""
-    found: list[str] = []
+    thousands: plain strings and scandir's entries, no stat per file), each with None;
+    a folder that could not be listed, with why ("" for ``root`` itself).
+
+    A *.yaml entry that is not a folder is a spec, whatever else it is: a FIFO, a
+    socket or a dangling link is then refused by the read, with the reason, not
+    left out without a word.
+    """
+    found: list[tuple[str, str | None]] = []
     todo = [""]
     while todo:
         rel = todo.pop()
         try:
             with os.scandir(root / rel if rel else root) as entries:  # symlinked folders not followed
                 for entry in entries:
-                    name = entry.name
-                    if entry.is_dir():
-                        if not entry.is_symlink() and not _skipped_dir(Path(entry.path)):
-                            todo.append(f"{rel}/{name}" if rel else name)
-                    elif not name.startswith(".") and name.endswith((".yaml", ".yml")) and entry.is_file():
-                        found.append(f"{rel}/{name}" if rel else name)
-        except OSError:
-            continue  # like os.walk: a folder that cannot be listed is left out
+                    _sort_entry(entry, rel, found, todo)
+        except OSError as exc:  # os.walk would skip it in silence: a smaller check than asked for
+            found.append((rel, exc.strerror or str(exc)))
     return found
 
 
+def _sort_entry(entry: os.DirEntry[str], rel: str, found: list[tuple[str, str | None]], todo: list[str]) -> None:
+    """Put one entry of folder ``rel`` where it belongs: a folder to walk in ``todo``, a spec in ``found``."""
+    name = entry.name
+    here = f"{rel}/{name}" if rel else name
+    if _entry_is_dir(entry):
+        if not entry.is_symlink() and not _skipped_dir(Path(entry.path)):
+            todo.append(here)
+    elif not name.startswith(".") and name.endswith((".yaml", ".yml")):
+        found.append((here, None))
+
+
+def _entry_is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a folder (or a link to one); an entry that cannot be stat-ed is not."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def _skipped_dir(path: Path) -> bool:
-    return path.name.startswith(".") or path.name in _SKIPPED_DIRS or (path / _VENV_MARKER).is_file()
+    """Hidden folders, node_modules and virtual envs. A folder that cannot be searched is
+    none of these (its pyvenv.cfg cannot be seen): it is walked, and its listing's error said."""
+    if path.name.startswith(".") or path.name in _SKIPPED_DIRS:
+        return True
+    try:
+        return (path / _VENV_MARKER).is_file()
+    except OSError:  # EACCES on a mode-000 folder: is_file raises, where it returns False for ENOENT
+        return False
 
 
 
-def check_all(files: Sequence[Path], options: Options) -> list[Result]:
-    """Check (and compile) every file of ``files``; one Result per file with its
-    diagnostics, in input order, never raising for bad input.
+def check_all(items: Sequence[Path | Unlisted], options: Options) -> list[Result]:
+    """Check (and compile) every file of ``items``; one Result per file with its
+    diagnostics (per folder that could not be listed, its error), in input order, never
+    raising for bad input.
 
     The Results keep only ``file`` and ``diagnostics`` (``Result.slim``): holding every
     document, model and compiled job of a large tree alive makes Python's garbage
@@ -93,10 +150,11 @@ def check_all(files: Sequence[Path], options: Options) -> list[Result]:
     A large batch is spread over worker processes on a multi-core machine
     (``_parallel``); the results are the same, in the same order.
     """
+    files = [item for item in items if isinstance(item, Path)]
     workers = _workers(len(files))
-    if workers > 1:
-        return _parallel(files, options, workers)
-    return [_check_slim(p, options) for p in files]
+    checked = iter(_parallel(files, options, workers) if workers > 1 else
+                   [_check_slim(p, options) for p in files])
+    return [next(checked) if isinstance(item, Path) else item.result(options.strict) for item in items]
 
 
 #: Below this many files per worker, forking costs more than it saves.
