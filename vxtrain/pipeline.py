@@ -14,7 +14,7 @@ and ``plan`` stay fast (scripts/bench.py).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,12 +25,12 @@ from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import SpecError
 from vxtrain.formats import package_flags
 from vxtrain.loading import load as load_document
-from vxtrain.loading.document import Document, NativeSpec, Position, format_path
-from vxtrain.loading.limits import MAX_ERRORS
-from vxtrain.loading.fallback import rungs
+from vxtrain.loading.document import Document, KeyPath, NativeSpec, Position, format_path
+from vxtrain.loading.fallback import FALLBACK_KEY, Rung, entries, equal, rungs
+from vxtrain.loading.limits import MAX_ERRORS, MAX_RUNGS
 from vxtrain.options import Options
 from vxtrain.planning import bandwidth
-from vxtrain.validation import rules, schema
+from vxtrain.validation import container_rules, label_rules, rules, schema
 
 if TYPE_CHECKING:
     from vxtrain.images.recipe import ImageBuild
@@ -60,7 +60,8 @@ class Result:
     #: python_package.source folders and their URIs.
     packages: list[Package] = field(default_factory=list)
     #: The rungs of ``fallback:`` (1, 2, ...), each a Result of its own whole spec;
-    #: their diagnostics are also in this one's (see ``_check_rungs``).
+    #: their diagnostics are also in this one's (see ``_check_rungs``). A rung that is the
+    #: same job as one before it shares that one's model, plans and compiled job.
     fallback: list[Result] = field(default_factory=list)
     #: build: images and their URIs.
     images: list[ImageBuild] = field(default_factory=list)
@@ -134,9 +135,10 @@ def check_document(document: Document, options: Options | None = None, result: R
 
 
 def _check_native(native: NativeSpec, options: Options, result: Result, described: dict[Path, Source], *,
-                  compile_job: bool) -> None:
+                  compile_job: bool, written: frozenset[KeyPath] | None = None) -> None:
     """Validate, plan and (when valid) compile one whole spec into ``result`` (``described``:
-    the source folders hashed so far in this check)."""
+    the source folders hashed so far in this check). ``written``: for a rung, the key paths
+    its entry wrote (the costly rules that none of them concerns are not run again)."""
     result.diagnostics += schema.check(native)
     # The rules and the plans read the job as sent: extra's fields on their native keys,
     # located at the extra lines that set them (the schema checked the spec as written;
@@ -150,7 +152,7 @@ def _check_native(native: NativeSpec, options: Options, result: Result, describe
     result.sent = sent
     job = model.build(sent.data)
     result.job = job
-    checked = rules.check(job, sent)
+    checked = rules.check(job, sent) if written is None else _rules_for(job, sent, written)
     result.diagnostics += checked if sent is native else _once(checked + _sent_schema(sent))
     planned = bandwidth.plan(job, sent, gradient_bytes=options.gradient_size)
     result.plan = planned
@@ -158,6 +160,40 @@ def _check_native(native: NativeSpec, options: Options, result: Result, describe
     if compile_job and not dx.has_errors(result.diagnostics):
         _compile(result, described)
         _price(result, options)
+
+
+def _sets_env(path: KeyPath) -> bool:
+    """Whether writing ``path`` can change an env variable of some pool: the variables of a
+    pool or of ``defaults``, a whole pool or ``defaults`` (set, replaced or deleted), or ``extra:``."""
+    return path[0] == "extra" or (path[0] in _POOL_KEYS and (len(path) == 1 or path[1] == "env"))
+
+
+def _sets_labels(path: KeyPath) -> bool:
+    """Whether writing ``path`` can change the job's labels (``labels:`` or ``extra:``)."""
+    return path[0] in ("labels", "extra")
+
+
+#: The costly rules (each runs once per item of a list the user sizes: every env variable of
+#: every pool, every label), with what a rung's entry must write for them to find anything new.
+#: On a rung that writes none of it, their findings are rung 0's, which ``_check_rungs`` drops
+#: as said already, so they are not run again (300 rungs over 2,000 variables spent 5 of 6.6 s
+#: there). The other rules cost a few lookups per pool and run on every rung: a rule missing
+#: here is only slower, never silent.
+_POOL_KEYS = frozenset({"chief", "workers", "parameter_servers", "reduction_server", "evaluators", "defaults"})
+_READS: dict[rules.Rule, Callable[[KeyPath], bool]] = {
+    container_rules.env_rules: _sets_env,
+    label_rules.check: _sets_labels,
+}
+
+
+def _rules_for(job: model.Job, sent: NativeSpec, written: frozenset[KeyPath]) -> list[Diagnostic]:
+    """``rules.check`` on a rung, without the costly rules that nothing ``written`` concerns."""
+    out: list[Diagnostic] = []
+    for rule in rules.RULES:
+        concerns = _READS.get(rule)
+        if concerns is None or any(map(concerns, written)):
+            out += rule(job, sent)
+    return list(dict.fromkeys(out))  # as rules.check: a mistake in defaults, once
 
 
 def _sent_schema(sent: NativeSpec) -> list[Diagnostic]:
@@ -180,25 +216,70 @@ def _once(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
 def _check_rungs(native: NativeSpec, options: Options, result: Result, described: dict[Path, Source], *,
                  compile_job: bool) -> None:
-    """Each rung of ``fallback:`` checked as a whole job (vxtrain.loading.fallback).
+    """Each rung of ``fallback:`` checked as a whole job (vxtrain.loading.fallback), at most
+    ``MAX_RUNGS`` of them (more is ``fallback-too-long``, at ``fallback``'s line).
 
     A rung's diagnostics join the spec's, except those rung 0 already has at the same
     place (a rung that inherits a mistake does not repeat it: fix it once, in the spec).
     One located outside the rung's own entry (a key it inherits, made wrong by what the
-    rung changed) says which rung in its message.
+    rung changed) says which rung in its message. A rung whose entry is that of a rung
+    before it is the same job: it is not checked again, but takes that rung's findings,
+    moved to its own entry's lines (``_repeat``).
     """
+    listed = entries(native)
+    if len(listed) > MAX_RUNGS:
+        result.diagnostics.append(dx.error(
+            "fallback-too-long", f"fallback has {len(listed):,} entries; at most {MAX_RUNGS} are accepted (each is "
+            "a job checked now and a create tried at submit): keep the regions and machines worth trying",
+            **native.where((FALLBACK_KEY,))))
     seen = {_place(d) for d in result.diagnostics}
-    for rung in rungs(native):
-        own = Result(file=result.file, document=result.document, native=rung.spec, strict=result.strict)
-        _check_native(rung.spec, options, own, described, compile_job=compile_job)
+    checked: list[tuple[Rung, Result]] = []  # each rung checked in full, with its findings before the filter
+    for rung in rungs(native, MAX_RUNGS):
+        own = _repeat(rung, listed, checked)
+        if own is None:
+            own = Result(file=result.file, document=result.document, native=rung.spec, strict=result.strict)
+            _check_native(rung.spec, options, own, described, compile_job=compile_job, written=rung.written)
+            checked.append((rung, own))
         entry = rung.spec.where(rung.entry)["path"]
-        own.diagnostics = [d if _inside(d.path, entry) else _in_rung(d, entry, rung.number)
-                           for d in own.diagnostics if _place(d) not in seen]
+        own = replace(own, diagnostics=[d if _inside(d.path, entry) else _in_rung(d, entry, rung.number)
+                                        for d in own.diagnostics if _place(d) not in seen])
         result.diagnostics += own.diagnostics
         result.fallback.append(own)
-    if any(dx.has_errors(rung.diagnostics) for rung in result.fallback):
-        # A bad rung makes the whole spec invalid: no job to send, not even rung 0's.
+    if dx.has_errors(result.diagnostics):
+        # A bad rung (or too many) makes the whole spec invalid: no job to send, not even rung 0's.
         result.custom_job = result.hyperparameter_tuning_job = None
+
+
+def _repeat(rung: Rung, listed: list[Any], checked: list[tuple[Rung, Result]]) -> Result | None:
+    """The Result of a rung checked before whose entry equals ``rung``'s (the same job: its
+    model, plans and compiled job), with its findings moved from that entry's lines to
+    ``rung``'s; None when no such rung, or when a finding inside it cannot be moved."""
+    over = listed[rung.number - 1]
+    for earlier, done in checked:
+        if equal(listed[earlier.number - 1], over):
+            moved = _moved(done.diagnostics, earlier, rung)
+            return None if moved is None else replace(done, native=rung.spec, diagnostics=moved)
+    return None
+
+
+def _moved(diagnostics: list[Diagnostic], earlier: Rung, rung: Rung) -> list[Diagnostic] | None:
+    """``diagnostics`` of ``earlier`` as ``rung`` (the same entry, written elsewhere) has them:
+    those located at a key the entry wrote are located at ``rung``'s; None when one inside the
+    entry is at a place no written key has."""
+    to: dict[tuple[str, int | None, int | None], dict[str, Any]] = {}
+    for path in earlier.written:
+        was = earlier.spec.where(path)
+        to[was["path"], was["line"], was["column"]] = rung.spec.where(path)
+    entry = earlier.spec.where(earlier.entry)["path"]
+    out = []
+    for d in diagnostics:
+        if _inside(d.path, entry):
+            now = to.get((d.path, d.line, d.column))
+            if now is None:
+                return None
+            d = replace(d, path=now["path"], line=now["line"], column=now["column"])
+        out.append(d)
+    return out
 
 
 def _inside(path: str, entry: str) -> bool:

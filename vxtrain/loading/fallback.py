@@ -24,10 +24,12 @@ FALLBACK_KEY = "fallback"
 
 @dataclass
 class Rung:
-    """One rung of the ladder: its number (1 = ``fallback[0]``) and its whole spec."""
+    """One rung of the ladder: its number (1 = ``fallback[0]``), its whole spec, and the
+    key paths whose value its entry wrote (set, replaced or deleted) in that spec."""
 
     number: int
     spec: NativeSpec
+    written: frozenset[KeyPath] = frozenset()
 
     @property
     def entry(self) -> KeyPath:
@@ -41,15 +43,29 @@ def entries(native: NativeSpec) -> list[Any]:
     return raw if isinstance(raw, list) else []
 
 
-def rungs(native: NativeSpec) -> list[Rung]:
-    """Rungs 1..N of ``native`` (rung 0 is ``native`` itself). An entry that is not a
-    mapping makes no rung: the schema check of rung 0 reports it."""
-    return [Rung(index + 1, _rung_spec(native, index, over))
-            for index, over in enumerate(entries(native)) if isinstance(over, dict)]
+def rungs(native: NativeSpec, limit: int | None = None) -> list[Rung]:
+    """Rungs 1..N of ``native`` (rung 0 is ``native`` itself), or only those of the first
+    ``limit`` entries. An entry that is not a mapping makes no rung: the schema check of
+    rung 0 reports it."""
+    return [Rung(index + 1, *_rung_spec(native, index, over))
+            for index, over in enumerate(entries(native)[:limit]) if isinstance(over, dict)]
 
 
-def _rung_spec(native: NativeSpec, index: int, over: dict[str, Any]) -> NativeSpec:
-    """The spec with entry ``index`` merged over it (and no ``fallback:`` of its own)."""
+def equal(a: Any, b: Any) -> bool:
+    """``a == b`` for YAML data, types and all (``1``, ``1.0`` and ``true`` compare equal in
+    Python, but a job compiled from each differs)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(equal(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _rung_spec(native: NativeSpec, index: int, over: dict[str, Any]) -> tuple[NativeSpec, frozenset[KeyPath]]:
+    """The spec with entry ``index`` merged over it (and no ``fallback:`` of its own), and the
+    key paths the entry wrote."""
     base = {k: copy_data(v) for k, v in native.data.items() if k != FALLBACK_KEY}
     entry: KeyPath = (FALLBACK_KEY, index)
     # merge() moves positions along; here the origin map does that job, so the
@@ -58,9 +74,10 @@ def _rung_spec(native: NativeSpec, index: int, over: dict[str, Any]) -> NativeSp
     over = copy_data(over)
     merge(base, over, (), scratch, {})
     origin = dict(native.origin)
-    for path in _written(over, base, ()):
+    written = frozenset(_written(over, base, ()))
+    for path in written:
         origin[path] = native.source_path(entry) + path
-    return NativeSpec(data=base, format=native.format, source=native.source, origin=origin)
+    return NativeSpec(data=base, format=native.format, source=native.source, origin=origin), written
 
 
 def _written(over: dict[str, Any], merged: dict[str, Any], path: KeyPath) -> Iterator[KeyPath]:
@@ -77,4 +94,3 @@ def _written(over: dict[str, Any], merged: dict[str, Any], path: KeyPath) -> Ite
 def _replaced(over: dict[str, Any], merged: dict[str, Any]) -> bool:
     """True when the mapping in the result is the overlay's own (the spec had none there)."""
     return over is merged
-

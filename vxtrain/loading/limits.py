@@ -15,6 +15,8 @@ Each limit has one home here; the diagnostic code it raises is named with it:
   ``alias-limit`` or ``variable-limit``.
 * ``MAX_ERRORS`` — problems reported for one file before reading stops:
   ``too-many-errors``.
+* ``MAX_RUNGS`` — entries of a ``fallback:`` ladder (each a whole job to check;
+  ``pipeline._check_rungs``): ``fallback-too-long``.
 """
 from __future__ import annotations
 
@@ -29,3 +31,9 @@ MAX_NODES = 100_000
 MAX_CHARS = MAX_FILE_BYTES
 #: Most problems reported for one file before the loader stops reading it.
 MAX_ERRORS = 100
+#: Most entries of ``fallback:``. Vertex AI has no such list (the ladder is vxtrain's); each entry
+#: is a whole job to check and, at submit, a create to try after the one before ran out of
+#: capacity. Fifty is more than the regions Vertex AI training is offered in (38 in
+#: catalog/regions.csv); 300 entries
+#: took 58 s and 1.2 GB to check (docs/decisions.md, "Fallback ladder").
+MAX_RUNGS = 50
