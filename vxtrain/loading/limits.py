@@ -34,6 +34,6 @@ MAX_ERRORS = 100
 #: Most entries of ``fallback:``. Vertex AI has no such list (the ladder is vxtrain's); each entry
 #: is a whole job to check and, at submit, a create to try after the one before ran out of
 #: capacity. Fifty is more than the regions Vertex AI training is offered in (38 in
-#: catalog/regions.csv); 300 entries
-#: took 58 s and 1.2 GB to check (docs/decisions.md, "Fallback ladder").
+#: catalog/regions.csv); 300 entries took 58 s and 1.2 GB to check (docs/decisions.md,
+#: "Fallback ladder").
 MAX_RUNGS = 50
