@@ -101,3 +101,34 @@ def test_a_file_gets_at_most_max_errors_whatever_stage_finds_them(tmp_path: Path
     assert len(errors) == 101 and errors[-1].code == "too-many-errors"
     assert errors[-1].message.startswith("stopped after 100 errors (501 more and 0 warnings not shown)")
     assert errors[-1].line is not None
+
+
+TYPO_CHIEF = "chief: {machine_type: n1-standard-8, image: i}\n"
+
+
+@pytest.mark.parametrize(("spec", "path"), [
+    (TYPO_CHIEF + "workers: {replicas: 2, machine_typ: n1-standard-8, image: i}\n", "workers.machine_typ"),
+    ("chief: {machine_type: n1-standard-8, imag: i}\n", "chief.imag"),
+    ("chief: {machine_type: a2-highgpu-1g, image: i, acelerator: {type: NVIDIA_TESLA_A100}}\n", "chief.acelerator"),
+    ("defaults: {imag: i}\nchief: {machine_type: n1-standard-4}\nworkers: {machine_type: n1-standard-4}\n",
+     "defaults.imag"),
+    ("chif: {machine_type: n1-standard-4, image: i}\n", "chif"),
+    ("chief: {machine_type: n1-standard-4, image: i, accelerator: {typ: NVIDIA_TESLA_T4}}\n",
+     "chief.accelerator.typ"),
+    ("chief: {machine_type: n1-standard-4, python_package: {executor_image: us-docker.pkg.dev/vertex-ai/training/"
+     "tf-cpu.2-14.py310:latest, modul: a.b, package_uris: ['gs://a/b.tar.gz']}}\n", "chief.python_package.modul"),
+])
+def test_a_misspelt_key_is_one_error_not_also_the_key_it_meant_missing(tmp_path: Path, spec: str, path: str) -> None:
+    """`machine_typ:` gave "unknown key" and "workers has no machine_type": the second is only the first again."""
+    (tmp_path / "job.yaml").write_text("display_name: typo\n" + spec)
+    result = pipeline.check_file(tmp_path / "job.yaml", vxtrain.Options(environ={}))
+    assert [(d.code, d.path) for d in result.diagnostics if d.severity == "error"] == [("unknown-key", path)]
+    assert "did you mean" in result.diagnostics[0].message
+
+
+def test_a_missing_key_is_still_said_beside_an_unknown_key_that_is_no_typo_of_it(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text("display_name: typo\n" + TYPO_CHIEF +
+                                       "workers: {replicas: 2, image: i, colour: red}\n")
+    result = pipeline.check_file(tmp_path / "job.yaml", vxtrain.Options(environ={}))
+    assert sorted((d.code, d.path) for d in result.diagnostics if d.severity == "error") == [
+        ("missing-machine-type", "workers"), ("unknown-key", "workers.colour")]

@@ -154,6 +154,7 @@ def _check_native(native: NativeSpec, options: Options, result: Result, describe
     result.job = job
     checked = rules.check(job, sent) if written is None else _rules_for(job, sent, written)
     result.diagnostics += checked if sent is native else _once(checked + _sent_schema(sent))
+    result.diagnostics = _without_consequences(result.diagnostics)
     planned = bandwidth.plan(job, sent, gradient_bytes=options.gradient_size)
     result.plan = planned
     result.diagnostics += planned.diagnostics
@@ -194,6 +195,42 @@ def _rules_for(job: model.Job, sent: NativeSpec, written: frozenset[KeyPath]) ->
         if concerns is None or any(map(concerns, written)):
             out += rule(job, sent)
     return list(dict.fromkeys(out))  # as rules.check: a mistake in defaults, once
+
+
+#: The errors a misspelt key leaves behind, by code: the key (or keys, any of which would do)
+#: whose absence it reports. `workers: {machine_typ: …}` is an unknown key *and* a pool with no
+#: machine type; the second is only the first seen again, and fixing the first fixes both.
+_MISSING_KEY_CODES: dict[str, tuple[str, ...]] = {
+    "missing-machine-type": ("machine_type",),
+    "missing-image": ("image", "python_package", "build"),
+    "missing-accelerator": ("accelerator",),
+    "missing-chief": ("chief",),
+}
+
+
+def _without_consequences(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """``diagnostics`` without the errors that only repeat a misspelt key: a key missing from the
+    mapping where an unknown key's did-you-mean names it (or from any pool, when the misspelt
+    key is in ``defaults``); the unknown key's error says it all."""
+    typos = {(d.path.rpartition(".")[0] if "." in d.path else "", guess)
+             for d in diagnostics if (guess := schema.meant(d)) is not None}
+    if not typos:
+        return diagnostics
+    return [d for d in diagnostics if not any(_consequence(d, parent, guess) for parent, guess in typos)]
+
+
+def _consequence(d: Diagnostic, parent: str, guess: str) -> bool:
+    """Whether ``d`` reports as missing the key ``guess`` that a key misspelt in ``parent`` meant."""
+    if d.severity != "error":
+        return False
+    if d.code == "missing-key":
+        return schema.missing(d) == guess and d.path == parent
+    if guess not in _MISSING_KEY_CODES.get(d.code, ()):
+        return False
+    # located at the pool, at one of its keys (missing-accelerator: at machine_type), or at the
+    # missing key itself (missing-chief); a pool inherits what defaults would have given it
+    return d.path in (parent, f"{parent}.{guess}" if parent else guess) or d.path.startswith(f"{parent}.") \
+        or parent.rpartition(".")[2] == "defaults"
 
 
 def _sent_schema(sent: NativeSpec) -> list[Diagnostic]:

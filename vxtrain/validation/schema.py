@@ -166,6 +166,22 @@ def _unknown_keys(err: Any, path: KeyPath, native: NativeSpec) -> list[Diagnosti
     return out
 
 
+def meant(diagnostic: Diagnostic) -> str | None:
+    """The key an ``unknown-key`` diagnostic guesses was meant (its did-you-mean), else None."""
+    if diagnostic.code != "unknown-key":
+        return None
+    _, said, guess = diagnostic.message.rpartition("; did you mean '")
+    return guess[:-2] if said and guess.endswith("'?") else None
+
+
+def missing(diagnostic: Diagnostic) -> str | None:
+    """The key a ``missing-key`` diagnostic says is missing, else None."""
+    if diagnostic.code != "missing-key":
+        return None
+    _, said, rest = diagnostic.message.partition("missing required key '")
+    return rest.partition("'")[0] if said else None
+
+
 def _bad_enum(err: Any, path: KeyPath, native: NativeSpec) -> Diagnostic:
     choices = [str(c) for c in err.validator_value]
     by_case = {c.casefold(): c for c in choices}  # `strategy: spot` is SPOT in the wrong case
