@@ -37,6 +37,7 @@ from tests.test_convert_gcloud import _environment, _gcloud, _run
 from vxtrain.backends.emulator import (
     Emulator, jobservice, logging_service, persistent_resources, quotas, rest, start_emulator,
 )
+from vxtrain.backends.emulator.auth import private
 from vxtrain.backends.emulator.faults import FaultPlan
 from vxtrain.backends.emulator.quotas import QuotaStore
 from vxtrain.backends.emulator.server import REST_SERVICES, EmulatorHandle
@@ -311,10 +312,10 @@ def _bearer(handle: EmulatorHandle) -> dict[str, str]:
     return {"Authorization": f"Bearer {handle.token.value}"}
 
 
-def test_the_rest_server_asks_its_authorize_of_every_call() -> None:
-    """The seam the emulator's token plugs into: ``authorize(header)`` judges every call."""
-    server = rest.serve([quotas.service(QuotaStore(), FaultPlan())], ["127.0.0.1"], 0,
-                        authorize=lambda header: header == "Bearer t0ken")
+def test_the_rest_server_asks_its_gate_of_every_call() -> None:
+    """The seam the emulator's token plugs into: its gate judges every call and words the
+    refusal, as the gRPC port words it (a private token's says so, and names no variable)."""
+    server = rest.serve([quotas.service(QuotaStore(), FaultPlan())], ["127.0.0.1"], 0, gate=private("t0ken"))
     try:
         url = f"http://127.0.0.1:{server.port}/"
         path = "/v1/projects/p/locations/global/services/s/quotaInfos"
@@ -322,6 +323,9 @@ def test_the_rest_server_asks_its_authorize_of_every_call() -> None:
             status, answer, sent = _http(url, "GET", path, headers=headers)
             assert (status, answer["error"]["code"], answer["error"]["status"]) == (401, 401, "UNAUTHENTICATED")
             assert sent["WWW-Authenticate"] == "Bearer"
+            assert answer["error"]["message"] == private("t0ken").refusal(headers.get("Authorization"))
+            assert "is private to the process that started it" in answer["error"]["message"]
+            assert TOKEN_ENV not in answer["error"]["message"]
         assert _http(url, "GET", path, headers={"Authorization": "Bearer t0ken"})[:2] == (200, {})
     finally:
         server.stop()
@@ -343,8 +347,7 @@ def test_a_caller_without_the_token_gets_401_before_its_body_is_read() -> None:
     """A body announced as 1 GB and never sent: 401 at once, and the connection closed (its
     body unread), not a thread waiting for bytes that would be buffered. A small body (a
     client with a wrong token) is read and dropped: its connection goes on."""
-    server = rest.serve([quotas.service(QuotaStore(), FaultPlan())], ["127.0.0.1"], 0,
-                        authorize=lambda header: header == "Bearer t0ken")
+    server = rest.serve([quotas.service(QuotaStore(), FaultPlan())], ["127.0.0.1"], 0, gate=private("t0ken"))
     url = f"http://127.0.0.1:{server.port}/"
     try:
         head, answer = _raw(url, "POST /v1/x HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000000\r\n\r\n")

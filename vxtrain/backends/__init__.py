@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TextIO
 
 from vxtrain.backends.base import JobBackend, LogReader
-from vxtrain.backends.tokens import holding
 from vxtrain.runtime.gpus import GpuOptions
 
 #: ``open_backend`` targets.
@@ -29,16 +28,19 @@ TARGETS = ("vertex", "local")
 @contextmanager
 def open_backend(target: str = "vertex", *, region: str | None = None, endpoint: str | None = None,
                  workdir: str | Path | None = None, job_output: TextIO | None = None,
-                 gpus: GpuOptions | None = None) -> Iterator[JobBackend]:
+                 gpus: GpuOptions | None = None, token: str | None = None) -> Iterator[JobBackend]:
     """A JobBackend for ``target``, closed when the block ends.
 
-    - ``"vertex"``: Vertex AI in ``region``, or the emulator at ``endpoint`` (``HOST:PORT``);
+    - ``"vertex"``: Vertex AI in ``region``, or the emulator at ``endpoint`` (``HOST:PORT``),
+      to which its calls carry ``token`` (default: the one vxtrain.backends.tokens finds);
     - ``"local"``: a new in-process emulator on loopback that runs jobs here (relative
       commands from ``workdir``, or from the spec's folder a create sends, see
       ``base.LocalRun``), stopped with every process of its jobs when the block
       ends. Its jobs print to ``job_output`` (default stderr) as well as to its
       Logging service; ``gpus`` says how their replicas share this host's GPUs.
-      Only this process can talk to it (a private token, vxtrain.backends.emulator.auth).
+      Only this process can talk to it: it serves with the private ``token`` (default: a
+      new random one), never written anywhere, which the backend carries (``backend.token``)
+      for the log readers its caller opens (``open_log_reader(endpoint, token=backend.token)``).
     """
     if target not in TARGETS:
         raise ValueError(f"unknown backend target {target!r}; expected one of {', '.join(TARGETS)}")
@@ -47,29 +49,29 @@ def open_backend(target: str = "vertex", *, region: str | None = None, endpoint:
     from vxtrain.backends.vertex import connect
 
     if target == "vertex":
-        with connect(region, endpoint) as backend:
+        with connect(region, endpoint, token=token) as backend:
             yield backend
         return
     from vxtrain.backends.emulator import start_emulator  # lazy: grpc and aiplatform's types, as above
     from vxtrain.backends.emulator.auth import private  # lazy: as above (it imports grpc)
 
-    # Reachable by this process alone: a private token, held in memory, never written;
-    # this process's clients (jobs and logs) find it by the port (tokens.holding).
-    token = private()
-    with start_emulator(workdir=workdir, out=job_output, gpus=gpus, token=token) as handle, \
-            holding(handle.port, token.value):
-        with connect(endpoint=handle.address) as backend:
+    # Reachable by this process alone: a private token, held in memory, never written, handed
+    # to the client built here (and through backend.token to the log readers of its caller).
+    served = private(token)
+    with start_emulator(workdir=workdir, out=job_output, gpus=gpus, token=served) as handle:
+        with connect(endpoint=handle.address, token=served.value) as backend:
             backend.in_process = True  # its jobs stop with this process (wait's Ctrl-C says so)
             yield backend
 
 
 @contextmanager
-def open_log_reader(endpoint: str | None = None) -> Iterator[LogReader]:
-    """A LogReader for Cloud Logging, or for the emulator at ``endpoint``, closed when the block ends."""
+def open_log_reader(endpoint: str | None = None, *, token: str | None = None) -> Iterator[LogReader]:
+    """A LogReader for Cloud Logging, or for the emulator at ``endpoint`` (its calls carry
+    ``token``, default: the one vxtrain.backends.tokens finds), closed when the block ends."""
     # lazy: google-cloud-logging (+48 ms) and aiplatform (through vertex); the logs path only
     from vxtrain.backends.cloud_logging import connect_logs
 
-    reader = connect_logs(endpoint)
+    reader = connect_logs(endpoint, token=token)
     try:
         yield reader
     finally:

@@ -82,6 +82,10 @@ class JobBackend(Protocol):
     emulated: bool
     #: The emulator's ``HOST:PORT`` (it also serves the Logging API there); None for Vertex AI.
     endpoint: str | None
+    #: The emulator's token its calls carry when the code that started the emulator handed it
+    #: over (``--target local``'s private one): a log reader of the same emulator needs it
+    #: too. None: found for the port (vxtrain.backends.tokens), or Vertex AI.
+    token: str | None
     #: True for an emulator running in this process (``--target local``): its jobs end
     #: with this process, so stopping to follow one stops it.
     in_process: bool

@@ -5,9 +5,9 @@ targets, like the job backend:
 
 * Cloud Logging: ``logging.googleapis.com`` (a global endpoint, whatever the
   job's region) with Application Default Credentials;
-* an emulator at ``HOST:PORT``: the same client over an insecure gRPC channel
-  with anonymous credentials (``vxtrain emulator`` serves LoggingServiceV2 on
-  its JobService port).
+* an emulator at ``HOST:PORT``: the same client over the emulator's channel
+  (vxtrain.backends.vertex.emulator_channel: its private socket, with its token) and
+  anonymous credentials (``vxtrain emulator`` serves LoggingServiceV2 on its JobService port).
 
 ``tail`` opens Cloud Logging's TailLogEntries (live tailing: one stream of a
 query's entries as they are received, instead of a ListLogEntries call every few
@@ -47,8 +47,10 @@ class CloudLoggingReader:
     """``base.LogReader`` over ``logging_v2``'s ``LoggingServiceV2Client``."""
 
     def __init__(self, endpoint: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
-                 credentials: Any = None) -> None:
+                 credentials: Any = None, token: str | None = None) -> None:
         self.endpoint = endpoint
+        #: The emulator's token when the caller has it in hand (else found for the port).
+        self.token = token
         self.emulated = endpoint is not None
         self.timeout = timeout
         self.calls = 0  # ListLogEntries requests made (each page is one)
@@ -70,7 +72,7 @@ class CloudLoggingReader:
 
     def _make_client(self) -> Any:
         return gapic_client(LoggingServiceV2Client, LoggingServiceV2GrpcTransport, host=self._host,
-                            endpoint=self.endpoint, credentials=self._credentials)
+                            endpoint=self.endpoint, credentials=self._credentials, token=self.token)
 
     def _guarded(self, call: Callable[[], Any]) -> Any:
         return guarded(call, host=self._host, explain=_explain)

@@ -1,37 +1,44 @@
-"""Where an emulator's bearer token is: one home for the emulator that makes it
-(vxtrain.backends.emulator.auth) and for vxtrain's clients that send it
+"""Where an emulator's bearer token and socket are: one home for the emulator that makes
+them (vxtrain.backends.emulator.auth) and for vxtrain's clients that use them
 (vxtrain.backends.vertex, for every client built for ``--endpoint HOST:PORT``).
 
 The emulator runs the command of every job it is sent, so every call must carry
-``authorization: Bearer TOKEN``, as calls to Vertex AI carry theirs. A client finds
-the token of the emulator on a port, in this order:
+``Authorization: Bearer TOKEN``, as calls to Vertex AI carry theirs. A TCP port on
+loopback proves nothing about who listens on it: another local user may listen on
+``[::1]:PORT`` while the emulator serves ``127.0.0.1:PORT`` (``localhost`` then reaches
+theirs), or on the port after the emulator stopped. So vxtrain's clients never send the
+token over TCP. Every emulator also serves on a Unix socket beside its token file, in
+the user's own private folder (:func:`token_folder`), which no other user can create a
+file in; a client sends the token through that socket only, after checking that the
+folder and every folder above it are safe from other users and that the socket is this
+user's (:func:`own_socket`). A loopback endpoint's port names the socket
+(``emulator-PORT.sock``).
 
-1. the private token of an emulator this process started (``--target local``),
-   held in memory only (:func:`holding`);
-2. ``VXTRAIN_EMULATOR_TOKEN`` (tests, CI, another user's emulator);
-3. the file the emulator on that port wrote (:func:`token_file`), which only the
-   user who started it can read.
+The token a client sends is, in this order: the one its caller hands over (``--target
+local``'s private one, which the code that started the emulator passes along),
+``VXTRAIN_EMULATOR_TOKEN`` (tests, CI), or the file the emulator on that port wrote
+(:func:`token_file`), which only the user who started it can read.
 """
 from __future__ import annotations
 
 import os
 import stat
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 
 #: The token, when given: the emulator serves with it and clients send it.
 TOKEN_ENV = "VXTRAIN_EMULATOR_TOKEN"
-
-#: Tokens of the emulators this process serves privately, by port.
-_HELD: dict[int, str] = {}
-_HELD_LOCK = threading.Lock()
+#: Google's words for a call without a credential, and with a wrong one (what Vertex AI answers).
+MISSING = "Request is missing required authentication credential."
+INVALID = "Request had invalid authentication credentials."
+#: The longest path a Unix socket address holds (``sun_path``: 108 bytes on Linux, 104 on
+#: macOS, with the terminating NUL): a longer token folder cannot hold the emulator's socket.
+SOCKET_PATH_MAX = 103
 
 
 def token_folder(environ: Mapping[str, str] | None = None) -> Path:
-    """The user's private folder for token files: ``$XDG_RUNTIME_DIR/vxtrain`` (the
-    user's own 0700 folder on a tmpfs, emptied at logout: a token never reaches a disk),
+    """The user's private folder for token files and sockets: ``$XDG_RUNTIME_DIR/vxtrain``
+    (the user's own 0700 folder on a tmpfs, emptied at logout: a token never reaches a disk),
     else ``$XDG_CACHE_HOME/vxtrain`` or ``~/.cache/vxtrain``."""
     env = os.environ if environ is None else environ
     runtime = env.get("XDG_RUNTIME_DIR", "")
@@ -56,12 +63,63 @@ def token_file(port: int, environ: Mapping[str, str] | None = None) -> Path:
     return token_folder(environ) / f"emulator-{port}.token"
 
 
+def socket_file(port: int, environ: Mapping[str, str] | None = None) -> Path:
+    """The Unix socket the emulator on ``port`` serves on, beside its token file."""
+    return token_folder(environ) / f"emulator-{port}.sock"
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` cannot hold what only this user may reach (None: it can).
+
+    It must be a folder (not a link) of this user's that no one else may enter, and no
+    folder above it may let another user rename or replace what it holds: each is
+    root's or this user's, and writable by no one else unless sticky (``/tmp``), the
+    rule ssh applies to ``~/.ssh`` (sshd_config(5), StrictModes).
+    """
+    try:
+        info = folder.lstat()
+    except OSError as exc:
+        return f"{folder} cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{folder} is not a folder"
+    if info.st_uid != os.geteuid():
+        return f"{folder} belongs to another user"
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        return f"{folder} is open to other users (mode {stat.S_IMODE(info.st_mode):o}; it must be 700)"
+    return _unsafe_ancestor(folder)
+
+
+def _unsafe_ancestor(folder: Path) -> str | None:
+    """Why a folder above ``folder`` lets another user replace it (None: none does)."""
+    for above in (real := Path(os.path.realpath(folder.parent)), *real.parents):
+        try:
+            info = above.stat()
+        except OSError as exc:
+            return f"{above} cannot be read ({exc.strerror or exc})"
+        if info.st_uid not in (0, os.geteuid()):
+            return f"{above}, a folder above {folder}, belongs to another user"
+        mode = stat.S_IMODE(info.st_mode)
+        if mode & 0o022 and not mode & stat.S_ISVTX:
+            return f"{above}, a folder above {folder}, is writable by other users (mode {mode:o})"
+    return None
+
+
+def own_socket(port: int, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The Unix socket of this user's emulator on ``port``, when a token may be sent
+    through it: a socket of this user's in a safe folder (:func:`folder_problem`); else None."""
+    path = socket_file(port, environ)
+    if folder_problem(path.parent) is not None:
+        return None
+    try:
+        info = path.lstat()
+    except OSError:  # no emulator of this user's on that port
+        return None
+    return path if stat.S_ISSOCK(info.st_mode) and info.st_uid == os.geteuid() else None
+
+
 def find_token(port: int, environ: Mapping[str, str] | None = None) -> str | None:
-    """The token to send to the emulator on ``port``, or None when there is none to be found."""
-    with _HELD_LOCK:
-        held = _HELD.get(port)
-    if held is not None:
-        return held
+    """The token to send to the emulator on ``port`` when the caller has none in hand:
+    ``VXTRAIN_EMULATOR_TOKEN``, else the file it wrote; None when there is none to be found."""
     env = os.environ if environ is None else environ
     given = env.get(TOKEN_ENV, "").strip()
     if given:
@@ -72,22 +130,21 @@ def find_token(port: int, environ: Mapping[str, str] | None = None) -> str | Non
         return None
 
 
-@contextmanager
-def holding(port: int, token: str) -> Iterator[None]:
-    """While the block runs, this process's clients send ``token`` to the emulator on ``port``
-    (an in-process emulator's private token, never written anywhere)."""
-    with _HELD_LOCK:
-        _HELD[port] = token
-    try:
-        yield
-    finally:
-        with _HELD_LOCK:
-            if _HELD.get(port) == token:
-                del _HELD[port]
+def refusal(header: str | None, where: str) -> str:
+    """The emulator's UNAUTHENTICATED message, gRPC and REST alike, for a call that sent
+    ``header`` (None: no Authorization): Google's words, then where its token is (``where``,
+    e.g. "is in FILE"; a private token's says so, and never names VXTRAIN_EMULATOR_TOKEN)."""
+    said = MISSING if header is None else INVALID
+    return (f"{said} This emulator answers only calls that carry its token as 'Authorization: Bearer TOKEN' "
+            f"(gRPC: the metadata 'authorization'); its token {where}.")
 
 
-def how_to_give() -> str:
-    """How a client gets an emulator's token (for the message of a refused call)."""
-    return (f"export {TOKEN_ENV} with the token the emulator was started with, or run vxtrain as the user "
-            f"who started it (vxtrain then reads the token from the file the emulator wrote, "
-            f"in {token_folder()})")
+def how_to_give(environ: Mapping[str, str] | None = None) -> str:
+    """How vxtrain's client gets an emulator's token to it (for the message of a refused call)."""
+    folder = token_folder(environ)
+    problem = folder_problem(folder) if folder.exists() else None
+    unsafe = f" ({problem}, so vxtrain sends no token through it)" if problem else ""
+    return (f"vxtrain sends an emulator's token only through the socket the emulator makes beside its token "
+            f"file, in {folder}{unsafe}, never over TCP; so run vxtrain as the user who started it, with the "
+            f"same XDG_RUNTIME_DIR and XDG_CACHE_HOME (vxtrain then reads the token from the file the emulator "
+            f"wrote), and if it was started with {TOKEN_ENV}, export {TOKEN_ENV} with that token")

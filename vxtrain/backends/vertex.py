@@ -9,8 +9,9 @@ One class serves both targets:
   with Application Default Credentials
   (https://cloud.google.com/vertex-ai/docs/reference/rest#service-endpoint);
 * an emulator at ``HOST:PORT`` (``vxtrain emulator``): the same client over a
-  local gRPC channel that sends the emulator's bearer token (vxtrain.backends.tokens
-  says where it is found).
+  gRPC channel to the emulator's Unix socket in the user's private folder, which sends
+  the emulator's bearer token (vxtrain.backends.tokens says where both are found, and
+  why the token never goes over TCP).
 
 Jobs go in and come out as REST-JSON dicts (``json_format.ParseDict`` /
 ``MessageToDict``); protos never leave this module. Every
@@ -43,7 +44,7 @@ from google.protobuf import json_format
 
 from vxtrain import errors
 from vxtrain.backends.base import LOCAL_METADATA, JobDict, JobList, LocalRun, QuotaInfoList, ResourceDict
-from vxtrain.backends.tokens import find_token, how_to_give
+from vxtrain.backends.tokens import find_token, how_to_give, own_socket
 from vxtrain.vocab.kinds import JobKind
 
 #: Set (to "1") by the test suite: any endpoint that is not loopback is refused.
@@ -182,7 +183,7 @@ def _explain(cls: type[errors.ApiError], kind: str, message: str, exc: BaseExcep
 
 def _emulator_refused(message: str) -> str:
     """UNAUTHENTICATED from a loopback endpoint (an emulator; Vertex AI is never loopback)."""
-    return f"the emulator refused the call: {message} To give vxtrain its token: {how_to_give()}."
+    return f"the emulator refused the call: {message} {how_to_give()}."
 
 
 def _permission_text(kind: str, message: str) -> str:
@@ -219,13 +220,14 @@ def region_of(name: str) -> str | None:
 # --- endpoints and the guard -------------------------------------------------
 
 def gapic_client(client_cls: Any, transport_cls: Any, *, host: str, endpoint: str | None,
-                 credentials: Any = None) -> Any:
+                 credentials: Any = None, token: str | None = None) -> Any:
     """A GAPIC client (JobService, LoggingServiceV2…) for ``host`` with Application
     Default Credentials, or for the emulator at ``endpoint``: a channel that sends its
-    bearer token (:func:`emulator_channel`), which the real client talks to unchanged."""
+    bearer token (``token``, else the one found; :func:`emulator_channel`), which the real
+    client talks to unchanged."""
     if endpoint is None:
         return client_cls(credentials=credentials, client_options={"api_endpoint": host})
-    channel = emulator_channel(endpoint)
+    channel = emulator_channel(endpoint, token)
     # The channel carries the token: the client's own credentials are never asked for one.
     anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]  # google-auth's __init__ is unannotated
     return client_cls(transport=transport_cls(channel=channel, credentials=anonymous))
@@ -236,18 +238,25 @@ def emulator_channel(endpoint: str, token: str | None = None) -> grpc.Channel:
     on every call, streams included (``token``: by default the one vxtrain.backends.tokens finds
     for its port).
 
-    gRPC sends call credentials over secure or local channels only: a loopback endpoint gets
-    ``local_channel_credentials`` (no TLS, the kernel vouches the peer is on this host); one
-    that is not loopback (``--allow-remote``) gets a plain channel without the token, which the
-    emulator refuses: reach it through a tunnel (``ssh -L``), so the token never crosses a network.
+    The token goes through the Unix socket of this user's emulator on that port only (in the
+    user's private folder, checked: tokens.own_socket), never over TCP: another user may be
+    listening on the port at the other loopback address (``localhost`` may reach ``::1``
+    first), or on it after the emulator stopped. Without such a socket, and for an endpoint
+    that is not loopback (``--allow-remote``: reach it through ``ssh -L``, so the token never
+    crosses a network), the channel is plain TCP and carries no token, which the emulator refuses.
+    gRPC sends call credentials over secure or local channels only: the socket gets
+    ``local_channel_credentials`` (no TLS; the kernel vouches for the peer).
     """
     host, port = split_endpoint(endpoint)
-    token = token or find_token(port)
-    if token is None or not is_loopback(host):
+    path = own_socket(port) if is_loopback(host) else None
+    if path is None:
         return grpc.insecure_channel(endpoint)
-    credentials = grpc.composite_channel_credentials(grpc.local_channel_credentials(),
+    token = token or find_token(port)
+    if token is None:
+        return grpc.insecure_channel(f"unix:{path}")
+    credentials = grpc.composite_channel_credentials(grpc.local_channel_credentials(grpc.LocalConnectionType.UDS),
                                                      grpc.access_token_call_credentials(token))
-    return grpc.secure_channel(endpoint, credentials)
+    return grpc.secure_channel(f"unix:{path}", credentials)
 
 
 def guarded(call: Callable[[], Any], *, host: str, region: str | None = None, api: str = JOB_API,
@@ -308,13 +317,16 @@ class VertexBackend:
     ``PersistentResourceServiceClient`` on the same endpoint for ``get_persistent_resource``."""
 
     def __init__(self, region: str | None = None, *, endpoint: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, credentials: Any = None) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, credentials: Any = None, token: str | None = None) -> None:
         if endpoint is None and not region:
             raise errors.UsageError("a region is needed to reach Vertex AI: pass --region, set "
                                     "region: in the spec, or export CLOUD_ML_REGION")
         self.region = region
         self.endpoint = endpoint
         self.emulated = endpoint is not None
+        #: The emulator's token its caller handed over (``--target local``'s private one), sent
+        #: instead of the one found for the port (vxtrain.backends.tokens); None: found.
+        self.token = token
         #: True for `--target local`'s in-process emulator: its jobs end with this process.
         self.in_process = False
         self.timeout = timeout
@@ -344,12 +356,12 @@ class VertexBackend:
 
     def _make_client(self) -> Any:
         return gapic_client(JobServiceClient, JobServiceGrpcTransport, host=self._host,
-                            endpoint=self.endpoint, credentials=self._credentials)
+                            endpoint=self.endpoint, credentials=self._credentials, token=self.token)
 
     def _make_resource_client(self) -> Any:
         # The same regional endpoint (or emulator) serves PersistentResourceService.
         return gapic_client(PersistentResourceServiceClient, PersistentResourceServiceGrpcTransport,
-                            host=self._host, endpoint=self.endpoint, credentials=self._credentials)
+                            host=self._host, endpoint=self.endpoint, credentials=self._credentials, token=self.token)
 
     def _make_quotas_client(self) -> Any:
         # lazy: google-cloud-quotas costs +21 ms after aiplatform; only the quota preflight and
@@ -357,7 +369,7 @@ class VertexBackend:
         from google.cloud.cloudquotas_v1.services.cloud_quotas import client, transports
 
         return gapic_client(client.CloudQuotasClient, transports.CloudQuotasGrpcTransport,
-                            host=QUOTAS_HOST, endpoint=self.endpoint, credentials=self._credentials)
+                            host=QUOTAS_HOST, endpoint=self.endpoint, credentials=self._credentials, token=self.token)
 
     def _guarded(self, call: Callable[[], Any], region: str | None) -> Any:
         return guarded(call, host=self._host, region=region)
@@ -483,5 +495,6 @@ def _to_dict(message: Any) -> JobDict:
 
 
 def connect(region: str | None = None, endpoint: str | None = None, **kwargs: Any) -> VertexBackend:
-    """A backend for Vertex AI in ``region``, or for the emulator at ``endpoint``."""
+    """A backend for Vertex AI in ``region``, or for the emulator at ``endpoint`` (``token=``:
+    the emulator's token, when the caller has it in hand)."""
     return VertexBackend(region, endpoint=endpoint, **kwargs)

@@ -246,7 +246,7 @@ def _watching(api: JobBackend, name: str, sink: LogSink | None, *, replica: str 
         yield None
         return
     project, _, _, job_id = split_name(name)
-    with open_log_reader(_log_endpoint(api)) as reader:
+    with open_log_reader(_log_endpoint(api), token=api.token) as reader:
         follower = Follower(reader, project, job_id, replica=replica, since=since,
                             cadence=LOCAL_LOGS if api.emulated else VERTEX_LOGS)
         # One TailLogEntries stream per job, polling only as its fall back (vxtrain.joblogs).

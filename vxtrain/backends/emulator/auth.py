@@ -1,4 +1,5 @@
-"""Who may talk to the emulator: the bearer token every call must carry.
+"""Who may talk to the emulator: the bearer token every call must carry, and the private
+socket vxtrain's clients send it through.
 
 The emulator runs the command of every job it is sent, as the user who started it,
 so loopback alone is not enough on a shared host: every call, gRPC and REST, must
@@ -11,6 +12,10 @@ one written to a file only its user can read (:meth:`Token.write`; where:
 vxtrain.backends.tokens), which gcloud reads as ``auth/access_token_file``
 (https://cloud.google.com/sdk/gcloud/reference/config/set, "access_token_file: A file
 path to read the access token") and vxtrain's clients find by the port.
+
+vxtrain's clients send the token through the Unix socket :func:`claim_socket` readies
+beside the token file, never over TCP, where another user may be listening on the same
+port at the other loopback address (vxtrain.backends.tokens says why).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import fcntl
 import hmac
 import os
 import secrets
+import socket
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,7 +31,7 @@ from typing import Any
 
 import grpc
 
-from vxtrain.backends.tokens import TOKEN_ENV, token_file
+from vxtrain.backends.tokens import SOCKET_PATH_MAX, TOKEN_ENV, folder_problem, refusal, socket_file, token_file
 from vxtrain.errors import VxtrainError
 
 #: The scheme of the Authorization header (RFC 6750, section 2.1; compared case-insensitively, RFC 9110 11.1).
@@ -34,9 +40,8 @@ SCHEME = "bearer"
 METADATA_KEY = "authorization"
 #: gcloud's ``auth/access_token_file`` property as an environment variable (``CLOUDSDK_SECTION_PROPERTY``).
 GCLOUD_TOKEN_FILE_ENV = "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"
-#: Google's words for a call without a credential, and with a wrong one (what Vertex AI answers).
-MISSING = "Request is missing required authentication credential."
-INVALID = "Request had invalid authentication credentials."
+#: How long a start waits for a socket left on its port to answer (a live emulator's answers at once).
+PROBE_SECONDS = 1.0
 
 
 class Token:
@@ -61,9 +66,8 @@ class Token:
         return authorize(self.value, header)
 
     def refusal(self, header: str | None) -> str:
-        """The UNAUTHENTICATED message for a call that sent ``header``: Google's words, then where the token is."""
-        said = MISSING if header is None else INVALID
-        return f"{said} This emulator answers only calls with 'authorization: Bearer TOKEN'; its token {self.where}."
+        """The UNAUTHENTICATED message for a call that sent ``header`` (gRPC and REST alike)."""
+        return refusal(header, self.where)
 
     def write(self, port: int, environ: Mapping[str, str] | None = None) -> Path:
         """Write the token to the port's file (mode 0600, in the user's private folder) and remember it.
@@ -118,9 +122,11 @@ def authorize(token: str, header: str | None) -> bool:
     return scheme.lower() == SCHEME and hmac.compare_digest(credential.strip().encode(), token.encode())
 
 
-def private() -> Token:
-    """A random token held in memory only, for an emulator one process starts for itself."""
-    return Token(secrets.token_urlsafe(32), "is private to the process that started it (vxtrain --target local)")
+def private(value: str | None = None) -> Token:
+    """A token held in memory only (``value``, else a random one), for an emulator one process
+    starts for itself: that process passes it to the clients it builds."""
+    return Token(value or secrets.token_urlsafe(32), "is private to the process that started it "
+                 "(vxtrain --target local)")
 
 
 def serving_token(environ: Mapping[str, str]) -> Token:
@@ -149,14 +155,52 @@ def _locked(path: Path) -> bool:
 
 
 def _private_folder(folder: Path) -> None:
-    """Make ``folder`` (mode 0700) or check that an existing one is this user's own and private."""
+    """Make ``folder`` (mode 0700) or check that an existing one is this user's own and private,
+    and that no folder above it lets another user replace it (tokens.folder_problem)."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = folder.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-        raise VxtrainError(f"cannot write the emulator's token to {folder}: it is not a folder of this user's; "
-                           f"remove it, or set {TOKEN_ENV}")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        folder.chmod(0o700)  # ours, but readable by others: the token file must not be listed either
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
+        folder.chmod(0o700)  # ours, but open to others: the token file must not be listed either
+    problem = folder_problem(folder)
+    if problem is not None:
+        raise VxtrainError(f"cannot keep the emulator's token and socket in {folder}: {problem}; fix it, or point "
+                           f"XDG_RUNTIME_DIR or XDG_CACHE_HOME at a private folder of yours")
+
+
+def claim_socket(port: int, environ: Mapping[str, str] | None = None) -> Path:
+    """The path of the Unix socket the emulator on ``port`` serves on, ready to bind: in the
+    user's private folder, where no other user can make or replace a file, so a client that
+    finds a socket of its user's there knows whose emulator answers (tokens.own_socket).
+
+    A socket left by an emulator that was killed (nothing answers it) is removed; one that
+    answers is a live emulator of this user's on the same port number at another loopback
+    address, which is refused (gRPC would silently take its path over).
+    """
+    path = socket_file(port, environ)
+    _private_folder(path.parent)
+    if len(os.fsencode(path)) > SOCKET_PATH_MAX:
+        raise VxtrainError(f"cannot serve the emulator's socket at {path}: the path is longer than a Unix socket "
+                           f"takes ({SOCKET_PATH_MAX} bytes); point XDG_RUNTIME_DIR or XDG_CACHE_HOME at a "
+                           f"shorter folder")
+    if _answers(path):
+        raise VxtrainError(f"another emulator of this user's serves port {port} (at another address) and "
+                           f"answers on {path}; pick another --port (0: any free port)")
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise VxtrainError(f"cannot remove the stale socket {path}: {exc.strerror or exc}") from exc
+    return path
+
+
+def _answers(path: Path) -> bool:
+    """Whether a process listens on the Unix socket ``path``."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(PROBE_SECONDS)
+        try:
+            probe.connect(str(path))
+        except OSError:  # missing, not a socket, or nothing listening (ECONNREFUSED): stale
+            return False
+    return True
 
 
 # --- gRPC ------------------------------------------------------------------------

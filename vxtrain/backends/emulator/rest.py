@@ -28,13 +28,14 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 import proto
@@ -47,13 +48,23 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from vxtrain.backends.emulator import auth, jobservice, logging_service, persistent_resources, quotas
 from vxtrain.backends.emulator.common import Call, RpcError, Service
-from vxtrain.backends.tokens import TOKEN_ENV
 from vxtrain.errors import VxtrainError
 
-#: The Authorization header's value (None: no header) → whether the call may proceed.
-Authorize = Callable[[str | None], bool]
 #: Told the RPC name of each authorized call a route matched (the emulator's call counter).
 Count = Callable[[str], None]
+
+
+class Gate(Protocol):
+    """Who may call: judges each call's Authorization header (None: none sent) and words the
+    refusal (the emulator's token, auth.Token: one wording for the gRPC and REST ports)."""
+
+    def authorize(self, header: str | None) -> bool:
+        """Whether a call that sent ``header`` may proceed."""
+        ...
+
+    def refusal(self, header: str | None) -> str:
+        """The UNAUTHENTICATED message for a call that sent ``header``."""
+        ...
 
 #: Each service's rules, from its GAPIC REST transport: the class whose ``_Base<RPC>``
 #: members carry ``_get_http_options()``.
@@ -83,6 +94,12 @@ FALLBACK_STATUS = 500
 #: The most bytes of body read (and dropped) from a call refused for its token; a larger
 #: one closes the connection unread (a job spec is a few KiB).
 REFUSED_BODY_LIMIT = 1 << 20
+#: The largest request body served: Google's API front end refuses a larger one with 400
+#: INVALID_ARGUMENT "Request payload size exceeds the limit: 10485760 bytes." (the answer of
+#: dataflow.googleapis.com's regional jobs endpoint quoted whole in apache/beam#18660, and of
+#: other Google APIs in PsychoinformaticsLab/pliers#481). Unverified for aiplatform itself, whose
+#: docs state no request size limit for the Job API; a CustomJob is a few KiB.
+MAX_BODY = 10_485_760
 _VARIABLE = re.compile(r"\{(?P<field>[\w.]+)(?:=(?P<template>[^}]*))?\}")
 
 
@@ -190,6 +207,8 @@ def _body(body: bytes) -> dict[str, Any]:
         data = json.loads(body or b"{}")
     except (ValueError, UnicodeDecodeError) as exc:
         raise _invalid(f"Invalid JSON payload received. {exc}.") from None
+    except RecursionError:  # nested past the interpreter's limit: a request, not a bug of ours
+        raise _invalid("Invalid JSON payload received. Nested too deeply.") from None
     if not isinstance(data, dict):
         raise _invalid(f"Invalid JSON payload received. Expected an object, got {type(data).__name__}.")
     return data
@@ -200,6 +219,8 @@ def _merge(data: Mapping[str, Any], message: Any) -> None:
         json_format.ParseDict(data, message)
     except json_format.ParseError as exc:
         raise _invalid(f"Invalid JSON payload received. {exc}") from None
+    except RecursionError:  # a Struct or Value field nested past the interpreter's limit
+        raise _invalid("Invalid JSON payload received. Nested too deeply.") from None
 
 
 def _field(message: Any, path: str) -> Any:
@@ -259,19 +280,23 @@ def _invalid(message: str) -> RpcError:
     return RpcError(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
-def unauthenticated(header: str | None) -> Answer:
-    """401, in Google's words for a missing or a refused credential."""
-    said = auth.MISSING if header is None else auth.INVALID
-    return error_answer(grpc.StatusCode.UNAUTHENTICATED,
-                        f"{said} This emulator answers only calls with 'Authorization: Bearer TOKEN' "
-                        f"(its token: {TOKEN_ENV}, or the file it printed on start).")
+def too_large() -> Answer:
+    """400 for a body over :data:`MAX_BODY`, in the words of Google's front end."""
+    return error_answer(grpc.StatusCode.INVALID_ARGUMENT, f"Request payload size exceeds the limit: {MAX_BODY} bytes.")
 
 
 # --- the server ---------------------------------------------------------------------
 
-def allow_all(header: str | None) -> bool:
-    """The authorization of an emulator without a token: every call may proceed."""
-    return True
+class Open:
+    """The gate of an emulator without a token: every call may proceed."""
+
+    def authorize(self, header: str | None) -> bool:
+        """Always True."""
+        return True
+
+    def refusal(self, header: str | None) -> str:
+        """Never asked: no call is refused."""
+        return ""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -293,7 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         header = self.headers.get("Authorization")
         length = self.headers.get("Content-Length") or "0"
-        if not self.server.authorize(header):
+        if not self.server.gate.authorize(header):
             # Judged before the body is read. A small body (a client that sent a wrong token)
             # is read and dropped, so the connection stays usable and the 401 reaches it; a
             # large or unsized one is never buffered for a caller without the token: the
@@ -304,13 +329,17 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self.close_connection = True
                 refused["Connection"] = "close"
-            self._answer(unauthenticated(header), refused)
+            self._answer(error_answer(grpc.StatusCode.UNAUTHENTICATED, self.server.gate.refusal(header)), refused)
             return
         if self.headers.get("Transfer-Encoding"):  # chunked: not read here, and it would be taken for the next request
             self.send_error(411, "A body must come with a Content-Length (no Transfer-Encoding).")
             return
         if not length.isdigit():
             self.send_error(400, f"Invalid Content-Length {length!r}.")
+            return
+        if int(length) > MAX_BODY:  # refused unread: the connection closes rather than buffer it
+            self.close_connection = True
+            self._answer(too_large(), {"Connection": "close"})
             return
         body = self.rfile.read(int(length))
         try:
@@ -347,11 +376,11 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = False  # server_close() joins the connections' threads
 
-    def __init__(self, address: tuple[str, int], table: Sequence[Route], authorize: Authorize,
+    def __init__(self, address: tuple[str, int], table: Sequence[Route], gate: Gate,
                  count: Count | None = None) -> None:
         super().__init__(address, _Handler)
         self.table = table
-        self.authorize = authorize
+        self.gate = gate
         self.count = count
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
@@ -363,6 +392,14 @@ class _Server(ThreadingHTTPServer):
     def closed(self, connection: socket.socket) -> None:
         with self._lock:
             self._open.discard(connection)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line on stderr for a connection dropped midway (a client that hung up, reset, or
+        went quiet past the timeout), never a traceback: the emulator keeps serving the others."""
+        exc = sys.exc_info()[1]
+        why = f"{type(exc).__name__}: {exc}" if exc is not None else "unknown error"
+        where = client_address[0] if isinstance(client_address, tuple) and client_address else "a client"
+        print(f"vxtrain emulator: REST: dropped the connection from {where}: {why}", file=sys.stderr, flush=True)
 
     def hang_up(self) -> None:
         """End every open connection, so a keep-alive client's idle thread returns now."""
@@ -404,16 +441,17 @@ class RestServer:
 
 
 def serve(services: Iterable[Service], addresses: Sequence[str], port: int,
-          authorize: Authorize = allow_all, count: Count | None = None) -> RestServer:
+          gate: Gate | None = None, count: Count | None = None) -> RestServer:
     """Serve ``services`` over HTTP/JSON on ``port`` (0: any free port) of every address;
-    VxtrainError when the port is taken. ``authorize`` judges each call's Authorization header;
-    ``count`` is told the RPC of each call served."""
+    VxtrainError when the port is taken. ``gate`` judges each call's Authorization header
+    (None: every call may proceed); ``count`` is told the RPC of each call served."""
+    gate = gate or Open()
     table = routes(services)
     servers: list[_Server] = []
     try:
         for address in addresses:
             kind = _Server6 if ":" in address else _Server
-            servers.append(kind((address, servers[0].server_address[1] if servers else port), table, authorize,
+            servers.append(kind((address, servers[0].server_address[1] if servers else port), table, gate,
                                 count))
     except OSError as exc:
         for server in servers:

@@ -91,8 +91,12 @@ class EmulatorHandle:
 
     def __init__(self, server: grpc.Server, emulator: Emulator, host: str, port: int,
                  executor: futures.ThreadPoolExecutor | None = None, calls: CallCounter | None = None,
-                 *, rest_server: rest.RestServer | None = None, token: auth.Token | None = None) -> None:
+                 *, rest_server: rest.RestServer | None = None, token: auth.Token | None = None,
+                 socket_path: Path | None = None) -> None:
         self.calls = calls or CallCounter()
+        #: The Unix socket it also serves on, in the user's private folder: vxtrain's clients
+        #: send the token there only (vxtrain.backends.tokens); gRPC removes it on stop.
+        self.socket = socket_path
         #: The bearer token every call must carry (vxtrain.backends.emulator.auth); its file is removed on stop.
         self.token = token
         self.rest = rest_server
@@ -212,7 +216,9 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
     Every call, gRPC and REST, must carry ``authorization: Bearer TOKEN``
     (vxtrain.backends.emulator.auth): ``token`` (``--target local``'s private one), else
     ``VXTRAIN_EMULATOR_TOKEN`` (in ``os.environ``), else a random one written to the port's
-    token file (mode 0600), removed on stop.
+    token file (mode 0600), removed on stop. The gRPC services are served on the port's Unix
+    socket beside that file too (:attr:`EmulatorHandle.socket`), through which alone
+    vxtrain's clients send the token.
     """
     if not allow_remote:
         refuse_remote(host)
@@ -232,27 +238,43 @@ def start_emulator(host: str = DEFAULT_HOST, port: int = 0, *, faults: Iterable[
     server = grpc.server(executor, options=[("grpc.so_reuseport", 0)],
                          interceptors=[auth.BearerInterceptor(token), calls])
     server.add_generic_rpc_handlers(tuple(build(emulator) for build in SERVICES))
+    socket_path: Path | None = None
     try:
         bound = _bind(server, host, port)
         if token.needs_file:
             token.write(bound)  # once the port is ours: a file left on it by a killed emulator is stale
-        rest_server = None if http_port is None else _serve_rest(emulator, host, http_port, token.authorize,
-                                                                 calls.add)
+        socket_path = _bind_socket(server, bound)
+        rest_server = None if http_port is None else _serve_rest(emulator, host, http_port, token, calls.add)
     except VxtrainError:
         token.remove()
         server.stop(None)
+        if socket_path is not None:
+            socket_path.unlink(missing_ok=True)  # bound by this start, never served: no one else's
         executor.shutdown(wait=True)
         raise
     server.start()
-    return EmulatorHandle(server, emulator, host, bound, executor, calls, rest_server=rest_server, token=token)
+    return EmulatorHandle(server, emulator, host, bound, executor, calls, rest_server=rest_server, token=token,
+                          socket_path=socket_path)
 
 
-def _serve_rest(emulator: Emulator, host: str, port: int, authorize: rest.Authorize,
-                count: rest.Count) -> rest.RestServer:
+def _bind_socket(server: grpc.Server, port: int) -> Path:
+    """Serve on the port's Unix socket in the user's private folder too (auth.claim_socket)."""
+    path = auth.claim_socket(port)
+    try:
+        bound = server.add_insecure_port(f"unix:{path}")
+    except RuntimeError:  # grpc returns 0, or raises, when a bind fails
+        bound = 0
+    if not bound:
+        raise VxtrainError(f"cannot serve the emulator's socket at {path}; point XDG_RUNTIME_DIR or XDG_CACHE_HOME "
+                           f"at a private folder of yours")
+    return path
+
+
+def _serve_rest(emulator: Emulator, host: str, port: int, gate: rest.Gate, count: rest.Count) -> rest.RestServer:
     """The REST port over the services of :data:`REST_SERVICES`, on every address of ``host``;
-    ``authorize`` judges each call's Authorization header (the gRPC port's token), ``count``
-    is the gRPC port's call counter."""
-    return rest.serve([build(emulator) for build in REST_SERVICES], _addresses(host), port, authorize, count)
+    ``gate`` judges each call's Authorization header and words the refusal (the gRPC port's
+    token), ``count`` is the gRPC port's call counter."""
+    return rest.serve([build(emulator) for build in REST_SERVICES], _addresses(host), port, gate, count)
 
 
 def is_loopback_host(host: str) -> bool:
