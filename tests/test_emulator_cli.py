@@ -95,3 +95,28 @@ def test_stockout_and_pending_flags_as_a_user_starts_them() -> None:
                                   ["--stockout-after", "-1"], ["--simulate", "1e300"]])
 def test_out_of_range_numbers_are_usage_errors_before_anything_listens(argv: list[str]) -> None:
     assert main(["emulator", *argv]) == 2
+
+
+def test_list_with_a_filter_reaches_the_emulator(capsys: pytest.CaptureFixture[str]) -> None:
+    """`vxtrain list --filter` sends the filter in parentheses (build_filter), which Vertex AI
+    takes as AIP-160 grouping; the emulator refused it, so the command always exited 4."""
+    from tests.incli import run
+    from vxtrain.backends import open_backend
+    from vxtrain.backends.emulator import start_emulator
+    from vxtrain.vocab.kinds import CUSTOM
+
+    pool = {"replicaCount": "1", "machineSpec": {"machineType": "n1-standard-4"},
+            "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/t:1"}}
+    with start_emulator(simulate_seconds=30, environ={}) as handle:
+        with open_backend(endpoint=handle.address) as backend:
+            for name in ("x", "y"):
+                backend.create(CUSTOM, "projects/p/locations/us-central1",
+                               {"displayName": name, "labels": {"team": "nlp"}, "jobSpec": {"workerPoolSpecs": [pool]}})
+        listing = ("list", "--endpoint", handle.address, "--project", "p", "--region", "us-central1", "-o", "json")
+        code, listed, err = run(capsys, *listing, "--filter", 'display_name="x"')
+        assert code == 0, err
+        assert [job["display_name"] for job in listed["jobs"]] == ["x"]
+        code, listed, err = run(capsys, *listing, "--filter", 'display_name="x" OR display_name="y"', "--label",
+                                "team=nlp")
+        assert code == 0, err
+        assert sorted(job["display_name"] for job in listed["jobs"]) == ["x", "y"]

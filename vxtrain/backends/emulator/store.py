@@ -62,6 +62,16 @@ class Record:
     ended: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What a list filter reads of a job (vxtrain.backends.emulator.filters), as it was when
+    the list came: taken under the lock, judged outside it."""
+
+    display_name: str
+    labels: dict[str, str]
+    state: JobState
+
+
 class Emulator:
     """The JobService's behaviour over plain proto-plus messages (no gRPC here).
 
@@ -209,16 +219,22 @@ class Emulator:
             return copy(self._record(kind, name).job)
 
     def list(self, kind: JobKind, parent: str, filter_: str, page_size: int, page_token: str) -> tuple[list[Any], str]:
-        """One page of the jobs under ``parent`` matching ``filter_``, newest first."""
+        """One page of the jobs under ``parent`` matching ``filter_``, newest first.
+
+        The filter is applied outside the lock, to what the jobs were when the call came (a
+        snapshot of the fields it reads): however slow a filter, every other call goes on.
+        """
         parse_parent(parent)
-        preds = filters.parse_filter(filter_)
+        keep = filters.parse_filter(filter_)
         before = decode_cursor("before", page_token)
         size = page_size if page_size > 0 else filters.DEFAULT_PAGE_SIZE
         prefix = f"{parent}/{kind.collection}/"
         with self._lock:
-            records = sorted(self._records.values(), key=lambda r: r.seq, reverse=True)
-            matched = [r for r in records if r.kind is kind and r.job.name.startswith(prefix)
-                       and (before is None or r.seq < before) and all(p(r.job) for p in preds)]
+            candidates = [(r, _Seen(r.job.display_name, dict(r.job.labels), r.job.state))
+                          for r in sorted(self._records.values(), key=lambda r: r.seq, reverse=True)
+                          if r.kind is kind and r.job.name.startswith(prefix) and (before is None or r.seq < before)]
+        matched = [record for record, seen in candidates if keep is None or keep(seen)]
+        with self._lock:
             page = [copy(r.job) for r in matched[:size]]
         more = len(matched) > size
         return page, encode_cursor("before", matched[size - 1].seq) if more else ""
