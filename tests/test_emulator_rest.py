@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -450,3 +451,61 @@ def test_path_templates_match_as_the_http_rule_says(template: str, path: str, va
     pattern, _ = rest.compile_template(template)
     found = pattern.fullmatch(path)
     assert (found.groups() if found else None) == values
+
+
+# --- hostile requests: bounded, answered, never a traceback --------------------------------
+
+def test_a_body_over_googles_limit_is_refused_unread_and_the_port_serves_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """Content-Length: 10^12 (a MemoryError and no answer, before) and one byte over the limit
+    are 400 in the words of Google's front end, the body never read (the connection closes)."""
+    handle = start_emulator(out=io.StringIO(), environ={}, http_port=0)
+    try:
+        url, bearer = handle.http_url or "", _bearer(handle)
+        for length in (10**12, rest.MAX_BODY + 1):
+            head, answer = _raw(url, f"POST /v1/{PARENT}/customJobs HTTP/1.1\r\nHost: h\r\n"
+                                     f"Authorization: {bearer['Authorization']}\r\nContent-Length: {length}\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 400") and b"Connection: close" in head, head
+            assert answer["error"] == {"code": 400, "status": "INVALID_ARGUMENT",
+                                       "message": "Request payload size exceeds the limit: 10485760 bytes."}
+        assert _http(url, "GET", f"/v1/{PARENT}/customJobs", headers=bearer)[:2] == (200, {})
+        assert handle.jobs() == []
+    finally:
+        handle.stop()
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_json_nested_past_any_sense_is_400_not_500() -> None:
+    handle = start_emulator(out=io.StringIO(), environ={}, http_port=0)
+    try:
+        url, bearer = handle.http_url or "", _bearer(handle)
+        for body in ('{"displayName": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                     '{"labels": {"a": ' + '{"b": ' * 50_000 + "1" + "}" * 50_000 + "}}"):
+            status, answer, _ = _http(url, "POST", f"/v1/{PARENT}/customJobs", body.encode(), bearer)
+            assert (status, answer["error"]["status"]) == (400, "INVALID_ARGUMENT"), answer
+            assert answer["error"]["message"].startswith("Invalid JSON payload received.")
+    finally:
+        handle.stop()
+
+
+def test_a_client_that_drops_its_connection_leaves_one_line_not_a_traceback(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A client that announces a body, sends part of it and resets the connection (a slow
+    client given up on): the server says so in one line, and serves the next call."""
+    handle = start_emulator(out=io.StringIO(), environ={}, http_port=0)
+    try:
+        url, bearer = handle.http_url or "", _bearer(handle)
+        host, port = url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+        for _ in range(3):
+            with socket.create_connection((host, int(port)), timeout=10) as sock:
+                sock.sendall(f"POST /v1/{PARENT}/customJobs HTTP/1.1\r\nHost: h\r\nAuthorization: "
+                             f"{bearer['Authorization']}\r\nContent-Length: 1000\r\n\r\n{{\"display".encode())
+                time.sleep(0.2)  # the server is reading the body
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close: a reset
+        assert _http(url, "GET", f"/v1/{PARENT}/customJobs", headers=bearer)[:2] == (200, {})
+    finally:
+        handle.stop()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert 1 <= len(lines) <= 3, err
+    assert all(line.startswith("vxtrain emulator: REST: dropped the connection from 127.0.0.1: ") for line in lines)
