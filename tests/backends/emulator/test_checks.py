@@ -21,6 +21,15 @@ INVALID = [
      "job_spec.worker_pool_specs[0].task"),
     (PARENT, custom_job(pools=[pool(accelerator_type="NVIDIA_TESLA_T4")]),
      "job_spec.worker_pool_specs[0].machine_spec.accelerator_type"),
+    # vxtrain's own rules (issue 34: the emulator took what Vertex AI refuses)
+    ("projects/p/locations/\u00e9\u00e9", custom_job(), "Location '\u00e9\u00e9' is not a Vertex AI location"),
+    ("projects/p/locations/global", custom_job(), "Location 'global' is not a Vertex AI location"),
+    (PARENT, custom_job(pools=[pool(machine_type="\u043f1-standard-4")]),  # a Cyrillic "п"
+     "job_spec.worker_pool_specs[0].machine_spec.machine_type; Message: Machine type"),
+    (PARENT, custom_job(pools=[pool(), pool(machine_type="c3-standard-8")]),  # Compute Engine's, not training's
+     "job_spec.worker_pool_specs[1].machine_spec.machine_type; Message: Machine type 'c3-standard-8'"),
+    (PARENT, custom_job(pools=[pool()] * 5), "At most 4 worker pool specs are allowed"),
+    (PARENT, custom_job(pools=[pool()] * 5000), "got 5000"),
 ]
 
 

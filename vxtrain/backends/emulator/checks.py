@@ -3,6 +3,12 @@
 A create request whose job breaks Vertex's rules is answered INVALID_ARGUMENT
 with Vertex's "List of found errors: 1.Field: ...; Message: ..." text, so a
 client (and its user) sees what the real service would say.
+
+The rules are vxtrain's own, from its catalog, so the emulator is never looser than
+validation (a job it takes is one Vertex AI takes): the location must be a Vertex AI
+location (catalog regions.csv), each machine type one Vertex AI training offers
+(training_machines.csv), and a job has at most the four worker pools Vertex AI takes
+(vxtrain.slots). Their wording is paraphrased: the service's own text is unverified.
 """
 from __future__ import annotations
 
@@ -14,10 +20,16 @@ import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hpt
 
-from vxtrain import catalog
+from vxtrain import catalog, slots
 from vxtrain.backends.emulator.common import RpcError, spec_of
 from vxtrain.catalog import networking
 from vxtrain.vocab.kinds import TUNING, JobKind
+
+#: The most worker pools a job has: one per slot (chief, workers, parameter servers or
+#: Reduction Server, evaluators; https://cloud.google.com/vertex-ai/docs/training/distributed-training).
+MAX_POOLS = len(slots.SLOTS)
+_LOCATIONS_DOC = "https://cloud.google.com/vertex-ai/docs/general/locations"
+_MACHINES_DOC = "https://cloud.google.com/vertex-ai/docs/training/configure-compute"
 
 _PARENT = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)$")
 
@@ -47,6 +59,9 @@ def pool_problems(pools: Sequence[cj.WorkerPoolSpec], prefix: str) -> list[tuple
     """
     if not pools:
         return [(f"{prefix}.worker_pool_specs", "Required field is not set.")]
+    if len(pools) > MAX_POOLS:  # each pool past the fourth would be a problem of its own: one is said
+        return [(f"{prefix}.worker_pool_specs", f"At most {MAX_POOLS} worker pool specs are allowed (chief, workers, "
+                 f"parameter servers or Reduction Server, evaluators), got {len(pools)}.")]
     if _is_empty(pools[0]):
         return [(f"{prefix}.worker_pool_specs[0]",
                  "The first worker pool (the primary replica) must be specified; it cannot be empty.")]
@@ -76,6 +91,11 @@ def machine_spec_problems(machine: Any, where: str) -> list[tuple[str, str]]:
 
 def _one_pool_problems(pool: cj.WorkerPoolSpec, where: str) -> list[tuple[str, str]]:
     out = machine_spec_problems(pool.machine_spec, where)
+    machine = pool.machine_spec.machine_type
+    if machine and not catalog.offered(machine):
+        out.append((f"{where}.machine_spec.machine_type",
+                    f"Machine type {machine!r} is not supported for custom training ({_MACHINES_DOC}; "
+                    f"the list as of {catalog.training_list_as_of()})."))
     if "container_spec" not in pool and "python_package_spec" not in pool:
         out.append((f"{where}.task", "Either container_spec or python_package_spec must be set."))
     elif "container_spec" in pool and not pool.container_spec.image_uri:
@@ -85,9 +105,18 @@ def _one_pool_problems(pool: cj.WorkerPoolSpec, where: str) -> list[tuple[str, s
     return out
 
 
-def job_problems(kind: JobKind, job: Any) -> list[tuple[str, str]]:
-    """Everything Vertex would refuse in a create request's job."""
-    out = []
+def location_problems(location: str) -> list[tuple[str, str]]:
+    """A create's location that is not a Vertex AI location (one the locations page lists
+    without custom training is taken: validation only warns of it)."""
+    if catalog.region(location) is not None:
+        return []
+    return [("parent", f"Location {location!r} is not a Vertex AI location; training locations: "
+             f"{', '.join(catalog.training_regions())} ({_LOCATIONS_DOC}).")]
+
+
+def job_problems(kind: JobKind, job: Any, location: str) -> list[tuple[str, str]]:
+    """Everything Vertex would refuse in a create request's job, created in ``location``."""
+    out = location_problems(location)
     if not job.display_name:
         out.append(("display_name", "Required field is not set."))
     out += pool_problems(list(spec_of(job).worker_pool_specs), kind.spec_field)

@@ -194,7 +194,7 @@ class Emulator:
     def create(self, kind: JobKind, parent: str, job: Any) -> Any:
         """Validate and store ``job``, start its lifecycle; return the stored copy."""
         project, location = parse_parent(parent)
-        problems = job_problems(kind, job)
+        problems = job_problems(kind, job, location)
         if problems:
             raise invalid_argument(problems)
         self.quotas.check_create(job, location)  # RESOURCE_EXHAUSTED, as Vertex AI refuses a job above a limit
