@@ -3,9 +3,9 @@ its PersistentResourceService, Cloud Logging's LoggingServiceV2 and the Cloud Qu
 API, on the same port).
 
 It is a real gRPC server speaking the real protobuf messages, so the
-unmodified ``aiplatform_v1.JobServiceClient`` (gRPC transport, a local
-channel to ``127.0.0.1:PORT`` that sends the emulator's bearer token) talks to
-it as it would to Vertex AI. It
+unmodified ``aiplatform_v1.JobServiceClient`` (gRPC transport, a channel to
+the emulator's Unix socket in the user's private folder that sends its bearer
+token; it listens on ``127.0.0.1:PORT`` too) talks to it as it would to Vertex AI. It
 implements Create/Get/List/Cancel/Delete for CustomJob and
 HyperparameterTuningJob; every other JobService method answers UNIMPLEMENTED.
 
@@ -43,7 +43,8 @@ Where each part lives:
   failure Vertex can produce;
 * :mod:`~vxtrain.backends.emulator.auth`: the bearer token every call, gRPC and
   REST, must carry (its file, its check, the interceptor that refuses a call
-  UNAUTHENTICATED): the emulator runs the command of every job it is sent;
+  UNAUTHENTICATED) and the private socket vxtrain's clients send it through:
+  the emulator runs the command of every job it is sent;
 * :mod:`~vxtrain.backends.emulator.common`: the error type, the job states and
   message helpers they all share (the job kinds and terminal states are the
   seam's: :mod:`vxtrain.vocab.kinds`).
