@@ -248,3 +248,60 @@ def test_open_backend_local_hands_its_private_token_to_its_client_and_log_reader
         assert TOKEN_ENV not in str(refused.value).split("vxtrain sends")[0]
         with open_log_reader(backend.endpoint, token=backend.token) as reader:
             assert list(reader.list_entries("p", 'resource.type="ml_job"')) == []
+
+
+# --- the emulator's socket: one per port, a live one kept, a stale one replaced ---------------
+
+def test_the_emulator_serves_its_socket_while_it_runs_and_removes_it_on_stop() -> None:
+    with start_emulator(out=io.StringIO(), environ={}) as handle:
+        assert handle.socket == socket_file(handle.port) == own_socket(handle.port)
+        assert stat.S_ISSOCK(handle.socket.lstat().st_mode)
+        assert stat.S_IMODE(handle.socket.parent.stat().st_mode) == 0o700
+    assert not handle.socket.exists()
+
+
+def test_a_second_emulator_on_the_port_number_at_another_address_is_refused_whatever_its_token() -> None:
+    """127.0.0.1:P and [::1]:P bind apart; with a token from the environment there is no token
+    file to lock, and the live socket on P says another emulator of this user's serves it."""
+    with start_emulator("127.0.0.1", out=io.StringIO(), environ={}) as first:
+        assert first.token is not None and first.token.file is None  # VXTRAIN_EMULATOR_TOKEN: no file
+        try:
+            second = start_emulator("::1", first.port, out=io.StringIO(), environ={})
+        except VxtrainError as exc:
+            refused = str(exc)
+        else:
+            second.stop()
+            pytest.fail("a second emulator took over the live one's socket")
+        if "in use" in refused or "not an address" in refused:
+            pytest.skip(f"[::1]:{first.port} cannot be bound here: {refused}")
+        assert f"another emulator of this user's serves port {first.port}" in refused
+        assert own_socket(first.port) == first.socket
+
+
+def test_a_socket_left_by_a_killed_emulator_is_replaced(tmp_path: Path) -> None:
+    """Nothing answers a killed emulator's socket: the next emulator on the port removes it."""
+    with start_emulator(out=io.StringIO(), environ={}) as first:
+        port = first.port
+    stale = socket_file(port)
+    with socket.socket(socket.AF_UNIX) as dead:  # bound, never listening, closed: a file nothing answers
+        dead.bind(str(stale))
+    try:
+        handle = start_emulator(port=port, out=io.StringIO(), environ={})
+    except VxtrainError as exc:
+        stale.unlink(missing_ok=True)
+        if "in use" in str(exc):
+            pytest.skip(f"port {port} was taken again before the second emulator could bind it")
+        raise
+    with handle:
+        assert own_socket(port) == handle.socket
+        assert handle.jobs() == [] and not _refused(handle.address)
+
+
+def _refused(address: str) -> bool:
+    """Whether a list through vxtrain's client is refused (the token did not get through)."""
+    with open_backend(endpoint=address) as backend:
+        try:
+            backend.list(CUSTOM, PARENT)
+        except PermissionError_:
+            return True
+    return False
