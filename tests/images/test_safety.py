@@ -3,6 +3,7 @@ are honoured, ``.wh.`` names and credentials are refused before anything is push
 requirements files stay in the project without their neighbours' contents being quoted."""
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -14,8 +15,9 @@ import pytest
 import requests
 
 from tests.images.bases import can_run, run_in, unpack
-from tests.images.conftest import BaseImage, get_manifest
+from tests.images.conftest import BaseImage, get_blob, get_manifest, push_base
 from tests.incli import run
+from tests.packaging.conftest import KEY_BODY, SECRETS, private_key, write_leaky_links
 from vxtrain import api
 from vxtrain.images.layers import LayerError, code_files, write_layer
 from vxtrain.images.publish import publish
@@ -234,6 +236,66 @@ def test_a_package_source_with_credentials_is_refused(tmp_path: Path, capsys: py
                     "    module: trainer.task\n    source: .\n")
     exit_code, out, err = run(capsys, "validate", str(spec))
     assert exit_code == 1 and "trainer/.aws/credentials" in f"{out}{err}" and "AWS access keys" in f"{out}{err}"
+
+
+# -- links to what the rules leave out, private keys by content (issue 34) ---------------------------------
+
+
+def _pushed_bytes(registry: str, uri: str) -> bytes:
+    """Every layer of the image at ``uri``, uncompressed, one after the other."""
+    repo, tag = uri.split("/", 1)[1].rsplit(":", 1)
+    manifest, _, _ = get_manifest(registry, repo, tag)
+    return b"".join(gzip.decompress(get_blob(registry, repo, layer["digest"])) for layer in manifest["layers"])
+
+
+def test_links_to_what_the_rules_leave_out_are_a_warning_at_validate(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    links = write_leaky_links(tmp_path / "src")
+    diagnostics = api.check_file(spec).diagnostics
+    assert [d.code for d in diagnostics if d.severity == "error"] == []
+    [warned] = [d for d in diagnostics if d.code == "source-links"]
+    assert (warned.severity, warned.path, warned.line) == ("warning", "chief.build.source", 7)
+    for name in links[:5]:  # five are named, the rest counted
+        assert f"{name} -> {os.readlink(tmp_path / 'src' / name)} (its target is left out)" in warned.message
+    assert "and 1 more" in warned.message and not any(s.decode() in warned.message for s in SECRETS)
+    [image] = api.plan(spec).images
+    assert image.source.files == 3  # trainer/task.py and the two ignore files
+
+
+@pytest.mark.slow
+def test_an_image_carries_no_link_to_what_the_rules_leave_out(tmp_path: Path, registry: str) -> None:
+    base = push_base(registry, "base/links", "py310")
+    spec = _spec(tmp_path, base=base.ref, registry=registry)
+    links = write_leaky_links(tmp_path / "src")
+    (tmp_path / "src" / "trainer" / "settings.yaml").symlink_to("task.py")  # to a packaged file: that file
+    [pushed] = publish(api.plan(spec).images)
+    pushed_bytes = _pushed_bytes(registry, pushed.uri)
+    assert b"opt/vxtrain/code/trainer/settings.yaml" in pushed_bytes
+    assert not any(f"opt/vxtrain/code/{name}".encode() in pushed_bytes for name in links)
+    assert not any(secret in pushed_bytes for secret in SECRETS)
+
+
+def test_a_private_key_by_content_is_refused_at_validate_unless_ignored(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    (tmp_path / "src" / "server.pem").write_text(private_key("PRIVATE KEY"))
+    (tmp_path / "src" / "deploy").write_text(private_key())
+    [error] = [d for d in api.check_file(spec).diagnostics if d.severity == "error"]
+    assert (error.code, error.path, error.line) == ("source-credentials", "chief.build.source", 7)
+    assert "deploy (a private key" in error.message and "server.pem (a private key" in error.message
+    assert "**/deploy **/server.pem" in error.message and KEY_BODY not in error.message
+    (tmp_path / "src" / ".vxtrainignore").write_text("server.pem\ndeploy\n")
+    assert _codes(spec) == []
+
+
+def test_a_private_key_by_content_pushes_nothing(tmp_path: Path, registry: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _spec(tmp_path, registry=f"{registry}/pem")  # a repository of its own: the registry is the session's
+    (tmp_path / "src" / "server.pem").write_text(private_key("RSA PRIVATE KEY"))
+    exit_code, out, err = run(capsys, "submit", str(spec), "--endpoint", "127.0.0.1:9")
+    assert exit_code == 1 and "[source-credentials]" in err and "server.pem (a private key" in err
+    assert KEY_BODY not in out + err and "Traceback" not in err
+    catalog = requests.get(f"http://{registry}/v2/_catalog", timeout=10).json()["repositories"]
+    assert [repo for repo in catalog if repo.startswith("pem/")] == []
 
 
 # -- requirements files stay in the project ---------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.packaging.conftest import write_bare, write_project
+from tests.packaging.conftest import KEY_BODY, SECRETS, private_key, write_bare, write_leaky_links, write_project
 from vxtrain.errors import VxtrainError
 from vxtrain.packaging import source
 from vxtrain.packaging.source import describe, module_file, package_uri
@@ -135,8 +135,10 @@ def test_links_outside_the_folder_to_folders_or_nowhere_are_left_out(tmp_path: P
     after = describe(root)
     assert list(source.iter_files(root)) == list(source.iter_files(tmp_path / "code" / ".." / "code"))
     assert (after.digest, after.files) == (before.digest, before.files)
-    assert [str(rel) for rel, _ in source.left_out_links(root)] == ["broken", "keys", "trainer/id_rsa", "trainer/loop"]
-    assert dict(source.left_out_links(root))[PurePosixPath("trainer/id_rsa")] == str(outside / "id_rsa")
+    assert [str(link.path) for link in source.left_out_links(root)] == ["broken", "keys", "trainer/id_rsa",
+                                                                        "trainer/loop"]
+    assert {link.path: link.target for link in source.left_out_links(root)}[PurePosixPath("trainer/id_rsa")] \
+        == str(outside / "id_rsa")
 
 
 def test_a_link_to_a_file_inside_the_folder_counts_as_that_file(bare_source: Path) -> None:
@@ -241,3 +243,84 @@ def test_the_home_folder_itself_is_no_source_folder(tmp_path: Path, monkeypatch:
         source.survey(tmp_path)
     (tmp_path / "project").mkdir()
     assert source.survey(tmp_path / "project").files == []
+
+
+# --- links to what the rules leave out, private keys by content (issue 34) ------------------
+
+def test_a_link_is_packaged_only_when_its_target_is(tmp_path: Path) -> None:
+    """A link to a gitignored key, to .git/config, to a .vxtrainignored .env, into an ignored
+    folder or the top build/, or to a link to one of them: left out of the files, the hash and
+    the sdist, and listed with why; a link to a packaged file is still that file."""
+    root = write_bare(tmp_path / "code")
+    before = describe(root)
+    links = write_leaky_links(root)
+    found = source.survey(root)
+    assert [str(rel) for rel in found.files] == [".gitignore", ".vxtrainignore", "trainer/__init__.py",
+                                                 "trainer/config.yaml", "trainer/task.py", "trainer/util.py"]
+    assert [(str(link.path), link.target, link.why) for link in found.links] == [
+        (name, os.readlink(root / name), "its target is left out") for name in links]
+    for rel in found.files:
+        assert not any(secret in (root / rel).read_bytes() for secret in SECRETS)
+    with_links = describe(root)
+    for name in links:
+        (root / name).unlink()
+    assert describe(root).digest == with_links.digest  # nothing of theirs is in the hash
+    (root / "trainer" / "settings.yaml").symlink_to("config.yaml")
+    assert describe(root).files == before.files + 3  # the two ignore files, and a link to a packaged file
+
+
+def test_a_link_left_out_says_why(tmp_path: Path) -> None:
+    root = write_bare(tmp_path / "code")
+    (tmp_path / "outside.txt").write_text("x")
+    (root / "out").symlink_to(tmp_path / "outside.txt")
+    (root / "dir").symlink_to("trainer")
+    (root / "broken").symlink_to("nowhere")
+    assert [(str(link.path), link.why) for link in source.left_out_links(root)] == [
+        ("broken", "broken"), ("dir", "a folder"), ("out", "outside the folder")]
+
+
+@pytest.mark.parametrize("content", [
+    private_key(),
+    private_key("RSA PRIVATE KEY"),
+    private_key("EC PRIVATE KEY"),
+    private_key("PRIVATE KEY"),
+    private_key("ENCRYPTED PRIVATE KEY"),
+    private_key("RSA PRIVATE KEY", "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00FF\n\n"),
+    private_key("PGP PRIVATE KEY BLOCK", "Version: GnuPG v2\n\n"),
+    # a server's PEM bundle: its certificate, then its key (as HAProxy and nginx read them)
+    f"-----BEGIN CERTIFICATE-----\n{KEY_BODY}\n-----END CERTIFICATE-----\n{private_key('PRIVATE KEY')}",
+    # as openssl pkcs12 writes it (Bag Attributes before the block), with Windows line ends
+    f"Bag Attributes\n    localKeyID: 01\n{private_key('PRIVATE KEY')}".replace("\n", "\r\n"),
+    f'KEY = """\n{private_key()}"""\n',
+], ids=["openssh", "rsa", "ec", "pkcs8", "pkcs8-encrypted", "rsa-encrypted", "pgp", "bundle", "crlf", "in-code"])
+def test_a_file_holding_a_private_key_is_refused_whatever_its_name(bare_source: Path, content: str) -> None:
+    (bare_source / "server.pem").write_bytes(content.encode())
+    with pytest.raises(source.SourceError, match=r"server\.pem \(a private key") as caught:
+        source.survey(bare_source)
+    assert caught.value.code == "source-credentials" and KEY_BODY not in str(caught.value)
+    assert "**/server.pem" in str(caught.value)  # the ignore line that leaves it out
+    (bare_source / ".vxtrainignore").write_text("server.pem\n")
+    assert "server.pem" not in [str(rel) for rel in source.survey(bare_source).files]
+
+
+@pytest.mark.parametrize("content", [
+    f"-----BEGIN CERTIFICATE-----\n{KEY_BODY}\n-----END CERTIFICATE-----\n",
+    f"-----BEGIN PUBLIC KEY-----\n{KEY_BODY}\n-----END PUBLIC KEY-----\n",
+    "Keys start with -----BEGIN OPENSSH PRIVATE KEY----- and end with its END line.\n",
+    "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----\n",  # a placeholder in the docs
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END EC PRIVATE KEY-----\n",
+], ids=["certificate", "public-key", "prose", "placeholder", "unmatched"])
+def test_certificates_public_keys_and_words_about_keys_are_kept(bare_source: Path, content: str) -> None:
+    (bare_source / "server.pem").write_text(content)
+    assert "server.pem" in [str(rel) for rel in source.survey(bare_source).files]
+
+
+def test_a_private_key_is_looked_for_in_a_bounded_prefix_of_each_file(bare_source: Path) -> None:
+    """Cheap: the first KEY_SCAN_BYTES of a file; a key further down a large file is not a key file."""
+    from vxtrain.packaging.credentials import KEY_SCAN_BYTES
+
+    (bare_source / "data.txt").write_text("x" * KEY_SCAN_BYTES + "\n" + private_key())
+    assert "data.txt" in [str(rel) for rel in source.survey(bare_source).files]
+    (bare_source / "data.txt").write_text("x" * (KEY_SCAN_BYTES - 400) + "\n" + private_key())
+    with pytest.raises(source.SourceError, match="data.txt"):
+        source.survey(bare_source)

@@ -9,23 +9,31 @@ list it in ``.vxtrainignore`` (or ``.gitignore``) in the folder, or move it out.
 ignored file is never read, hashed nor packaged (vxtrain.packaging.source), so that is
 the way to keep one next to the code.
 
-The table matches names, not contents: a name is what each tool looks for, so it is
-what a copied home folder or a careless ``cp -r ~/.config`` brings in; reading every
-file's bytes for keys would cost a second read of the folder and still miss most.
-One kind is found by content, because it has no fixed name and is the credential a
-Vertex AI project most often holds: a Google credential JSON (a service account key,
-``GOOGLE_APPLICATION_CREDENTIALS=key.json``), told by its ``"type"``; only ``.json``
-files up to KEY_FILE_MAX bytes are read for it (a key is about 2.3 KB).
+The table matches names: a name is what each tool looks for, so it is what a copied
+home folder or a careless ``cp -r ~/.config`` brings in. Two kinds are found by
+content, because they have no fixed name:
+
+- a private key (``server.pem``, ``deploy_key``, a key pasted into ``key.txt``): an
+  armored ``-----BEGIN ... PRIVATE KEY-----`` block, PEM or OpenSSH's, with its body and
+  its END line, in the first KEY_SCAN_BYTES of a file (a key file is a few KB; a server's
+  PEM bundle puts its certificates first);
+- a Google credential JSON (a service account key, ``GOOGLE_APPLICATION_CREDENTIALS=key.json``),
+  the credential a Vertex AI project most often holds, told by its ``"type"``; only
+  ``.json`` files up to KEY_FILE_MAX bytes count (a key is about 2.3 KB).
+
+Each packaged file is opened once for both, and only its first KEY_SCAN_BYTES are read:
+the whole folder is read once more by its hash, not here.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-__all__ = ["CREDENTIALS", "Credential", "GOOGLE_KEY", "KEY_FILE_MAX", "WHITEOUT_PREFIX", "credential_files",
-           "whiteout_names"]
+__all__ = ["CREDENTIALS", "Credential", "GOOGLE_KEY", "KEY_FILE_MAX", "KEY_SCAN_BYTES", "PRIVATE_KEY",
+           "WHITEOUT_PREFIX", "credential_files", "private_key", "whiteout_names"]
 
 #: A layer entry whose name starts with this is a whiteout: the runtime deletes the file
 #: of that name in the layers below, and shows neither
@@ -120,28 +128,63 @@ GOOGLE_KEY = "a Google Cloud credential file (a service account key or a login's
              "holds it acts as that account"
 
 
+#: Bytes read of each packaged file for a private key: its first 64 KiB. A key file is a few KB
+#: (an RSA 4096 PEM 3.2 KB), a bundle of a server's certificate chain and key well under this.
+KEY_SCAN_BYTES = 64 * 1024
+#: What a file holding a private key is refused as.
+PRIVATE_KEY = "a private key: whoever holds it signs, decrypts or logs in as its owner"
+#: The BEGIN line of an armored private key: RFC 7468's ``PRIVATE KEY`` (PKCS #8, sec. 10) and
+#: ``ENCRYPTED PRIVATE KEY`` (sec. 11); OpenSSL's traditional ``RSA``/``EC``/``DSA PRIVATE KEY``
+#: (pem(3ossl), with ``Proc-Type``/``DEK-Info`` headers when encrypted); OpenSSH's ``OPENSSH
+#: PRIVATE KEY`` (https://github.com/openssh/openssh-portable/blob/master/PROTOCOL.key);
+#: OpenPGP's ``PGP PRIVATE KEY BLOCK`` (RFC 4880, sec. 6.2; read 2026-12-01). At the start of
+#: a line, as every parser requires; compiled on first use (re's own cache), for files that
+#: hold the words only.
+_KEY_BEGIN = rb"(?m)^-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----[ \t]*\r?$"
+#: A line of a key's base64 body (keys write 64 or 70 characters a line): a block whose lines
+#: are all shorter (``...``, a placeholder in a README) holds no key.
+_KEY_LINE = rb"(?m)^[A-Za-z0-9+/=]{16,}\r?$"
+
+
 def credential_files(files: Iterable[PurePosixPath], root: Path | None = None) -> list[tuple[PurePosixPath, Credential]]:
     """The files (relative paths, in the order given) that are credentials, each with its entry;
-    with ``root`` (the folder they are in), also the ``.json`` files that are Google credentials."""
+    with ``root`` (the folder they are in), also those that are by content: a private key, a
+    Google credential JSON."""
     found = []
     for rel in files:
         hit = None if _NAMES.isdisjoint(rel.parts) else next((e for e in CREDENTIALS if e.matches(rel)), None)
-        if hit is None and root is not None and rel.suffix == ".json" and _google_key(root / rel):
-            hit = Credential(rel.parts, False, GOOGLE_KEY)
+        why = None if hit is not None or root is None else _by_content(root / rel, rel.suffix == ".json")
+        if why is not None:
+            hit = Credential(rel.parts, False, why)
         if hit is not None:
             found.append((rel, hit))
     return found
 
 
-def _google_key(path: Path) -> bool:
-    """True when ``path`` (a small JSON file) is a credential file google-auth would load."""
+def _by_content(path: Path, json: bool) -> str | None:
+    """Why the file ``path`` is a credential by its first KEY_SCAN_BYTES (a private key; for a
+    small ``json`` file, a Google credential), or None."""
     try:
-        if path.stat().st_size > KEY_FILE_MAX:
-            return False
         with path.open("rb") as f:
-            return re.search(_GOOGLE_TYPE, f.read(KEY_FILE_MAX)) is not None
+            head = f.read(KEY_SCAN_BYTES)
+            size = os.fstat(f.fileno()).st_size
     except OSError:  # unreadable: the walk's own check says so
-        return False
+        return None
+    if b"PRIVATE KEY" in head and private_key(head):
+        return PRIVATE_KEY
+    if json and size <= KEY_FILE_MAX and re.search(_GOOGLE_TYPE, head) is not None:
+        return GOOGLE_KEY
+    return None
+
+
+def private_key(data: bytes) -> bool:
+    """True when ``data`` holds an armored private key: its BEGIN line, a line of base64, and
+    its END line with the same label."""
+    for begin in re.finditer(_KEY_BEGIN, data):
+        end = data.find(b"-----END " + begin.group(1) + b"-----", begin.end())
+        if end != -1 and re.search(_KEY_LINE, data[begin.end():end]) is not None:
+            return True
+    return False
 
 
 def whiteout_names(files: Iterable[PurePosixPath]) -> list[PurePosixPath]:

@@ -19,13 +19,17 @@ What counts is refused when it holds credentials (the table in
 vxtrain.packaging.credentials) or a name a container runtime reads as a deletion
 (``.wh.``): a SourceError naming each file and the fix (an ignore file).
 
-Links: a link to a file inside the folder counts as that file (its bytes, under
-the link's name). Any other link is left out: one pointing outside the folder
-(a package or image must not quietly carry ``~/.ssh/id_rsa`` or a data disk
-because a link named it), one to a directory (not followed: a link to an
-ancestor would loop), and a broken one. ``left_out_links`` lists them, so
-validation can say so: a local run, which runs the folder in place, still
-sees them.
+Links: a link counts as its target (its bytes, under the link's name) only when that
+target is a file of the folder that is packaged itself, under the same rules: not
+ignored, not in an excluded folder (``.git/``), not bytecode. Any other link is left
+out: one to a file the rules leave out (``key.txt`` → a gitignored ``id_rsa``,
+``cfg`` → ``.git/config``: the link must not push what the rules kept back), one
+pointing outside the folder (a package or image must not quietly carry
+``~/.ssh/id_rsa`` or a data disk because a link named it), one to a directory (not
+followed: a link to an ancestor would loop), and a broken one. ``left_out_links``
+lists them with why, so validation can say so: a local run, which runs the folder
+in place, still sees them. A target the rules keep is checked as a file of its own
+(a credential in it is refused by its own name).
 
 Hard links: a file with a second name outside the folder is a file of the folder
 like any other (its bytes are there; nothing can tell the "original" name) and is
@@ -46,7 +50,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from vxtrain.errors import VxtrainError
 from vxtrain.model import parse_size
@@ -103,6 +107,13 @@ SYSTEM_FOLDERS = frozenset({"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib3
 VIRTUAL_FOLDERS = ("/proc", "/sys", "/dev")
 
 
+#: Why a link is left out (LeftOutLink.why).
+LINK_LEFT_OUT = "its target is left out"
+LINK_OUTSIDE = "outside the folder"
+LINK_FOLDER = "a folder"
+LINK_BROKEN = "broken"
+
+
 class SourceError(VxtrainError):
     """A source folder that cannot be packaged: a system folder, past the bounds, or with
     an entry that cannot be listed or read. ``code`` says which, for validation."""
@@ -112,13 +123,22 @@ class SourceError(VxtrainError):
         self.code = code
 
 
+class LeftOutLink(NamedTuple):
+    """A link of a source folder that is not packaged: where it is, what it says, and why
+    (LINK_LEFT_OUT, LINK_OUTSIDE, LINK_FOLDER or LINK_BROKEN)."""
+
+    path: PurePosixPath
+    target: str
+    why: str
+
+
 @dataclass(frozen=True)
 class Survey:
     """One walk of a source folder: what is packaged and what is worth a warning."""
 
     files: list[PurePosixPath]  # packaged, in byte order
     size: int  # their bytes
-    links: list[tuple[PurePosixPath, str]]  # links left out: (relative path, what the link says)
+    links: list[LeftOutLink]  # links left out, in byte order
     hard_links: list[PurePosixPath]  # packaged files with another name outside the folder
 
 
@@ -184,9 +204,9 @@ def iter_files(root: Path) -> Iterator[PurePosixPath]:
     yield from survey(root).files
 
 
-def left_out_links(root: Path) -> list[tuple[PurePosixPath, str]]:
-    """The links under ``root`` that are not packaged (outside it, to a directory, broken):
-    (relative path, what the link says), in sorted order."""
+def left_out_links(root: Path) -> list[LeftOutLink]:
+    """The links under ``root`` that are not packaged (to a file left out, outside it, to a
+    directory, broken), in sorted order."""
     return survey(root).links
 
 
@@ -212,12 +232,9 @@ def survey(root: Path) -> Survey:
     or an entry that cannot be listed or read)."""
     real = root.resolve()
     refuse_system_folder(real)
-    max_files, max_bytes = limits()
-    files: list[PurePosixPath] = []
-    links: list[tuple[PurePosixPath, str]] = []
-    size = 0
-    inodes: dict[tuple[int, int], list[PurePosixPath]] = {}
-    names: dict[tuple[int, int], int] = {}
+    found = _Found(root, *limits())
+    links: list[LeftOutLink] = []
+    pending: list[tuple[PurePosixPath, Path, PurePosixPath, os.stat_result]] = []  # links to files inside
     ignores = _Ignores(root)
     ignores.read_outer(real)
     for rel, path in _names(root, ignores):
@@ -226,29 +243,62 @@ def survey(root: Path) -> Survey:
             link = path.is_symlink()
         except FileNotFoundError:  # a broken link (or gone since the listing)
             if path.is_symlink():
-                links.append((rel, os.readlink(path)))
+                links.append(LeftOutLink(rel, os.readlink(path), LINK_BROKEN))
             continue
         except OSError as exc:
             raise _unreadable(path, root, exc) from exc
-        packaged = stat.S_ISREG(info.st_mode) and (not link or path.resolve().is_relative_to(real))
-        if link and not packaged:
-            links.append((rel, os.readlink(path)))
-        if not packaged:
-            continue
-        if not os.access(path, os.R_OK):
-            raise _unreadable(path, root, PermissionError(13, "Permission denied"))
-        files.append(rel)
-        key = (info.st_dev, info.st_ino)
         if not link:
-            inodes.setdefault(key, []).append(rel)
-            names[key] = info.st_nlink
-        size += info.st_size
-        if len(files) > max_files or size > max_bytes:
-            raise _too_large(root, len(files), size, max_files, max_bytes)
-    hard = [rel for key, rels in inodes.items() if names[key] > len(rels) for rel in rels]
-    refuse_unsafe(root, files)
-    return Survey(sorted(files, key=_byte_order), size, sorted(links, key=lambda item: _byte_order(item[0])),
-                  sorted(hard, key=_byte_order))
+            if stat.S_ISREG(info.st_mode):
+                found.add(rel, path, info, link=False)
+            continue
+        target = path.resolve()
+        if not stat.S_ISREG(info.st_mode) or not target.is_relative_to(real):
+            links.append(LeftOutLink(rel, os.readlink(path), LINK_FOLDER if stat.S_ISDIR(info.st_mode)
+                                     else LINK_OUTSIDE))
+        else:
+            pending.append((rel, path, PurePosixPath(target.relative_to(real).as_posix()), info))
+    # Once the walk is done, every file the rules keep is known: a link counts only as one of them.
+    kept = set(found.files)
+    for rel, path, target_rel, info in pending:
+        if target_rel in kept:
+            found.add(rel, path, info, link=True)
+        else:
+            links.append(LeftOutLink(rel, os.readlink(path), LINK_LEFT_OUT))
+    refuse_unsafe(root, found.files)
+    return Survey(sorted(found.files, key=_byte_order), found.size, sorted(links, key=lambda l: _byte_order(l.path)),
+                  sorted(found.hard_links(), key=_byte_order))
+
+
+@dataclass
+class _Found:
+    """The files one walk of ``root`` packages so far, counted against the bounds."""
+
+    root: Path
+    max_files: int
+    max_bytes: int
+    files: list[PurePosixPath] = field(default_factory=list)
+    size: int = 0
+    #: (device, inode) of each file that is no link → its names in the folder, and its link count.
+    inodes: dict[tuple[int, int], list[PurePosixPath]] = field(default_factory=dict)
+    names: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def add(self, rel: PurePosixPath, path: Path, info: os.stat_result, link: bool) -> None:
+        """Package ``rel`` (at ``path``, whose target's stat is ``info``): SourceError when it cannot
+        be read or passes a bound."""
+        if not os.access(path, os.R_OK):
+            raise _unreadable(path, self.root, PermissionError(13, "Permission denied"))
+        self.files.append(rel)
+        if not link:
+            key = (info.st_dev, info.st_ino)
+            self.inodes.setdefault(key, []).append(rel)
+            self.names[key] = info.st_nlink
+        self.size += info.st_size
+        if len(self.files) > self.max_files or self.size > self.max_bytes:
+            raise _too_large(self.root, len(self.files), self.size, self.max_files, self.max_bytes)
+
+    def hard_links(self) -> list[PurePosixPath]:
+        """The files with more names than the folder holds: hard-linked from outside it."""
+        return [rel for key, rels in self.inodes.items() if self.names[key] > len(rels) for rel in rels]
 
 
 def refuse_unsafe(root: Path, files: list[PurePosixPath]) -> None:

@@ -94,11 +94,11 @@ def _source_links(found: Survey, key: str, into: str, native: NativeSpec, path: 
     links = found.links
     if not links:
         return
-    shown = ", ".join(f"{rel} -> {target}" for rel, target in links[:LINKS_SHOWN])
+    shown = ", ".join(f"{link.path} -> {link.target} ({link.why})" for link in links[:LINKS_SHOWN])
     more = f" and {len(links) - LINKS_SHOWN} more" if len(links) > LINKS_SHOWN else ""
-    yield warning("source-links", f"{key} has {plural(len(links), 'link')} left out of {into} (only links to "
-                  f"files inside the folder are followed; a local run still sees them): {shown}{more}; copy "
-                  "what the job needs into the folder", **native.where(path))
+    yield warning("source-links", f"{key} has {plural(len(links), 'link')} left out of {into} (a link is followed "
+                  f"only to a file of the folder that is packaged itself, not ignored nor under .git/; a local run "
+                  f"still sees them): {shown}{more}; copy what the job needs into the folder", **native.where(path))
 
 
 
