@@ -59,6 +59,20 @@ def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
     assert "vxtrain.model is not allowed to import vxtrain.api" in res.stdout
 
 
+def test_validation_importing_push_code_breaks_its_contract(tmp_path: Path) -> None:
+    """The layers allow validation (above images and packaging) to import them; the forbidden
+    contract does not: a source folder's facts are read from vxtrain.sources."""
+    shutil.copytree(ROOT / "vxtrain", tmp_path / "vxtrain",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    rules = tmp_path / "vxtrain" / "validation" / "package_rules.py"
+    rules.write_text(rules.read_text() + "\n\ndef _push() -> None:\n    from vxtrain.packaging import sdists  # noqa\n")
+    res = lint_imports(tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "never the push code BROKEN" in res.stdout.replace("\n", " ")
+    assert "vxtrain.validation.package_rules -> vxtrain.packaging.sdists" in res.stdout
+
+
 def test_a_missing_import_linter_fails_under_ci_and_skips_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAPTOP = ROOT / "configs" / "examples" / "laptop"
 
 #: A job every resolver touches: an auto-sized Reduction Server (bandwidth.resolve), a
-#: source package (packaging.jobs.resolve) and an image built from a folder (images.recipe.resolve).
+#: source package (packaging.sdists.resolve) and an image built from a folder (images.recipe.resolve).
 SPEC = """\
 display_name: untouched
 image_repository: registry.example/team/train

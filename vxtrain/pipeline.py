@@ -34,8 +34,8 @@ from vxtrain.validation import container_rules, label_rules, rules, schema
 
 if TYPE_CHECKING:
     from vxtrain.images.recipe import ImageBuild
-    from vxtrain.packaging.jobs import Package
-    from vxtrain.packaging.source import Source
+    from vxtrain.packaging.sdists import Package
+    from vxtrain.sources.folder import Source
     from vxtrain.planning.cost import Cost
 
 @dataclass
@@ -357,11 +357,11 @@ def _resolved(result: Result, job: model.Job, described: dict[Path, Source]) -> 
     # Hashing reads files, so it happens here and the compiler stays pure: it only sees
     # the content-addressed URIs (package_uris, image).
     if any(p.python_package is not None and p.python_package.source for p in job.pools.values()):
-        # lazy: packaging.jobs and its upload module cost ~25 ms of imports (-X importtime),
+        # lazy: packaging.sdists and its upload module cost ~25 ms of imports (-X importtime),
         # a tenth of validate's start-up, for the specs with python_package.source alone
-        from vxtrain.packaging import jobs
+        from vxtrain.packaging import sdists
 
-        job, result.packages = jobs.resolve(job, result.native.source.folder, job.staging_bucket, described)
+        job, result.packages = sdists.resolve(job, result.native.source.folder, job.staging_bucket, described)
     if any(p.build is not None for p in job.pools.values()):
         # lazy: images.recipe costs ~6 ms of imports (-X importtime), 3% of validate's start-up,
         # for the specs with build: alone

@@ -21,8 +21,8 @@ from vxtrain.errors import UsageError
 from vxtrain.images.recipe import UNSET_REPOSITORY
 from vxtrain.loading.document import NativeSpec, spec_folder
 from vxtrain.model import LocalSpec, key_path_of
-from vxtrain.packaging.jobs import UNSET_BUCKET
-from vxtrain.packaging.source import import_root
+from vxtrain.packaging.sdists import UNSET_BUCKET
+from vxtrain.sources.folder import import_root
 from vxtrain.pipeline import Result
 from vxtrain.slots import POOL_INDEX
 from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION

@@ -34,7 +34,7 @@ from vxtrain.errors import ApiError, SpecError
 from vxtrain.images.dependencies import (
     CACHE_UNUSED_DAYS, DependencyError, Target, cache_dir, dependency_layer, pip_command)
 from vxtrain.images.publish import publish
-from vxtrain.images.recipe import RequirementsError, local_requirements
+from vxtrain.sources.requirements import RequirementsError, local_requirements
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vxtrain.images.layers import CHUNK, write_code_layer, write_layer
-from vxtrain.packaging.source import describe
+from vxtrain.sources.folder import describe
 
 #: The digests of the layer below, as written with python-isal 1.9.1 (ISA-L's deflate, level 2)
 #: on linux/amd64. Change them only with a decision (docs/decisions.md, "Image files and their

@@ -17,13 +17,13 @@ import requests
 from tests.images.bases import can_run, run_in, unpack
 from tests.images.conftest import BaseImage, get_blob, get_manifest, push_base
 from tests.incli import run
-from tests.packaging.conftest import KEY_BODY, SECRETS, private_key, write_leaky_links
+from tests.sources.folders import KEY_BODY, SECRETS, private_key, write_leaky_links
 from vxtrain import api
 from vxtrain.images.layers import LayerError, code_files, write_layer
 from vxtrain.images.publish import publish
 from vxtrain.images.recipe import DEPS_DIR
 from vxtrain.images.safety import safe_pip_error
-from vxtrain.packaging.credentials import CREDENTIALS, Credential
+from vxtrain.sources.credentials import CREDENTIALS, Credential
 
 BASE = f"us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310@sha256:{'0' * 64}"
 SPEC = """\

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vxtrain.packaging.build import PackageBuildError, build_sdist
-from vxtrain.packaging.source import describe
+from vxtrain.sources.folder import describe
 
 pytestmark = pytest.mark.slow
 

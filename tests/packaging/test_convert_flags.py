@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.packaging.conftest import write_bare
+from tests.sources.folders import write_bare
 from vxtrain import formats
 from vxtrain.errors import UsageError
 from vxtrain.formats.package_flags import PackageFlags

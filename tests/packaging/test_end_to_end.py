@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.packaging.conftest import write_bare
+from tests.sources.folders import write_bare
 from vxtrain import api
 from vxtrain.backends.emulator import start_emulator
 from vxtrain.errors import SpecError, VxtrainError
@@ -97,10 +97,10 @@ def test_staging_bucket_flag_wins_over_the_spec(spec: Path) -> None:
 def test_a_folder_edited_after_its_uri_was_computed_uploads_nothing(spec: Path, gcs: Any, bucket: str) -> None:
     """The URI names the files as hashed at compile; the sdist is built later: when they
     differ by then, an upload would put other code under the URI, reused by later submits."""
-    from vxtrain.packaging import jobs
+    from vxtrain.packaging import sdists
 
     packages = api.plan(spec).packages
     (spec.parent / "code" / "trainer" / "util.py").write_text("VALUE = 'edited since plan'\n")
     with pytest.raises(VxtrainError, match="changed while it was being built"):
-        jobs.publish(packages, "vxtrain-test")
+        sdists.publish(packages, "vxtrain-test")
     assert gcs.bucket(bucket).get_blob(split_gs_uri(packages[0].uri)[1]) is None

@@ -8,7 +8,7 @@ import pytest
 
 from vxtrain.model import build
 from vxtrain.packaging.build import build_sdist
-from vxtrain.packaging.source import describe
+from vxtrain.sources.folder import describe
 from vxtrain.runtime import runner
 
 pytestmark = pytest.mark.slow

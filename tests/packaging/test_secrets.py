@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.incli import run
-from tests.packaging.conftest import KEY_BODY, SECRETS, private_key, write_bare, write_leaky_links
+from tests.sources.folders import KEY_BODY, SECRETS, private_key, write_bare, write_leaky_links
 from vxtrain import api
 from vxtrain.packaging.upload import split_gs_uri
 
@@ -47,13 +47,13 @@ def test_links_to_what_the_rules_leave_out_are_a_warning_at_validate(tmp_path: P
 @pytest.mark.slow
 def test_an_uploaded_package_carries_no_link_to_what_the_rules_leave_out(tmp_path: Path, gcs: Any,
                                                                         bucket: str) -> None:
-    from vxtrain.packaging import jobs
+    from vxtrain.packaging import sdists
 
     spec = _spec(tmp_path, bucket)
     links = write_leaky_links(tmp_path / "code")
     (tmp_path / "code" / "trainer" / "settings.yaml").symlink_to("config.yaml")  # to a packaged file: that file
     [package] = api.plan(spec).packages
-    [published] = jobs.publish([package], "vxtrain-test")
+    [published] = sdists.publish([package], "vxtrain-test")
     uploaded = gzip.decompress(gcs.bucket(bucket).get_blob(split_gs_uri(published.uri)[1]).download_as_bytes())
     with tarfile.open(fileobj=io.BytesIO(uploaded)) as tar:
         names = [name.split("/", 1)[1] for name in tar.getnames() if "/" in name]

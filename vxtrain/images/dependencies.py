@@ -19,7 +19,7 @@ What pip does not do for a target, done here:
   CPython ``X.Y`` on linux/amd64 or arm64), so every marker, in the requirements and
   in each wheel's ``Requires-Dist``, is judged for the image.
 - **Local paths** (``./libs/pkg``, ``-e ./libs/pkg``, ``./wh/x.whl``, ``file:``): resolved
-  from the spec's folder (vxtrain.images.recipe.local_requirements); a wheel is used
+  from the spec's folder (vxtrain.sources.requirements.local_requirements); a wheel is used
   as it is, a folder is built into a wheel with pypa ``build`` (vxtrain.packaging.build:
   in this Python when its backend is here, else isolated) and kept only when pure
   Python (an extension module built here is for this machine's Python and libc);
@@ -52,11 +52,11 @@ from pathlib import Path, PurePosixPath
 
 from vxtrain.errors import VxtrainError
 from vxtrain.images.layers import Layer, write_layer
-from vxtrain.images.recipe import (
-    BIN_DIR, DEPS_DIR, RECIPE_VERSION, SITE_DIR, LocalRequirement, local_requirements, requirements_bytes)
-from vxtrain.images.safety import requirement_files, safe_pip_error
+from vxtrain.images.recipe import BIN_DIR, DEPS_DIR, RECIPE_VERSION, SITE_DIR
+from vxtrain.images.safety import safe_pip_error
 from vxtrain.packaging.build import build_wheel
-from vxtrain.packaging.source import is_project
+from vxtrain.sources.folder import is_project
+from vxtrain.sources.requirements import LocalRequirement, local_requirements, requirement_files, requirements_bytes
 from vxtrain.vocab.callbacks import Say
 
 __all__ = ["DependencyError", "PLATFORM_TAGS", "Target", "cache_dir", "dependency_files", "dependency_layer", "install",
@@ -265,7 +265,7 @@ def dependency_files(dest: Path) -> Iterator[tuple[PurePosixPath, Path]]:
 
 def layer_key(requirements: Path, folders: tuple[Path, ...], target: Target) -> str:
     """The hash the dependency layer is cached under: the requirements and every file they name
-    (recipe.requirements_bytes), the Python (with its patch release when known), the platform,
+    (sources.requirements.requirements_bytes), the Python (with its patch release when known), the platform,
     the layout and pip's options (RECIPE_VERSION, DEPS_RECIPE)."""
     h = hashlib.sha256(f"{RECIPE_VERSION}\0{DEPS_RECIPE}\0{target.python}\0{target.full_version or ''}\0"
                        f"{target.platform}\0".encode())

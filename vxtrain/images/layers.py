@@ -36,8 +36,8 @@ from isal import isal_zlib
 
 from vxtrain.errors import VxtrainError
 from vxtrain.images.recipe import CODE_DIR
-from vxtrain.packaging.credentials import WHITEOUT_PREFIX
-from vxtrain.packaging.source import ContentHash, Source, iter_files, packaged_mode
+from vxtrain.sources.credentials import WHITEOUT_PREFIX
+from vxtrain.sources.folder import ContentHash, Source, iter_files, packaged_mode
 
 #: ISA-L's deflate level (0-3): fixed, as the bytes depend on it. 2 (python-isal's default)
 #: packs as tightly as zlib's level 1 at ISA-L's level 1 speed (docs/performance.md).
@@ -207,6 +207,6 @@ def _add(tar: tarfile.TarFile, name: str, path: Path | None, content: ContentHas
 
 
 def code_files(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:
-    """The source folder's files (the packages' exclusions: vxtrain.packaging.source) under CODE_DIR."""
+    """The source folder's files (the packages' exclusions: vxtrain.sources.folder) under CODE_DIR."""
     for rel in iter_files(root):
         yield CODE_DIR / rel, root / rel

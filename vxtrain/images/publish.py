@@ -36,8 +36,8 @@ from vxtrain.images.layers import Layer, write_code_layer
 from vxtrain.images.recipe import DEPS_DIR, ImageBuild
 from vxtrain.images.reference import Reference, parse
 from vxtrain.images.registry import Repository
-from vxtrain.packaging.source import check_unchanged
 from vxtrain.packaging.upload import UploadProgress
+from vxtrain.sources.folder import check_unchanged
 from vxtrain.vocab.callbacks import Say
 
 

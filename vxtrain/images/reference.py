@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vxtrain.model import Build
 
 #: Docker Hub's registry host, for references without one.
 DOCKER_HUB = "registry-1.docker.io"
@@ -107,3 +111,14 @@ def python_version(ref: Reference) -> str | None:
             return f"3.{found.group(1)}"
     found = _PY_TAG.match(ref.tag or "") if name == "python" else None
     return f"3.{found.group(1)}" if found else None
+
+
+def image_python(build: Build) -> str | None:
+    """The image's Python: ``build.python``, else the base reference's ``pyNNN`` (None: unknown).
+    What the image's tag hashes (vxtrain.images.recipe) and validation checks wheels need."""
+    if build.python:
+        return build.python
+    try:
+        return python_version(parse(build.base or ""))
+    except ValueError:
+        return None

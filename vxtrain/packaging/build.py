@@ -1,6 +1,6 @@
 """Build a source folder into an sdist Vertex AI's prebuilt executor images can ``pip install``.
 
-Two kinds of folder (``vxtrain.packaging.source.is_project``):
+Two kinds of folder (``vxtrain.sources.folder.is_project``):
 
 - a **project** (pyproject.toml or setup.py) is built by pypa ``build`` as it is;
 - a **bare** folder of packages gets a generated minimal ``setup.py`` (all packages
@@ -32,7 +32,7 @@ import build
 from build.env import DefaultIsolatedEnv
 
 from vxtrain.errors import VxtrainError
-from vxtrain.packaging.source import Source, is_project, iter_files, packaged_mode
+from vxtrain.sources.folder import Source, is_project, iter_files, packaged_mode
 
 #: Version of a generated project: the content hash, not this, tells builds apart.
 GENERATED_VERSION = "0.0.0"

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 
 from vxtrain.diagnostics import plural
 from vxtrain.images.recipe import UNSET_REPOSITORY, ImageBuild
-from vxtrain.packaging.jobs import UNSET_BUCKET, Package
+from vxtrain.packaging.sdists import UNSET_BUCKET, Package
 from vxtrain.packaging.upload import Position
 
 

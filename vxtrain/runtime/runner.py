@@ -47,7 +47,7 @@ from vxtrain import catalog, slots
 from vxtrain.errors import LocalRunError, VxtrainError
 from vxtrain.model import Job, Pool
 from vxtrain.packaging.install import package_path_entries
-from vxtrain.packaging.source import import_root, source_folder
+from vxtrain.sources.folder import import_root, source_folder
 from vxtrain.runtime import cluster_env, reaper
 from vxtrain.runtime.gpus import VISIBLE, GpuOptions, GpuPlan, resolve
 

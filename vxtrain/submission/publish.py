@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import SpecError
 from vxtrain.images.recipe import ImageBuild
-from vxtrain.packaging import jobs as packages
+from vxtrain.packaging import sdists as packages
 from vxtrain.packaging.upload import UploadProgress
 from vxtrain.vocab.callbacks import Say
 

@@ -14,7 +14,7 @@ from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, plural, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import NO_DEFAULTS_ROLE, Job, Pool, parse_duration, written_at
-from vxtrain.packaging.source import SourceError, Survey, source_folder, survey
+from vxtrain.sources.folder import SourceError, Survey, source_folder, survey
 
 RS = NO_DEFAULTS_ROLE
 DISTRIBUTED_DOC = "https://cloud.google.com/vertex-ai/docs/training/distributed-training"

@@ -18,7 +18,7 @@ from vxtrain.catalog.images import DEFAULT_PLATFORM, image_platform
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, key_path_of
-from vxtrain.packaging.source import source_folder
+from vxtrain.sources.folder import source_folder
 from vxtrain.validation._common import source_folder_checked
 
 
@@ -32,21 +32,22 @@ def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
             yield from _build(pool, native)
 
 
-def _images() -> tuple[ModuleType, ModuleType]:
-    """vxtrain.images.recipe and vxtrain.images.reference."""
-    # lazy: +5.6 ms on validate's path (recipe 3.7 ms, reference 1.9 ms, measured before pipeline.py
-    # imported recipe at its top); only a spec with build: or image_repository needs them
-    from vxtrain.images import recipe, reference
+def _reference() -> ModuleType:
+    """vxtrain.images.reference: an image reference's grammar (what the push reads of one, no push code)."""
+    # lazy: +1.9 ms on validate's path (measured, -X importtime); only a spec with build: or
+    # image_repository needs it
+    from vxtrain.images import reference
 
-    return recipe, reference
+    return reference
 
 
-def _safety() -> ModuleType:
-    """vxtrain.images.safety (imported by recipe: loaded already when _images() was called)."""
-    # lazy: as _images(); only a spec with build.requirements needs it
-    from vxtrain.images import safety
+def _requirement_files() -> ModuleType:
+    """vxtrain.sources.requirements: the -r/-c includes, the bytes the tag covers, local paths."""
+    # lazy: as _reference() (what images.recipe cost before it moved there); only a spec with
+    # build.requirements needs it
+    from vxtrain.sources import requirements
 
-    return safety
+    return requirements
 
 
 def _path(native: NativeSpec, role: str, *keys: str) -> KeyPath:
@@ -58,7 +59,7 @@ def _repository(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
     if not job.image_repository:
         return  # absent, or empty: the schema's minLength says so
     try:
-        _images()[1].parse_repository(job.image_repository)
+        _reference().parse_repository(job.image_repository)
     except ValueError as exc:
         yield error("image-repository", f"image_repository {job.image_repository!r} is not a repository: {exc}",
                     **native.where(("image_repository",)))
@@ -77,7 +78,7 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
     if build.requirements:
         yield from _requirements(build.requirements, base, build.source, native,
                                  _path(native, pool.role, "requirements"))
-        if _images()[0].image_python(build) is None and base_ok:  # a bad or missing base has its own error
+        if _reference().image_python(build) is None and base_ok:  # a bad or missing base has its own error
             yield error("build-python", f"{pool.role}.build has requirements but the image's Python is not known: "
                         f"the base {build.base!r} has no pyNNN in its name or tag; set build.python, e.g. '3.10'",
                         **native.where(_path(native, pool.role)))
@@ -86,7 +87,7 @@ def _build(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
 def _base(text: str, role: str, native: NativeSpec) -> Generator[Diagnostic, None, bool]:
     """The base's diagnostics; returns whether it is a valid image reference."""
     try:
-        ref = _images()[1].parse(text)
+        ref = _reference().parse(text)
     except ValueError as exc:
         yield error("build-base", f"build.base {text!r} is not an image reference: {exc}",
                     **native.where(_path(native, role, "base")))
@@ -111,7 +112,7 @@ def _platform_and_python(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]
                       "registry before anything is pushed", **native.where(_path(native, pool.role, "base")))
     if not build.python:
         return
-    named = _images()[1].python_version(_images()[1].parse(build.base))
+    named = _reference().python_version(_reference().parse(build.base))
     if named is not None and named != build.python:
         yield error("build-python-base", f"build.python {build.python!r} is not the base's Python ({named}, from "
                     f"its name {build.base}): wheels for {build.python} would not import in it; set build.python "
@@ -142,11 +143,11 @@ def _requirements(requirements: str, base: Path, source: str | None, native: Nat
         return
     if (yield from _requirements_inside(requirements, found, base, source, native, path)):
         return  # nothing outside is read, not even to bound it
-    recipe, _ = _images()
+    reqs = _requirement_files()
     try:
         # bounded: what the image tag covers, local paths from the spec's folder as plan takes them
-        recipe.requirements_bytes(found, _requirement_roots(base, source))
-    except recipe.RequirementsError as exc:
+        reqs.requirements_bytes(found, _requirement_roots(base, source))
+    except reqs.RequirementsError as exc:
         yield error("build-requirements-unreadable", f"build.requirements {requirements!r}: {exc}",
                     **native.where(path))
 
@@ -169,7 +170,7 @@ def _requirements_inside(requirements: str, found: Path, base: Path, source: str
     message names the file and line, never what the named file holds. Returns whether any."""
     roots = _requirement_roots(base, source)
     where = " or ".join(dict.fromkeys(str(root.resolve()) for root in roots))
-    outside = _safety().outside_includes(found, roots)
+    outside = _requirement_files().outside_includes(found, roots)
     for bad in outside:
         what = (f"build.requirements {requirements!r} is {bad.resolved}" if bad.line == 0
                 else f"{bad.file}:{bad.line}: includes {bad.written} ({bad.resolved})")

@@ -24,7 +24,7 @@ from vxtrain.catalog import PREBUILT_DOC, PREBUILT_SHAPE, in_prebuilt_repository
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, key_path_of
-from vxtrain.packaging.source import module_file
+from vxtrain.sources.folder import module_file
 from vxtrain.validation._common import source_folder_checked
 
 #: ``gs://BUCKET`` or ``gs://BUCKET/PREFIX``; bucket names per

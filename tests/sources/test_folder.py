@@ -1,4 +1,5 @@
-"""The content hash, name and URI of a source folder (vxtrain.packaging.source)."""
+"""The files, content hash and name of a source folder (vxtrain.sources.folder); its links and the
+private keys it must not carry (issue 34)."""
 from __future__ import annotations
 
 import os
@@ -9,17 +10,15 @@ from typing import Any
 
 import pytest
 
-from tests.packaging.conftest import KEY_BODY, SECRETS, private_key, write_bare, write_leaky_links, write_project
+from tests.sources.folders import KEY_BODY, SECRETS, private_key, write_bare, write_leaky_links, write_project
 from vxtrain.errors import VxtrainError
-from vxtrain.packaging import source
-from vxtrain.packaging.source import describe, module_file, package_uri
+from vxtrain.sources import folder as source
+from vxtrain.sources.folder import describe, module_file
 
 
-def test_uri_is_content_addressed_under_the_staging_bucket(bare_source: Path) -> None:
+def test_a_bare_folder_is_generated_and_named_after_itself(bare_source: Path) -> None:
     src = describe(bare_source)
     assert src.kind == "generated" and src.name == "src_bare" and len(src.digest) == source.HASH_LENGTH
-    assert src.uri("gs://b/some/prefix/") == f"gs://b/some/prefix/vxtrain-packages/src_bare-{src.digest}.tar.gz"
-    assert package_uri("gs://b", "trainer", "abc") == "gs://b/vxtrain-packages/trainer-abc.tar.gz"
 
 
 def test_project_name_comes_from_pyproject_normalized(project_source: Path) -> None:
@@ -317,7 +316,7 @@ def test_certificates_public_keys_and_words_about_keys_are_kept(bare_source: Pat
 
 def test_a_private_key_is_looked_for_in_a_bounded_prefix_of_each_file(bare_source: Path) -> None:
     """Cheap: the first KEY_SCAN_BYTES of a file; a key further down a large file is not a key file."""
-    from vxtrain.packaging.credentials import KEY_SCAN_BYTES
+    from vxtrain.sources.credentials import KEY_SCAN_BYTES
 
     (bare_source / "data.txt").write_text("x" * KEY_SCAN_BYTES + "\n" + private_key())
     assert "data.txt" in [str(rel) for rel in source.survey(bare_source).files]

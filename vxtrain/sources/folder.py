@@ -1,7 +1,9 @@
-"""A local source folder as a package: which files count, its content hash, its name, its URI.
+"""A source folder (``build.source``, ``python_package.source``): which files count, its
+content hash, its name, its bounds, its links.
 
-Everything here is pure file reading (no build, no network), so ``plan`` can show
-the URI a ``submit`` would upload to.
+Everything here is pure file reading (no build, no network): validation reads it to
+check a folder, ``plan`` to show the URI or tag a ``submit`` would push, and the push
+code (vxtrain.packaging, vxtrain.images) to build exactly the files it hashed.
 
 Which files count: every regular file under the folder except the fixed
 exclusions below and what its ignore files leave out. ``.gitignore`` and
@@ -15,8 +17,8 @@ it count too, up to the top of the git work tree it is in (``_Ignores.read_outer
 for its own files only; never git's global excludes nor ``.git/info/exclude``: those
 differ from machine to machine, and so would the hash.
 
-What counts is refused when it holds credentials (the table in
-vxtrain.packaging.credentials) or a name a container runtime reads as a deletion
+What counts is refused when it holds credentials (the table and the checks by content
+in vxtrain.sources.credentials) or a name a container runtime reads as a deletion
 (``.wh.``): a SourceError naming each file and the fix (an ignore file).
 
 Links: a link counts as its target (its bytes, under the link's name) only when that
@@ -54,7 +56,7 @@ from typing import Any, NamedTuple
 
 from vxtrain.errors import VxtrainError
 from vxtrain.model import parse_size
-from vxtrain.packaging.credentials import credential_files, whiteout_names
+from vxtrain.sources.credentials import credential_files, whiteout_names
 
 #: Directory names never packaged, at any depth: VCS data, caches, virtual envs.
 EXCLUDED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox",
@@ -79,8 +81,6 @@ _DIR_MARK = "ps_d"
 _ANY_FOLDER_UNDER = r"^(.*[^/\\])/\*\*/\s*$"
 #: Credential files named in one error; the rest are counted.
 CREDENTIALS_SHOWN = 10
-#: Where packages go under the staging bucket.
-PACKAGES_PREFIX = "vxtrain-packages"
 #: Hex digits of SHA-256 kept in the URI: 64 bits, ample for one bucket's packages.
 HASH_LENGTH = 16
 #: Bytes read at a time while hashing.
@@ -144,17 +144,14 @@ class Survey:
 
 @dataclass(frozen=True)
 class Source:
-    """What ``plan`` can say about a source folder before anything is built."""
+    """What ``plan`` can say about a source folder before anything is built (its sdist's URI:
+    vxtrain.packaging.sdists.package_uri; its image's: vxtrain.images.recipe)."""
 
     path: Path
     name: str  # the sdist name as it appears in the URI (normalized)
     digest: str  # HASH_LENGTH hex digits over file names and bytes
     kind: str  # "project" (pyproject.toml/setup.py, built as it is) or "generated"
     files: int
-
-    def uri(self, staging_bucket: str) -> str:
-        """The content-addressed URI of this source's sdist under ``staging_bucket``."""
-        return package_uri(staging_bucket, self.name, self.digest)
 
 
 def describe(path: str | Path) -> Source:
@@ -187,11 +184,6 @@ def check_unchanged(source: Source, written: str, named: str, built: str | None 
     if (built if built is not None else describe(source.path).digest) != source.digest:
         raise VxtrainError(f"{written} changed while it was being built ({named} names the files as "
                            "they were): nothing was uploaded; submit again")
-
-
-def package_uri(staging_bucket: str, name: str, digest: str) -> str:
-    """``<staging_bucket>/vxtrain-packages/<name>-<digest>.tar.gz``."""
-    return f"{staging_bucket.rstrip('/')}/{PACKAGES_PREFIX}/{name}-{digest}.tar.gz"
 
 
 def is_project(root: Path) -> bool:

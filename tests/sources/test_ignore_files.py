@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vxtrain.packaging.build import build_sdist
-from vxtrain.packaging.source import SourceError, describe, survey
+from vxtrain.sources.folder import SourceError, describe, survey
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")

@@ -1,4 +1,4 @@
-"""A job's ``python_package.source`` folders: their URIs before compile, their uploads at submit.
+"""A job's ``python_package.source`` folders as sdists: their URIs before compile, their uploads at submit.
 
 ``resolve`` runs before the (pure) compiler: it hashes each source folder and
 returns a new job whose pools carry the content-addressed URI in ``package_uris``,
@@ -20,11 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from vxtrain.model import Job
-from vxtrain.packaging.source import Source, check_unchanged, describe_once, source_folder
 from vxtrain.packaging.upload import UploadProgress, existing_generation, storage_client, upload_if_missing
+from vxtrain.sources.folder import Source, check_unchanged, describe_once, source_folder
 
 #: Stands for the bucket in URIs planned without one (never a valid gs:// URI).
 UNSET_BUCKET = "<staging_bucket>"
+#: Where packages go under the staging bucket.
+PACKAGES_PREFIX = "vxtrain-packages"
+
+
+def package_uri(staging_bucket: str, name: str, digest: str) -> str:
+    """``<staging_bucket>/vxtrain-packages/<name>-<digest>.tar.gz``: the sdist of the source folder
+    named ``name`` whose files hash to ``digest`` (vxtrain.sources.folder.Source)."""
+    return f"{staging_bucket.rstrip('/')}/{PACKAGES_PREFIX}/{name}-{digest}.tar.gz"
 
 
 @dataclass
@@ -72,7 +80,8 @@ def resolve(job: Job, base: Path, staging_bucket: str | None,
         package = by_folder.get(folder)
         if package is None:
             src = describe_once(folder, described)
-            package = Package(src, src.uri(staging_bucket or UNSET_BUCKET), spec_source=pkg.source,
+            package = Package(src, package_uri(staging_bucket or UNSET_BUCKET, src.name, src.digest),
+                              spec_source=pkg.source,
                               module=pkg.module)
             by_folder[folder] = package
         package.roles.append(pool.role)

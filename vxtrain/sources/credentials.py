@@ -6,7 +6,7 @@ to a registry that every reader of the project can pull, a package is uploaded t
 bucket; either way a credential inside is handed to everyone who can read it. A file
 in the table is refused by validate, plan and submit, naming each one and the fix:
 list it in ``.vxtrainignore`` (or ``.gitignore``) in the folder, or move it out. An
-ignored file is never read, hashed nor packaged (vxtrain.packaging.source), so that is
+ignored file is never read, hashed nor packaged (vxtrain.sources.folder), so that is
 the way to keep one next to the code.
 
 The table matches names: a name is what each tool looks for, so it is what a copied

@@ -1,0 +1,277 @@
+"""The requirements files a ``build:`` reads: their ``-r``/``-c`` includes, kept inside the
+project, what the image tag covers of them, and their local path requirements.
+
+``build.requirements`` and every file it includes (``-r``/``-c``, as pip reads them:
+relative to the including file) must resolve, links followed, inside the spec's folder
+or the build's source folder. A line naming a file elsewhere (``-r
+../../../../etc/shadow``) is refused before anything reads that file, naming the
+requirements file and line, never quoting what the named file holds: pip would read
+it and quote its first line in its error, and that error is printed and kept in CI
+logs (vxtrain.images.safety keeps pip's own errors from quoting them).
+
+Pure file reading, no pip: validation checks these files with it, ``plan`` hashes them
+into the image's tag (vxtrain.images.recipe), and the dependency layer installs from
+them (vxtrain.images.dependencies).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from vxtrain.errors import VxtrainError
+from vxtrain.sources.folder import describe
+
+__all__ = ["INCLUDE", "Include", "LocalRequirement", "MAX_REQUIREMENTS_BYTES", "RequirementsError", "includes",
+           "local_requirements", "outside_includes", "requirement_files", "requirements_bytes"]
+
+#: A line of a requirements file that includes another file: ``-r F``, ``--requirement=F``,
+#: ``-c F``, ``--constraint F`` (https://pip.pypa.io/en/stable/reference/requirements-file-format/).
+INCLUDE = re.compile(r"^\s*(?:-[rc]\s*|--(?:requirement|constraint)(?:\s*=\s*|\s+))(\S+)")
+#: What a written include is when it is not a local path: pip fetches these (not read here).
+_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+#: At most this many bytes of requirements, the file and its includes together (1 MiB):
+#: real ones are a few KiB, and a ``-r`` naming a data file must not be read whole.
+#: Also what is read of one file while following includes (requirements_bytes says
+#: when they pass it, in its own words).
+MAX_REQUIREMENTS_BYTES = 1 << 20
+
+
+class RequirementsError(VxtrainError):
+    """A requirements file (or one it includes) that cannot be read, or past the bound."""
+
+
+@dataclass(frozen=True)
+class Include:
+    """One ``-r``/``-c`` line: the file it is in, its line number, what it names as written
+    and as resolved."""
+
+    file: Path
+    line: int
+    written: str
+    resolved: Path
+
+
+def includes(data: bytes) -> list[tuple[int, str]]:
+    """The files a requirements file's ``-r``/``-c`` lines name: (line number, as written), in order."""
+    text = data.decode("utf-8", "replace")
+    return [(n, m.group(1)) for n, line in enumerate(text.splitlines(), 1)
+            if (m := INCLUDE.match(line.split(" #")[0]))]
+
+
+def _inside(path: Path, roots: Sequence[Path]) -> bool:
+    return any(path.is_relative_to(root) for root in roots)
+
+
+def outside_includes(requirements: Path, roots: Sequence[Path]) -> list[Include]:
+    """The ``-r``/``-c`` lines, in ``requirements`` and the files it includes (recursively),
+    that name a local file outside every folder of ``roots`` (resolved), in the order met.
+    A file outside is never opened; neither is ``requirements`` itself when it is outside
+    (its own entry is then line 0). URLs are left to pip."""
+    roots = [root.resolve() for root in roots]
+    top = requirements.resolve()
+    if not _inside(top, roots):
+        return [Include(requirements, 0, str(requirements), top)]
+    return [found for found in _walk(top, lambda target: _inside(target, roots))
+            if not _inside(found.resolved, roots)]
+
+
+def requirement_files(requirements: Path) -> list[Path]:
+    """``requirements`` and the local files it includes (recursively, each once, resolved)."""
+    top = requirements.resolve()
+    out = [top]
+    for found in _walk(top, Path.is_file):
+        if found.resolved not in out and found.resolved.is_file():
+            out.append(found.resolved)
+    return out
+
+
+def _walk(top: Path, enter: Callable[[Path], bool]) -> Iterator[Include]:
+    """Every ``-r``/``-c`` line naming a local file, met breadth-first from ``top``: each file
+    read once, and only those ``enter`` admits (the rest are named, never opened)."""
+    seen, todo = {top}, [top]
+    while todo:
+        current = todo.pop(0)
+        try:
+            with current.open("rb") as f:
+                data = f.read(MAX_REQUIREMENTS_BYTES)
+        except OSError:
+            continue  # unreadable or not a file: the tag's reading says so in its own words
+        for line, written in includes(data):
+            if _URL.match(written):
+                continue
+            target = (current.parent / written).resolve()
+            yield Include(current, line, written, target)
+            if target not in seen and enter(target):
+                seen.add(target)
+                todo.append(target)
+
+
+def requirements_bytes(path: Path, folders: Sequence[Path] = ()) -> bytes:
+    """The bytes the tag covers for the requirements file ``path``: its own, then each file it
+    includes (``-r``/``-c``, recursively, each once) framed by the name it was written as,
+    then the content of each local path requirement (a wheel's bytes, a folder's files:
+    an edited wheel is a new image). An include that is not a local file (a URL, a missing
+    one) counts by its name only. ``folders``: where local paths resolve from (the first) and
+    must stay in (see local_requirements; default the file's folder). RequirementsError past
+    MAX_REQUIREMENTS_BYTES in all, or for a file it cannot read."""
+    first = _read_bounded(path, MAX_REQUIREMENTS_BYTES, path)
+    out, seen, todo = [first], {path.resolve()}, [(path, first)]
+    left = MAX_REQUIREMENTS_BYTES - len(first)
+    while todo:
+        current, data = todo.pop(0)
+        for written in _includes(data):
+            found = (current.parent / written).resolve()
+            if found in seen:
+                continue
+            seen.add(found)
+            is_file = _is_file(found)
+            body = _read_bounded(found, left, path) if is_file else b""
+            left -= len(body)
+            out.append(b"\0include\0" + written.encode() + b"\0" + str(len(body)).encode() + b"\0" + body)
+            if is_file:
+                _no_local_paths(found, body, (folders or (path.parent,))[0])
+                todo.append((found, body))
+    for local in local_requirements(path, first, folders or (path.parent,)):
+        out.append(b"\0local\0" + local.written.encode() + b"\0" + local.content_digest().encode())
+    return b"".join(out)
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name part past 255 bytes: no such file
+        return False
+
+
+def _read_bounded(path: Path, budget: int, top: Path) -> bytes:
+    """At most ``budget`` bytes of ``path`` (RequirementsError when it holds more, or cannot be read)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(budget + 1)
+    except OSError as exc:
+        raise RequirementsError(f"cannot read {path} ({exc.strerror or exc}): make it readable") from exc
+    if len(data) > budget:
+        named = "" if path == top else f" (included by {top.name})"
+        raise RequirementsError(f"{path}{named} passes the {MAX_REQUIREMENTS_BYTES // 1024:,} KiB that "
+                                "requirements (the file and its -r/-c includes) may take: a requirements file "
+                                "lists packages; name data files nowhere in it")
+    return data
+
+
+def _includes(data: bytes) -> list[str]:
+    """The files a requirements file's ``-r``/``-c`` lines name, in order."""
+    return [written for _, written in includes(data)]
+
+
+#: A requirement line that is a local path: ``./libs/pkg``, ``../x.whl``, ``/abs``, ``.``, ``file:…``,
+#: optionally ``-e``/``--editable``, then extras and markers (``[gpu]; python_version < "3.11"``).
+_LOCAL = re.compile(r"^\s*(?P<editable>(?:-e|--editable)(?:\s*=\s*|\s+))?"
+                    r"(?:[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?\s*@\s*)?"
+                    r"(?P<path>(?:\.{1,2}/|/|file:)[^\s;\[]*|\.{1,2}(?=[\s;\[]|$)"
+                    # pip takes any name with a slash for a path (req_install._looks_like_path), and an
+                    # archive's file name for that file when it exists: a URL (scheme:) or an option is neither
+                    r"|(?![A-Za-z][A-Za-z0-9+.-]*:|-)[^\s;\[@=<>!~/]*/[^\s;\[]*"
+                    r"|(?!-)[^\s;\[/@=<>!~:]+\.(?:whl|zip|tar\.gz|tgz|tar\.bz2|tbz|tar\.xz|txz|tar)(?=[\s;\[]|$))"
+                    r"(?P<rest>.*)$")
+#: ``-e NAME``: pip installs the folder NAME (from the working directory) when there is one, else
+#: refuses the line (an editable is a path or a VCS URL, never an index name).
+_EDITABLE_NAME = re.compile(r"^\s*(?P<editable>(?:-e|--editable)(?:\s*=\s*|\s+))"
+                            r"(?P<path>[^\s;\[/:@=<>!~]+)(?P<rest>.*)$")
+
+
+def _local_match(line: str, spec_folder: Path) -> re.Match[str] | None:
+    """The line's local path (pip's reading of it, from ``spec_folder``), or None for an index
+    requirement, a URL or an option."""
+    found = _LOCAL.match(line)
+    if found is not None:
+        return found
+    editable = _EDITABLE_NAME.match(line)
+    if editable is not None and (spec_folder / editable.group("path")).is_dir():
+        return editable
+    return None
+
+
+@dataclass(frozen=True)
+class LocalRequirement:
+    """A requirements line that names a local wheel or project folder (not an index package)."""
+
+    file: Path
+    line: int
+    written: str  # the path as written (``./wh/x-1.0-py3-none-any.whl``)
+    path: Path  # resolved from the spec's folder, links followed
+    editable: bool
+    rest: str  # extras and markers after the path, as written
+
+    @property
+    def wheel(self) -> bool:
+        """True for a wheel file (used as it is), False for a project folder (built into a wheel)."""
+        return self.path.suffix == ".whl"
+
+    def content_digest(self) -> str:
+        """What the tag covers of it: the wheel's bytes, or the folder's files (vxtrain.sources.folder)."""
+        if self.wheel:
+            # lazy: hashlib loads OpenSSL's libcrypto, ~3.5 ms (-X importtime); validation reads this
+            # module for every build.requirements, and only a local wheel needs it
+            import hashlib
+
+            h = hashlib.sha256()
+            with self.path.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            return h.hexdigest()
+        return describe(self.path).digest
+
+
+def _local_path(written: str, spec_folder: Path) -> Path:
+    """A local requirement's path: ``file:`` URLs decoded, relative paths from the spec's folder
+    (pip would take them from the working directory: the same spec would build another image
+    from elsewhere)."""
+    if written.startswith("file:"):
+        parsed = urlparse(written)
+        written = unquote(parsed.path if parsed.netloc in ("", "localhost") else "//" + parsed.netloc + parsed.path)
+    return (spec_folder / written).resolve()
+
+
+def local_requirements(path: Path, data: bytes, folders: Sequence[Path]) -> list[LocalRequirement]:
+    """The local path requirements of the requirements file ``path`` (holding ``data``), resolved
+    from ``folders[0]``; RequirementsError for one that is missing or outside every folder of
+    ``folders`` (the spec's and the source's: nothing else on this machine goes into an image)."""
+    roots = [folder.resolve() for folder in folders]
+    out = []
+    for number, line in _lines(data):
+        found = _local_match(line, roots[0])
+        if found is None:
+            continue
+        written = found.group("path")
+        local = LocalRequirement(path, number, written, _local_path(written, roots[0]),
+                                 found.group("editable") is not None, found.group("rest").strip())
+        where = f"{path}:{number}: {written}"
+        if not any(local.path.is_relative_to(root) for root in roots):
+            raise RequirementsError(f"{where} is {local.path}, outside the spec's folder and the source folder: "
+                                    "a local requirement must be in the project; copy it in")
+        if not (local.path.is_dir() if not local.wheel else local.path.is_file()):
+            raise RequirementsError(f"{where} is not a {'wheel file' if local.wheel else 'folder'} (looked for "
+                                    f"{local.path}; local paths are relative to the spec's folder)")
+        out.append(local)
+    return out
+
+
+def _no_local_paths(path: Path, data: bytes, spec_folder: Path) -> None:
+    """RequirementsError for a local path in an included file: pip would take it from the working
+    directory (``spec_folder``) and build it here; vxtrain handles them in build.requirements itself."""
+    for number, line in _lines(data):
+        found = _local_match(line, spec_folder)
+        if found:
+            raise RequirementsError(f"{path}:{number}: {found.group('path')} is a local path in an included "
+                                    "requirements file: name local wheels and folders in build.requirements itself")
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, str]]:
+    """(number, text) of each line of a requirements file, its comment cut off."""
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        text = line.split(" #")[0].strip()
+        if text and not text.startswith("#"):
+            yield number, text
