@@ -46,12 +46,18 @@ class RequirementsError(VxtrainError):
 @dataclass(frozen=True)
 class Include:
     """One ``-r``/``-c`` line: the file it is in, its line number, what it names as written
-    and as resolved."""
+    and as resolved (for a URL, which pip fetches and nothing here reads, a path that
+    means nothing)."""
 
     file: Path
     line: int
     written: str
     resolved: Path
+
+    @property
+    def url(self) -> bool:
+        """True when the line names a URL, not a local file."""
+        return _URL.match(self.written) is not None
 
 
 def includes(data: bytes) -> list[tuple[int, str]]:
@@ -74,39 +80,14 @@ def outside_includes(requirements: Path, roots: Sequence[Path]) -> list[Include]
     top = requirements.resolve()
     if not _inside(top, roots):
         return [Include(requirements, 0, str(requirements), top)]
-    return [found for found in _walk(top, lambda target: _inside(target, roots))
-            if not _inside(found.resolved, roots)]
+    return [found for found, _ in _walk(top, lambda target: _inside(target, roots))
+            if not found.url and not _inside(found.resolved, roots)]
 
 
 def requirement_files(requirements: Path) -> list[Path]:
     """``requirements`` and the local files it includes (recursively, each once, resolved)."""
     top = requirements.resolve()
-    out = [top]
-    for found in _walk(top, Path.is_file):
-        if found.resolved not in out and found.resolved.is_file():
-            out.append(found.resolved)
-    return out
-
-
-def _walk(top: Path, enter: Callable[[Path], bool]) -> Iterator[Include]:
-    """Every ``-r``/``-c`` line naming a local file, met breadth-first from ``top``: each file
-    read once, and only those ``enter`` admits (the rest are named, never opened)."""
-    seen, todo = {top}, [top]
-    while todo:
-        current = todo.pop(0)
-        try:
-            with current.open("rb") as f:
-                data = f.read(MAX_REQUIREMENTS_BYTES)
-        except OSError:
-            continue  # unreadable or not a file: the tag's reading says so in its own words
-        for line, written in includes(data):
-            if _URL.match(written):
-                continue
-            target = (current.parent / written).resolve()
-            yield Include(current, line, written, target)
-            if target not in seen and enter(target):
-                seen.add(target)
-                todo.append(target)
+    return [top, *(found.resolved for found, body in _walk(top, _is_file) if body is not None)]
 
 
 def requirements_bytes(path: Path, folders: Sequence[Path] = ()) -> bytes:
@@ -117,26 +98,60 @@ def requirements_bytes(path: Path, folders: Sequence[Path] = ()) -> bytes:
     one) counts by its name only. ``folders``: where local paths resolve from (the first) and
     must stay in (see local_requirements; default the file's folder). RequirementsError past
     MAX_REQUIREMENTS_BYTES in all, or for a file it cannot read."""
-    first = _read_bounded(path, MAX_REQUIREMENTS_BYTES, path)
-    out, seen, todo = [first], {path.resolve()}, [(path, first)]
-    left = MAX_REQUIREMENTS_BYTES - len(first)
-    while todo:
-        current, data = todo.pop(0)
-        for written in _includes(data):
-            found = (current.parent / written).resolve()
-            if found in seen:
-                continue
-            seen.add(found)
-            is_file = _is_file(found)
-            body = _read_bounded(found, left, path) if is_file else b""
-            left -= len(body)
-            out.append(b"\0include\0" + written.encode() + b"\0" + str(len(body)).encode() + b"\0" + body)
-            if is_file:
-                _no_local_paths(found, body, (folders or (path.parent,))[0])
-                todo.append((found, body))
+    left = MAX_REQUIREMENTS_BYTES
+
+    def read(file: Path) -> bytes:
+        nonlocal left
+        data = _read_bounded(file, left, path)
+        left -= len(data)
+        return data
+
+    first = read(path)
+    out, seen = [first], {path.resolve()}
+    for found, body in _walk(path, _is_file, read, first):
+        if found.resolved in seen:
+            continue
+        seen.add(found.resolved)
+        out.append(b"\0include\0" + found.written.encode() + b"\0" + str(len(body or b"")).encode() + b"\0"
+                   + (body or b""))
+        if body is not None:
+            _no_local_paths(found.resolved, body, (folders or (path.parent,))[0])
     for local in local_requirements(path, first, folders or (path.parent,)):
         out.append(b"\0local\0" + local.written.encode() + b"\0" + local.content_digest().encode())
     return b"".join(out)
+
+
+def _head(path: Path) -> bytes | None:
+    """The first MAX_REQUIREMENTS_BYTES of ``path``; None when it cannot be read or is no file
+    (the tag's reading, requirements_bytes, says so in its own words)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(MAX_REQUIREMENTS_BYTES)
+    except OSError:
+        return None
+
+
+def _walk(top: Path, enter: Callable[[Path], bool], read: Callable[[Path], bytes | None] = _head,
+          data: bytes | None = None) -> Iterator[tuple[Include, bytes | None]]:
+    """Every ``-r``/``-c`` line met breadth-first from ``top`` (its bytes ``data``, else ``read``
+    reads them), as pip reads them: relative to the including file. Each comes with the bytes
+    of the file it names when this line is the first to name it and ``enter`` admits it (read
+    once, by ``read``), else None: a file not admitted, a URL, one named again is never opened.
+    One walker for the three readers: what validation checks is what the tag covers and what
+    pip's errors are cleaned of."""
+    seen, todo = {top.resolve()}, [(top, read(top) if data is None else data)]
+    while todo:
+        current, body = todo.pop(0)
+        if body is None:
+            continue  # unreadable: requirements_bytes' reader raises instead
+        for line, written in includes(body):
+            found = Include(current, line, written, (current.parent / written).resolve())
+            entered = None
+            if not found.url and found.resolved not in seen and enter(found.resolved):
+                seen.add(found.resolved)
+                entered = read(found.resolved)
+                todo.append((found.resolved, entered))
+            yield found, entered
 
 
 def _is_file(path: Path) -> bool:
@@ -159,11 +174,6 @@ def _read_bounded(path: Path, budget: int, top: Path) -> bytes:
                                 "requirements (the file and its -r/-c includes) may take: a requirements file "
                                 "lists packages; name data files nowhere in it")
     return data
-
-
-def _includes(data: bytes) -> list[str]:
-    """The files a requirements file's ``-r``/``-c`` lines name, in order."""
-    return [written for _, written in includes(data)]
 
 
 #: A requirement line that is a local path: ``./libs/pkg``, ``../x.whl``, ``/abs``, ``.``, ``file:…``,
