@@ -323,6 +323,24 @@ def test_an_include_outside_the_folder_is_refused_without_quoting_it(tmp_path: P
     assert code == "build-requirements-outside" and "SECRET" not in message
 
 
+def test_an_include_read_through_a_link_is_checked_where_pip_reads_it(tmp_path: Path) -> None:
+    """``sub/more.txt`` is a link to ``a/b/more.txt``, whose ``-r ../../x.txt`` pip reads from
+    ``sub/``: outside the project, though from the link's target it would be inside."""
+    outside = tmp_path / "x.txt"
+    outside.write_text(SECRET + "\n")
+    project = tmp_path / "project"
+    spec = _spec(project, extra="    requirements: requirements.txt\n")
+    (project / "requirements.txt").write_text("-r sub/more.txt\n")
+    (project / "a" / "b").mkdir(parents=True)
+    (project / "a" / "b" / "more.txt").write_text("-r ../../x.txt\n")
+    (project / "sub").mkdir()
+    (project / "sub" / "more.txt").symlink_to("../a/b/more.txt")
+    (project / "x.txt").write_text("tinydep==1.0\n")
+    [(code, message)] = _codes(spec)
+    assert code == "build-requirements-outside" and "sub/more.txt:1: includes ../../x.txt" in message
+    assert str(outside) in message and "SECRET" not in message
+
+
 def test_local_paths_of_requirements_in_a_subfolder_are_from_the_spec_s_folder_at_validate_too(
         tmp_path: Path) -> None:
     """validate resolves ``./libs/pkg`` as plan and submit do (from the spec's folder), not from

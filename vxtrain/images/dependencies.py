@@ -181,7 +181,7 @@ def _pip_error(stderr: str, requirements: Path, target: Target) -> DependencyErr
 def _prepared(requirements: Path, folders: tuple[Path, ...], target: Target, tmp: Path) -> Path:
     """``requirements`` as pip should read it: each local path line replaced by a wheel (the one
     named, or one built from the folder) by its absolute path, each ``-r``/``-c``/``-f`` by
-    the absolute path it names (the copy lives in ``tmp``). The file itself when it
+    the absolute path it names (links left in it) (the copy lives in ``tmp``). The file itself when it
     has no local paths."""
     data = requirements.read_bytes()
     locals_ = {local.line: local for local in local_requirements(requirements, data, folders or (requirements.parent,))}
@@ -195,8 +195,10 @@ def _prepared(requirements: Path, folders: tuple[Path, ...], target: Target, tmp
         if local is not None:
             line = f"{_wheel_for(local, wheels, target)}{local.rest}"
         elif (found := _PATH_OPTION.match(line)):
-            named = requirements.parent / found.group(2)
-            line = f"{found.group(1)}{named.resolve() if named.exists() else found.group(2)}{found.group(3)}"
+            # absolute, but not resolved: pip reads a file's own -r/-c lines from the folder of the
+            # name it was given, as vxtrain.sources.requirements checked them (a link's target's differs)
+            named = requirements.absolute().parent / found.group(2)
+            line = f"{found.group(1)}{named if named.exists() else found.group(2)}{found.group(3)}"
         lines.append(line)
     out = tmp / "requirements.txt"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")

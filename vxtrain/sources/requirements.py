@@ -134,23 +134,31 @@ def _head(path: Path) -> bytes | None:
 def _walk(top: Path, enter: Callable[[Path], bool], read: Callable[[Path], bytes | None] = _head,
           data: bytes | None = None) -> Iterator[tuple[Include, bytes | None]]:
     """Every ``-r``/``-c`` line met breadth-first from ``top`` (its bytes ``data``, else ``read``
-    reads them), as pip reads them: relative to the including file. Each comes with the bytes
-    of the file it names when this line is the first to name it and ``enter`` admits it (read
-    once, by ``read``), else None: a file not admitted, a URL, one named again is never opened.
-    One walker for the three readers: what validation checks is what the tag covers and what
-    pip's errors are cleaned of."""
-    seen, todo = {top.resolve()}, [(top, read(top) if data is None else data)]
+    reads them). Each comes with the bytes of the file it names when this line is the first to
+    name it and ``enter`` admits it (read once, by ``read``), else None: a file not admitted, a
+    URL, one named again is never opened. One walker for the three readers: what validation
+    checks is what the tag covers and what pip's errors are cleaned of.
+
+    Followed as pip follows them (``req_file.py``: ``os.path.join(os.path.dirname(filename),
+    req_path)``): from the folder of the name the including file was reached by, not of a
+    link's target, so ``-r ../x.txt`` in ``sub/more.txt``, a link to ``a/b/more.txt``, is
+    ``x.txt`` beside ``sub/``. A file met again by a name in another folder is read again
+    from there, as pip does; its bytes are the same."""
+    seen = {(top.resolve(), top.parent.resolve())}  # (the file, the folder its includes are read from)
+    todo = [(top, read(top) if data is None else data)]
     while todo:
         current, body = todo.pop(0)
         if body is None:
             continue  # unreadable: requirements_bytes' reader raises instead
         for line, written in includes(body):
-            found = Include(current, line, written, (current.parent / written).resolve())
+            named = current.parent / written  # as pip names it: the next level's includes are read from its folder
+            found = Include(current, line, written, named.resolve())
             entered = None
-            if not found.url and found.resolved not in seen and enter(found.resolved):
-                seen.add(found.resolved)
+            key = (found.resolved, named.parent.resolve())
+            if not found.url and key not in seen and enter(found.resolved):
+                seen.add(key)
                 entered = read(found.resolved)
-                todo.append((found.resolved, entered))
+                todo.append((named, entered))
             yield found, entered
 
 
