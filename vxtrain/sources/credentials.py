@@ -164,10 +164,12 @@ def credential_files(files: Iterable[PurePosixPath], root: Path | None = None) -
 def _by_content(path: Path, json: bool) -> str | None:
     """Why the file ``path`` is a credential by its first KEY_SCAN_BYTES (a private key; for a
     small ``json`` file, a Google credential), or None."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(KEY_SCAN_BYTES)
-            size = os.fstat(f.fileno()).st_size
+    try:  # os.open and one os.read: no buffered file object per file (the walk may open thousands)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            head, size = os.read(fd, KEY_SCAN_BYTES), os.fstat(fd).st_size
+        finally:
+            os.close(fd)
     except OSError:  # unreadable: the walk's own check says so
         return None
     if b"PRIVATE KEY" in head and private_key(head):
