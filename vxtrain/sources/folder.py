@@ -435,7 +435,7 @@ def _decide(rules: list[Any], path: str, folder: bool) -> bool | None:
     (pathspec's directory mark before the end) is not about ``path`` and is passed over,
     and a folder-only rule (``out/``) matches folders only. pathspec's own check_file
     weighs such matches against the file's instead, which differs from git for
-    ``src/`` + ``!src/m.py`` and ``*`` + ``!*/`` (tests/packaging/test_ignore_files.py
+    ``src/`` + ``!src/m.py`` and ``*`` + ``!*/`` (tests/sources/test_ignore_files.py
     compares with git itself)."""
     for rule in reversed(rules):
         if rule.include is None or rule.regex is None:  # a blank line or a comment
