@@ -257,8 +257,8 @@ def survey(root: Path) -> Survey:
         else:
             links.append(LeftOutLink(rel, os.readlink(path), LINK_LEFT_OUT))
     refuse_unsafe(root, found.files)
-    return Survey(sorted(found.files, key=_byte_order), found.size, sorted(links, key=lambda l: _byte_order(l.path)),
-                  sorted(found.hard_links(), key=_byte_order))
+    return Survey(sorted(found.files, key=_byte_order), found.size,
+                  sorted(links, key=lambda link: _byte_order(link.path)), sorted(found.hard_links(), key=_byte_order))
 
 
 @dataclass
