@@ -13,12 +13,13 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import json
 import os
 import tempfile
 import time
 import zipfile
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 import requests
@@ -28,13 +29,16 @@ from hypothesis import strategies as st
 from tests.images.bases import can_run, run_in, unpack
 from tests.images.conftest import get_blob, get_manifest, write_wheel
 from tests.images.test_errors import _submit_and_count
+from tests.otheruser import need_another_user, shared_folder, write_as_nobody
 from tests.registry import BaseImage, push_base
 from vxtrain import api
 from vxtrain.errors import ApiError, SpecError
 from vxtrain.images.dependencies import (
-    CACHE_UNUSED_DAYS, DependencyError, Target, cache_dir, dependency_layer, pip_command)
+    CACHE_UNUSED_DAYS, DependencyError, Target, cache_dir, dependency_layer, layer_key, pip_command)
+from vxtrain.images.layers import write_layer
 from vxtrain.images.publish import publish
 from vxtrain.sources.requirements import RequirementsError, local_requirements
+from vxtrain.private import KEY_FILE
 
 pytestmark = pytest.mark.slow
 
@@ -290,7 +294,70 @@ def test_the_cached_layer_is_checked_before_it_is_reused(tmp_path: Path, index: 
     rebuilt = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
     assert rebuilt.digest == first.digest  # the same bytes from the same wheels
     assert [m.split()[0] for m in said] == ["installing", "reusing", "installing"]
-    assert sorted(p.name for p in cache_dir().iterdir()) == sorted([first.path.name, first.path.name[:-7] + ".json"])
+    assert _cached(cache_dir()) == sorted([first.path.name, first.path.name[:-7] + ".json"])
+
+
+def _cached(folder: Path) -> list[str]:
+    """The cache's layers and records (not its signing key)."""
+    return sorted(p.name for p in folder.iterdir() if p.name != KEY_FILE)
+
+
+def _forged_layer(work: Path) -> tuple[bytes, bytes]:
+    """A layer of another's making (a sitecustomize.py that would run in every job) and its
+    record, stating its true digest but unsigned: a cache entry's two files, as bytes."""
+    (work / "forged").mkdir()
+    (work / "forged" / "sitecustomize.py").write_text("print('forged')\n")
+    layer = write_layer(iter([(PurePosixPath("deps/sitecustomize.py"), work / "forged" / "sitecustomize.py")]),
+                        work / "forged.tar.gz")
+    record = {"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size, "files": layer.files}
+    return layer.path.read_bytes(), json.dumps(record).encode()
+
+
+def test_a_layer_whose_record_is_not_signed_is_built_again(tmp_path: Path, index: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("pthpkg==1.0\n")
+    target, said = Target("3.10"), list[str]()
+    first = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
+    key = first.path.name[:-len(".tar.gz")]
+    blob, record = _forged_layer(tmp_path)
+    first.path.write_bytes(blob)
+    (cache_dir() / f"{key}.json").write_bytes(record)  # its digest is right; it is not signed
+    again = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
+    assert again.digest == first.digest and [m.split()[0] for m in said] == ["installing", "installing"]
+
+
+def test_a_layer_cache_others_can_write_is_not_used_and_said(tmp_path: Path, index: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "requirements.txt").write_text("pthpkg==1.0\n")
+    target, said = Target("3.10"), list[str]()
+    dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
+    cache_dir().chmod(0o777)
+    for _ in range(2):
+        layer = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
+        assert layer.path.parent == tmp_path  # built in the job's own folder, not kept
+    assert [m.split()[0] for m in said] == ["installing"] * 3
+    err = capsys.readouterr().err
+    assert err.count("warning: the dependency-layer cache in") == 1 and "(mode 0777)" in err, err
+
+
+def test_a_layer_another_user_put_in_an_open_cache_is_never_pushed(tmp_path: Path, index: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """nobody (a real second user) writes a layer and its record, with the right digest, into a
+    cache folder others can write: it is built again, never reused."""
+    need_another_user()
+    (tmp_path / "requirements.txt").write_text("pthpkg==1.0\n")
+    target, said = Target("3.10"), list[str]()
+    key = layer_key(tmp_path / "requirements.txt", (tmp_path,), target)
+    with shared_folder() as base:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg"))
+        cache_dir().mkdir(parents=True)
+        for folder in (base / "xdg", base / "xdg" / "vxtrain", cache_dir()):
+            folder.chmod(0o777)  # as vxtrain under `umask 000` made them
+        blob, record = _forged_layer(tmp_path)
+        for name, data in ((f"{key}.tar.gz", blob), (f"{key}.json", record)):
+            put = write_as_nobody(cache_dir() / name, data)
+            assert put.returncode == 0, put.stderr
+        layer = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")
+        assert said[0].startswith("installing") and layer.path.read_bytes() != blob
 
 
 def test_layers_unused_for_a_month_and_a_killed_build_s_leftover_are_evicted(tmp_path: Path, index: Path) -> None:
@@ -305,7 +372,7 @@ def test_layers_unused_for_a_month_and_a_killed_build_s_leftover_are_evicted(tmp
     (tmp_path / "requirements.txt").write_text("pthpkg==1.0\n")
     target = Target("3.10")
     first = dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, lambda _: None, "r.txt")
-    assert sorted(p.name for p in folder.iterdir()) == sorted([first.path.name, first.path.name[:-7] + ".json"])
+    assert _cached(folder) == sorted([first.path.name, first.path.name[:-7] + ".json"])
     os.utime(first.path, (old, old))
     said: list[str] = []
     dependency_layer(tmp_path / "requirements.txt", (tmp_path,), target, tmp_path, said.append, "r.txt")

@@ -33,7 +33,10 @@ What pip does not do for a target, done here:
 
 The layer is cached by a hash of everything it is made from (the requirements, the
 files they name, the Python, the platform, this recipe): a change of code alone
-runs no pip (``$XDG_CACHE_HOME/vxtrain/layers``, docs/decisions.md).
+runs no pip (``$XDG_CACHE_HOME/vxtrain/layers``, docs/decisions.md). What is cached
+goes into images, so the folder must be this user's own 0700 folder and each record
+is signed with the folder's own key (vxtrain.private); a layer another user could
+have put there is built again.
 """
 from __future__ import annotations
 
@@ -57,6 +60,7 @@ from vxtrain.images.safety import safe_pip_error
 from vxtrain.packaging.build import build_wheel
 from vxtrain.sources.folder import is_project
 from vxtrain.sources.requirements import LocalRequirement, local_requirements, requirement_files, requirements_bytes
+from vxtrain.private import cache_home, folder_key, mac, open_own, read_own, trusted, verified
 from vxtrain.vocab.callbacks import Say
 
 __all__ = ["DependencyError", "PLATFORM_TAGS", "Target", "cache_dir", "dependency_files", "dependency_layer", "install",
@@ -74,6 +78,8 @@ DEPS_RECIPE = "vxtrain-deps-1"
 #: A cached layer no submit has used for this long is deleted when a new one is written (a
 #: torch layer is gigabytes; every requirements change writes another).
 CACHE_UNUSED_DAYS = 30
+#: The fields of a cached layer's record (beside its signature, ``mac``).
+_RECORD = ("digest", "diff_id", "size", "files")
 #: A partial file older than this is a killed build's leftover (a write takes minutes at most).
 _PARTIAL_HOURS = 24
 _MISSING = re.compile(r"No matching distribution found for ([^\s]+)")
@@ -277,48 +283,70 @@ def layer_key(requirements: Path, folders: tuple[Path, ...], target: Target) -> 
 
 def cache_dir() -> Path:
     """``$XDG_CACHE_HOME/vxtrain/layers`` (``~/.cache`` when unset, as the XDG base directory spec says)."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "vxtrain" / "layers"
+    return cache_home() / "vxtrain" / "layers"
 
 
-def _cached(key: str) -> Layer | None:
-    """The cached layer ``key``, when its file is there with the digest its record says."""
+def _signing() -> bytes | None:
+    """The cache folder's signing key, when the folder is this user's own private folder
+    (vxtrain.private; else the cache is not used, with a warning): what it holds is pushed into
+    images, so a file another user could have put there is never reused."""
+    folder = cache_dir()
+    return folder_key(folder) if trusted(folder, "the dependency-layer cache") else None
+
+
+def _record_bytes(key: str, fields: dict[str, object]) -> bytes:
+    """What a record's signature covers: the layer's key and the record's fields."""
+    return f"{key}\0{json.dumps(fields, sort_keys=True)}".encode()
+
+
+def _cached(key: str, signing: bytes) -> Layer | None:
+    """The cached layer ``key``, when its record is signed with ``signing`` and its file (this
+    user's own) has the digest the record says."""
     record, path = cache_dir() / f"{key}.json", cache_dir() / f"{key}.tar.gz"
     with contextlib.suppress(OSError):  # a read-only cache is still read
-        os.utime(path)  # used now: first, so another submit's eviction keeps it
+        os.utime(path, follow_symlinks=False)  # used now: first, so another submit's eviction keeps it
     try:
-        meta = json.loads(record.read_text(encoding="utf-8"))
-        h = hashlib.sha256()
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    except (OSError, ValueError):
+        meta = json.loads(read_own(record) or b"{}")
+        fields: dict[str, object] = {name: meta[name] for name in _RECORD}
+        signature = bytes.fromhex(meta["mac"])
+    except (ValueError, KeyError, TypeError):
         return None
-    if f"sha256:{h.hexdigest()}" != meta.get("digest"):
+    if not verified(signing, _record_bytes(key, fields), signature):
+        return None  # not written by vxtrain for this user: build it again
+    opened = open_own(path)
+    if opened is None:
+        return None
+    h = hashlib.sha256()
+    try:
+        with opened:
+            for chunk in iter(lambda: opened.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    if f"sha256:{h.hexdigest()}" != fields["digest"]:
         return None  # a truncated or edited file: build it again
-    return Layer(path, meta["digest"], meta["diff_id"], int(meta["size"]), int(meta["files"]))
+    return Layer(path, str(fields["digest"]), str(fields["diff_id"]), int(str(fields["size"])),
+                 int(str(fields["files"])))
 
 
 def _partial(key: str) -> Path | None:
     """Where to write the layer ``key`` so that a rename keeps it (the cache folder: one file
     system), or None when the cache cannot be written (a read-only home)."""
     folder = cache_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
     return folder / f".{key}.{os.getpid()}.part" if os.access(folder, os.W_OK) else None
 
 
-def _keep(key: str, layer: Layer) -> Layer:
-    """The layer written at ``_partial(key)`` renamed into the cache, then its record (a reader
-    sees both or neither: _cached checks the file against the record)."""
+def _keep(key: str, layer: Layer, signing: bytes) -> Layer:
+    """The layer written at ``_partial(key)`` renamed into the cache, then its signed record (a
+    reader sees both or neither: _cached checks the file against the record)."""
     folder = cache_dir()
     path = folder / f"{key}.tar.gz"
     os.replace(layer.path, path)
     record = folder / f".{key}.{os.getpid()}.json.part"
-    record.write_text(json.dumps({"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size,
-                                  "files": layer.files}), encoding="utf-8")
+    fields: dict[str, object] = {"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size,
+                                 "files": layer.files}
+    signature = mac(signing, _record_bytes(key, fields)).hex()
+    record.write_text(json.dumps({**fields, "mac": signature}), encoding="utf-8")
     os.replace(record, folder / f"{key}.json")
     _evict(folder, time.time())
     return Layer(path, layer.digest, layer.diff_id, layer.size, layer.files)
@@ -349,17 +377,18 @@ def dependency_layer(requirements: Path, folders: tuple[Path, ...], target: Targ
     when its inputs are unchanged, else pip runs and the layer is written into the cache (which
     then drops the layers unused for CACHE_UNUSED_DAYS)."""
     key = layer_key(requirements, folders, target)
-    found = _cached(key)
+    signing = _signing()
+    found = None if signing is None else _cached(key, signing)
     if found is not None:
         say(f"reusing the dependency layer of {named} (it and the files it names are unchanged: pip not run)")
         return found
     say(f"installing {named} (wheels for {target.words})")
     dest = tmp / "deps"
     install(requirements, folders, target, dest, tmp)
-    partial = _partial(key)
-    if partial is None:
+    partial = None if signing is None else _partial(key)
+    if partial is None or signing is None:
         return write_layer(dependency_files(dest), tmp / "deps.tar.gz")
     try:
-        return _keep(key, write_layer(dependency_files(dest), partial))
+        return _keep(key, write_layer(dependency_files(dest), partial), signing)
     finally:
         partial.unlink(missing_ok=True)  # left only when the write failed

@@ -2,16 +2,24 @@
 
 Compiling the native schema costs ~0.1 s (fastjsonschema writes ~220 KB of
 Python, then Python compiles it): more than the rest of a ``vxtrain
-validate``. The compiled code object is kept in
+validate`` (without the cache, validate's cold start is ~1.9x our dependencies'
+import, against a budget of 1.25x). The compiled code object is kept in
 ``$XDG_CACHE_HOME/vxtrain`` (``~/.cache/vxtrain``), one file per key — the
 hash of the schema, the compile options, fastjsonschema's version and the
 interpreter's bytecode tag — so a changed schema, a new fastjsonschema or
 another Python never reads a stale file (files of other keys are left for
-the interpreters that use them; each is ~160 KB). The file is written atomically
+the interpreters that use them; each is ~310 KB). The file is written atomically
 (a temporary file, then a rename); when the folder cannot be written (a
 read-only home, a sandbox) or a cached file is unreadable or corrupt, the
 validator is compiled in memory as before. Nothing is written into the
 installed package, so a read-only install works.
+
+The cache is code that validate runs, so it is trusted only as far as
+vxtrain.private allows: the folder must be this user's own 0700 folder (else it is
+not used, with a warning), and each file carries an HMAC-SHA256 of its key and code
+under the folder's own random key, checked before ``marshal.loads`` sees a byte
+(marshal is not safe against crafted data: https://docs.python.org/3/library/marshal.html).
+A file another user planted, or one copied from another machine, is compiled again.
 """
 from __future__ import annotations
 
@@ -23,36 +31,25 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import CodeType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fastjsonschema
 
-if TYPE_CHECKING:  # the same type as hashlib's
-    from hashlib import sha256
-else:
-    try:  # sha256 without hashlib, whose import loads OpenSSL's libcrypto: ~3.5 ms of validate's
-        # cold start (-X importtime), for one hash of ~30 KB. The same digests; built into CPython 3.11.
-        from _sha256 import sha256
-    except ImportError:  # Python 3.12+ (_sha2), or a build without the builtin hashes
-        try:
-            from _sha2 import sha256
-        except ImportError:
-            from hashlib import sha256
+from vxtrain.private import MAC_SIZE, cache_home, folder_key, mac, read_own, sha256, trusted, verified
 
-#: Bumped when what is cached, or how, changes.
-_FORMAT = "1"
+#: Bumped when what is cached, or how, changes (2: signed).
+_FORMAT = "2"
 _MAGIC = b"vxtrain-fastjsonschema\n"
 _PREFIX = "schema-"
 _SUFFIX = ".marshal"
+#: How the warning of a folder that is not private names this cache.
+_WHAT = "the compiled-schema cache"
 
 
 def cache_dir() -> Path:
     """The user's cache folder for vxtrain: ``$XDG_CACHE_HOME/vxtrain``, else ``~/.cache/vxtrain``
     (a relative XDG_CACHE_HOME is ignored, as the XDG spec says)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base, "vxtrain")
+    return cache_home() / "vxtrain"
 
 
 def cache_key(definition: Mapping[str, Any]) -> str:
@@ -71,7 +68,8 @@ def compile_validator(definition: Mapping[str, Any], folder: Path | None = None)
     folder = cache_dir() if folder is None else folder
     key = cache_key(definition)
     path = folder / f"{_PREFIX}{key}{_SUFFIX}"
-    cached = _read(path, key)
+    signing = folder_key(folder) if trusted(folder, _WHAT) else None
+    cached = None if signing is None else _read(path, key, signing)
     if cached is not None:
         try:
             return _validator(cached)
@@ -79,7 +77,8 @@ def compile_validator(definition: Mapping[str, Any], folder: Path | None = None)
             pass
     source = fastjsonschema.compile_to_code(dict(definition), use_default=False)
     code = compile(source, f"<fastjsonschema {key[:12]}>", "exec")
-    _write(folder, path, key, code)
+    if signing is not None:
+        _write(folder, path, key, code, signing)
     return _validator(code)
 
 
@@ -109,30 +108,31 @@ def _validator(code: CodeType) -> Callable[[Any], Any]:
     return namespace[names[0]]  # type: ignore[no-any-return]
 
 
-def _read(path: Path, key: str) -> CodeType | None:
-    """The cached code of ``key``, or None when absent, unreadable or corrupt."""
+def _read(path: Path, key: str, signing: bytes) -> CodeType | None:
+    """The cached code of ``key``, or None when absent, unreadable, corrupt, not this user's
+    file, or not signed with ``signing`` (checked before marshal reads it)."""
     header = _MAGIC + key.encode("ascii") + b"\n"
-    try:
-        data = path.read_bytes()
-    except OSError:
+    data = read_own(path)
+    if data is None or not data.startswith(header):
         return None
-    if not data.startswith(header):
+    signature, body = data[len(header):len(header) + MAC_SIZE], data[len(header) + MAC_SIZE:]
+    if not verified(signing, header + body, signature):
         return None
     try:
-        code = marshal.loads(data[len(header):])
+        code = marshal.loads(body)
     except (ValueError, EOFError, TypeError):
         return None
     return code if isinstance(code, CodeType) else None
 
 
-def _write(folder: Path, path: Path, key: str, code: CodeType) -> None:
-    """Write the cache file atomically; do nothing when the folder is not writable."""
+def _write(folder: Path, path: Path, key: str, code: CodeType, signing: bytes) -> None:
+    """Write the cache file atomically, signed; do nothing when the folder is not writable."""
     tmp = None
+    header, body = _MAGIC + key.encode("ascii") + b"\n", marshal.dumps(code)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{_PREFIX}", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f".{_PREFIX}", dir=folder)  # mode 0600
         with os.fdopen(fd, "wb") as out:
-            out.write(_MAGIC + key.encode("ascii") + b"\n" + marshal.dumps(code))
+            out.write(header + mac(signing, header + body) + body)
         os.replace(tmp, path)
         tmp = None
     except OSError:
