@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -130,8 +131,14 @@ class BaseImage:
 def push_base(host: str, repo: str, tag: str, *, oci: bool = False, index: bool = False,
               arch: str = "amd64") -> BaseImage:
     """A one-layer base (``opt/base/hello.txt``) with an Entrypoint, an Env and a PYTHONPATH;
-    with ``index``, behind a manifest list/index that also lists an arm64 image."""
-    layer, raw = tar_gz({"opt/base/hello.txt": f"base {tag}\n".encode()})
+    with ``index``, behind a manifest list/index that also lists an arm64 image. A tag that
+    says a Python (``py310``) gets that Python's standard-library marker,
+    ``usr/local/lib/python3.10/os.py``, as submit reads a base without PYTHON_VERSION for it."""
+    files = {"opt/base/hello.txt": f"base {tag}\n".encode()}
+    named = re.search(r"py3(\d+)", tag)
+    if named:
+        files[f"usr/local/lib/python3.{named.group(1)}/os.py"] = b"# a test base's standard library\n"
+    layer, raw = tar_gz(files)
     config = {"architecture": arch, "os": "linux", "created": "2026-01-01T00:00:00Z",
               "config": {"Env": ["PATH=/usr/local/bin:/usr/bin", "PYTHONPATH=/opt/base"],
                          "Entrypoint": ["/bin/sh", "-c"], "Cmd": ["echo base"], "WorkingDir": "/"},

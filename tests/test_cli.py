@@ -476,3 +476,45 @@ def test_a_spec_in_a_folder_that_is_not_a_regular_file_is_refused(capsys: pytest
     assert code == 1
     codes = {Path(f["path"]).name: [d["code"] for d in f["diagnostics"]] for f in doc["files"]}
     assert codes == {"good.yaml": [], "pipe.yaml": ["file-unreadable"], "gone.yaml": ["file-not-found"]}
+
+
+# --- what validate warns, submit says (issue 34, item 3) ------------------------------------
+
+def _warned_spec(tmp_path: Path) -> Path:
+    """A valid spec with one warning (secret-env, at line 5) whose chief exits at once."""
+    spec = tmp_path / "warned.yaml"
+    spec.write_text("display_name: warned\nchief:\n  machine_type: n1-standard-4\n"
+                    "  image: us-docker.pkg.dev/p/r/train:1\n  env: {API_TOKEN: x}\n"
+                    f"  command: [{json.dumps(sys.executable)}, -c, 'pass']\n")
+    return spec
+
+
+def test_submit_prints_the_specs_warnings_as_validate_does_and_puts_them_in_its_json(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, emulator: Any) -> None:
+    spec = _warned_spec(tmp_path)
+    code, out, err = run(capsys, "validate", str(spec))
+    said = [line for line in out.splitlines() if ": warning: " in line]  # validate's report: on stdout
+    assert code == 0 and len(said) == 1 and said[0].startswith(f"{spec}:5:9: warning: ") and "[secret-env]" in said[0]
+    code, out, err = run(capsys, "submit", str(spec), "--endpoint", emulator.address, "--output", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [line for line in err.splitlines() if ": warning: " in line] == said
+    assert [(d["code"], d["severity"], d["line"], d["column"], d["file"]) for d in doc["diagnostics"]] == [
+        ("secret-env", "warning", 5, 9, str(spec))]
+    code, out, err = run(capsys, "submit", str(spec), "--endpoint", emulator.address)  # text: the same line
+    assert code == 0 and [line for line in err.splitlines() if ": warning: " in line] == said
+
+
+def test_submit_gives_the_warnings_before_anything_is_created(tmp_path: Path, emulator: Any) -> None:
+    from vxtrain import api
+
+    jobs_when_warned: list[int] = []
+    seen: list[str] = []
+    view = api.submit(_warned_spec(tmp_path), endpoint=emulator.address,
+                      warnings=lambda ds: (jobs_when_warned.append(len(emulator.jobs())),
+                                           seen.extend(d.code for d in ds)))
+    assert seen == ["secret-env"] and jobs_when_warned == [0] and len(emulator.jobs()) == 1
+    assert [d["code"] for d in view["diagnostics"]] == ["secret-env"]
+    lines: list[str] = []
+    api.submit(_warned_spec(tmp_path), endpoint=emulator.address, say=lines.append)  # no callback: said
+    assert any(line.endswith("(at chief.env.API_TOKEN)") and ": warning: " in line for line in lines), lines

@@ -22,14 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from vxtrain import bulk
-from vxtrain.errors import InvalidArgumentError, NoCapacity, UsageError
+from vxtrain.diagnostics import Diagnostic
+from vxtrain.errors import InvalidArgumentError, NoCapacity, SpecError, UsageError
 from vxtrain.loading.document import spec_folder
+from vxtrain.model import key_path_of
 from vxtrain.options import Options
 from vxtrain.pipeline import Result, check_file, load, load_job
 from vxtrain.vocab.kinds import job_spec_of
 from vxtrain.vocab.studies import trial_args
 
 if TYPE_CHECKING:
+    from vxtrain.images.pythons import BasePythonError
     from vxtrain.joblogs import LogSink
     from vxtrain.packaging.upload import UploadProgress
     from vxtrain.runtime.gpus import GpuOptions
@@ -69,7 +72,8 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
            progress: ProgressFn | None = None, logs: LogSink | None = None, say: Say | None = None,
            upload_progress: UploadProgress | None = None, until_running: bool = False,
            max_pending: float | None = None, quota_check: bool = True,
-           gpus: GpuOptions | None = None, notify: Sequence[str] = ()) -> dict[str, Any]:
+           gpus: GpuOptions | None = None, notify: Sequence[str] = (),
+           warnings: Callable[[Sequence[Diagnostic]], None] | None = None) -> dict[str, Any]:
     """Create the spec's job exactly once (vxtrain.submission) and return its view, with
     ``attempts``: what each rung of the spec's ``fallback:`` ladder came to
     (vxtrain.submission.ladder; a spec without one is a ladder of one rung), and
@@ -99,11 +103,16 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     recoveries are spent: NoCapacity after a capacity loss, else JobFailedError.
     ``notify``: http(s) URLs (beside the spec's ``notify:``) that get one JSON object per
     event while the job is followed (vxtrain.submission.notify).
+
+    The spec's warnings (what ``validate`` prints) are given to ``warnings`` once the spec
+    is checked, before anything is pushed or created (without it: to ``say``, one
+    ``FILE:LINE:COL: warning: …`` line each), and are the view's ``diagnostics``. A ``build:``
+    base whose own config or files do not confirm the image's Python raises SpecError at
+    the spec's ``build.python`` (or ``build.base``) line (vxtrain.images.publish.check_python).
     """
     # lazy: vxtrain.submission (and rungs, over it) cost ~130 ms of imports (-X importtime),
     # more than half of validate's start-up; validate and plan never need them
-    from vxtrain import rungs, submission
-    from vxtrain.submission import ladder as ladders
+    from vxtrain import submission
     from vxtrain.submission.notify import check_url
 
     _check_urls(notify, check_url)
@@ -112,6 +121,30 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     if target != "local" and gpus is not None:
         raise UsageError("--gpus, --share-gpus and --no-gpus are for local runs: add --target local, or drop them")
     result = load_job(path, options)
+    said = [d for d in result.diagnostics if d.severity == "warning"]
+    if warnings is not None:
+        warnings(said)
+    else:
+        for diagnostic in said:
+            (say or submission.log_say)(diagnostic.render())
+    view = _submit(result, target=target, endpoint=endpoint, idempotency_key=idempotency_key, wait=wait,
+                   progress=progress, logs=logs, say=say, upload_progress=upload_progress,
+                   until_running=until_running, max_pending=max_pending, quota_check=quota_check, gpus=gpus,
+                   notify=notify)
+    return {**view, "diagnostics": [d.to_json() for d in said]}
+
+
+def _submit(result: Result, *, target: str, endpoint: str | None,
+            idempotency_key: str | None, wait: bool, progress: ProgressFn | None, logs: LogSink | None,
+            say: Say | None, upload_progress: UploadProgress | None, until_running: bool,
+            max_pending: float | None, quota_check: bool, gpus: GpuOptions | None,
+            notify: Sequence[str]) -> dict[str, Any]:
+    """submit() past the checks: the ladder of ``result``'s rungs, followed as asked."""
+    # lazy: as in submit()
+    from vxtrain import rungs, submission
+    from vxtrain.images.pythons import BasePythonError
+    from vxtrain.submission import ladder as ladders
+
     local_target = target == "local"
     follow = ladders.Follow.end if wait or local_target else (
         ladders.Follow.until_running if until_running else ladders.Follow.none)
@@ -124,6 +157,8 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         if local_target:
             return _submit_local(result, watch, gpus)
         return watch.follow(rungs.rungs(result, emulated=endpoint is not None))
+    except BasePythonError as exc:  # found at push time, but a mistake of the spec: at its line
+        raise SpecError([_located(result, exc, d) for d in exc.diagnostics]) from exc
     except InvalidArgumentError as exc:  # reworded: its class and the ladder's attempts kept
         raise exc.reworded(f"{exc}{rungs.spec_location(result, str(exc))}") from exc
     except NoCapacity as exc:
@@ -132,6 +167,17 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         # the quota preflight of a spec without fallback: point at the first pool that needs it
         raise NoCapacity(f"{exc}{rungs.spec_location(result, str(exc))}", exc.report, exc.attempts,
                          exc.details) from exc
+
+
+def _located(result: Result, exc: BasePythonError, diagnostic: Diagnostic) -> Diagnostic:
+    """``diagnostic`` (about pool ``exc.role``'s ``build.KEY``) at that key's place in the spec
+    (written in the pool, else in ``defaults``)."""
+    native = result.native
+    if native is None:
+        return diagnostic
+    where = native.where(key_path_of(native.data, exc.role, "build", exc.key))
+    return replace(diagnostic, path=str(where["path"]), line=where["line"], column=where["column"],
+                   file=where.get("file") or diagnostic.file)
 
 
 def _check_urls(urls: Sequence[str], check: Callable[[str], str | None]) -> None:

@@ -50,7 +50,7 @@ else:
             from hashlib import sha256
 
 __all__ = ["KEY_FILE", "MAC_SIZE", "cache_home", "folder_key", "mac", "open_own", "problem", "read_own", "sha256",
-           "trusted", "verified"]
+           "trusted", "verified", "write_private"]
 
 #: The file in each private folder holding its signing key.
 KEY_FILE = ".vxtrain-key"
@@ -181,6 +181,24 @@ def read_own(path: Path, *, secret: bool = False) -> bytes | None:
             return opened.read()
         except OSError:
             return None
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it, then a rename),
+    mode 0600 whatever the umask: a file others could write would not be read back. OSError
+    when it cannot be written."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        partial.unlink(missing_ok=True)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(partial, path)
+    finally:
+        try:
+            partial.unlink()
+        except OSError:
+            pass
 
 
 def folder_key(folder: Path) -> bytes | None:

@@ -228,8 +228,11 @@ def test_build_python_other_than_the_bases_is_refused_before_any_push(
     warnings = [d.code for d in api.check_file(spec).diagnostics if d.severity == "warning"]
     assert "build-python-unchecked" in warnings  # plan cannot know: the base's name says no Python
     error, jobs = _submit_and_count(spec)
-    assert isinstance(error, ApiError) and error.exit_code == 4 and jobs == 0
+    # A mistake of the spec found at push time: exit 1, at build.python's line (issue 34, item 3).
+    assert isinstance(error, SpecError) and error.exit_code == 1 and jobs == 0
     assert "Python 3.11" in str(error) and "build.python says 3.10" in str(error)
+    [d] = error.diagnostics
+    assert (d.code, d.path, d.file, d.line) == ("build-python-mismatch", "chief.build.python", str(spec), 9)
     listing = requests.get(f"http://{registry}/v2/mismatch/src/tags/list", timeout=10)
     assert listing.status_code == 404 or not listing.json().get("tags")  # nothing pushed
 

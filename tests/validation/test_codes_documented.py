@@ -3,7 +3,7 @@
 The codes are read from the source, not listed here: each call that makes a diagnostic
 with a literal code (``error("code", …)``, ``warning``, the loader's ``_diag``/``_fatal``,
 ``_note(problems, "code", …)``, ``SourceError(…, "code")``, ``source_folder_checked``'s
-code argument) is found with ``ast``. A code built at run time (an f-string) cannot be
+code argument, submit's ``BasePythonError("code", …)``) is found with ``ast``. A code built at run time (an f-string) cannot be
 read so; :data:`BUILT` names each such call's codes, and a new one fails the test until
 it is named here and documented.
 """
@@ -21,7 +21,7 @@ CODE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+|[a-z]+")
 
 #: Calls whose argument at this position is the diagnostic's code.
 CODE_ARGUMENT = {"error": 0, "warning": 0, "_diag": 0, "_fatal": 0, "_note": 1, "SourceError": 1,
-                 "source_folder_checked": 3}
+                 "source_folder_checked": 3, "BasePythonError": 0}
 #: Codes made at run time, by the file that makes them: every value the f-string takes.
 BUILT = {
     "experiment_rules.py": {"experiment-name", "experiment-run-name"},
@@ -82,7 +82,7 @@ def test_the_scan_finds_codes_of_every_kind_of_call() -> None:
     found = _literal_codes()
     # one of each form: a rule's error, the loader's _fatal and _note, SourceError, source_folder_checked
     assert {"vpc-peering-unsupported", "too-many-nodes", "undefined-variable", "source-credentials",
-            "build-source-missing", "gpudirect-nccl-env", "notify-url"} <= set(found)
+            "build-source-missing", "gpudirect-nccl-env", "notify-url", "build-python-mismatch"} <= set(found)
     assert all(CODE.fullmatch(code) for code in found), [c for c in found if not CODE.fullmatch(c)]
 
 

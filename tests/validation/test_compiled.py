@@ -218,7 +218,7 @@ def test_a_folder_others_can_write_is_not_used_and_said_once(tmp_path: Path,
         check = compiled.compile_validator(INTEGER, folder)
         assert _accepts(check, 5) and not _accepts(check, "5")
     assert not marker.exists()
-    assert _file(folder, INTEGER).read_bytes() == planted and not (folder / private.KEY_FILE).exists()  # nothing written
+    assert _file(folder, INTEGER).read_bytes() == planted and not (folder / private.KEY_FILE).exists()  # none written
     err = capsys.readouterr().err
     assert err.count("warning: the compiled-schema cache in") == 1, err
     assert f"{folder} is not used: other users may read or change it (mode 0777)" in err and "remove it" in err

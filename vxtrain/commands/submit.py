@@ -54,7 +54,8 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink,
                               say=say, upload_progress=upload_bar, quota_check=quota_check, gpus=gpus,
-                              until_running=until_running, max_pending=pending, notify=notify)
+                              until_running=until_running, max_pending=pending, notify=notify,
+                              warnings=c.print_diagnostics)  # as validate prints them, before anything is sent
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)

@@ -58,9 +58,9 @@ from vxtrain.images.layers import Layer, write_layer
 from vxtrain.images.recipe import BIN_DIR, DEPS_DIR, RECIPE_VERSION, SITE_DIR
 from vxtrain.images.safety import safe_pip_error
 from vxtrain.packaging.build import build_wheel
+from vxtrain.private import cache_home, folder_key, mac, open_own, read_own, trusted, verified, write_private
 from vxtrain.sources.folder import is_project
 from vxtrain.sources.requirements import LocalRequirement, local_requirements, requirement_files, requirements_bytes
-from vxtrain.private import cache_home, folder_key, mac, open_own, read_own, trusted, verified
 from vxtrain.vocab.callbacks import Say
 
 __all__ = ["DependencyError", "PLATFORM_TAGS", "Target", "cache_dir", "dependency_files", "dependency_layer", "install",
@@ -341,13 +341,12 @@ def _keep(key: str, layer: Layer, signing: bytes) -> Layer:
     reader sees both or neither: _cached checks the file against the record)."""
     folder = cache_dir()
     path = folder / f"{key}.tar.gz"
+    os.chmod(layer.path, 0o600)  # written under the umask: a file others could write is never read back
     os.replace(layer.path, path)
-    record = folder / f".{key}.{os.getpid()}.json.part"
     fields: dict[str, object] = {"digest": layer.digest, "diff_id": layer.diff_id, "size": layer.size,
                                  "files": layer.files}
     signature = mac(signing, _record_bytes(key, fields)).hex()
-    record.write_text(json.dumps({**fields, "mac": signature}), encoding="utf-8")
-    os.replace(record, folder / f"{key}.json")
+    write_private(folder / f"{key}.json", json.dumps({**fields, "mac": signature}).encode())
     _evict(folder, time.time())
     return Layer(path, layer.digest, layer.diff_id, layer.size, layer.files)
 

@@ -22,17 +22,21 @@ Nothing here prints: steps go to ``say`` and each large blob's upload to the
 """
 from __future__ import annotations
 
+import tarfile
 import tempfile
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vxtrain.errors import ApiError, NotFoundError
+from vxtrain.images import pythons
 from vxtrain.images.dependencies import Target, dependency_layer
 from vxtrain.images.image import (
-    INDEXES, MANIFESTS, Built, append, manifest_type, pick_platform, platforms, python_of)
+    DEFAULT_PATH, INDEXES, MANIFESTS, Built, append, manifest_type, pick_platform, platforms, python_of)
 from vxtrain.images.layers import Layer, write_code_layer
+from vxtrain.images.pythons import BasePythonError, Shown
 from vxtrain.images.recipe import DEPS_DIR, ImageBuild
 from vxtrain.images.reference import Reference, parse
 from vxtrain.images.registry import Repository
@@ -70,35 +74,41 @@ def publish(images: list[ImageBuild], say: Say | None = None,
             progress: UploadProgress | None = None) -> list[Pushed]:
     """Build and push each image whose tag is not in its repository yet."""
     say = say or (lambda message: None)
-    # Every base is resolved and checked before anything is pushed: a refusal leaves no image behind.
-    checked = [(image, _missing_base(image, say)) for image in images]
-    return [publish_one(image, say, progress, found) for image, found in checked]
+    with tempfile.TemporaryDirectory(prefix="vxtrain-base-layers-") as folder:
+        kept: dict[str, Path] = {}
+        # Every base is resolved and checked before anything is pushed: a refusal leaves no image behind.
+        checked = [(image, _missing_base(image, say, Path(folder), kept)) for image in images]
+        return [publish_one(image, say, progress, found, kept) for image, found in checked]
 
 
-def _missing_base(image: ImageBuild, say: Say) -> tuple[str, Base | None]:
-    """(digest, None) when the tag is in the repository already, else ("", the checked base)."""
-    existing = Repository(parse(image.uri), push=True).manifest_digest(image.tag)
+def _missing_base(image: ImageBuild, say: Say, folder: Path | None = None,
+                  kept: dict[str, Path] | None = None) -> tuple[str, Base | None]:
+    """(digest, None) when the tag is in the repository already, else ("", the checked base);
+    base layers the check read that the push will copy are kept in ``folder`` (``kept``)."""
+    target = Repository(parse(image.uri), push=True)
+    existing = target.manifest_digest(image.tag)
     if existing is not None:
         say(f"image {image.uri} is already pushed")
         return existing, None
     base = resolve_base(image.base, image.platform)
-    check_python(image, base)
+    spool = None if folder is None or kept is None else Spool(folder, target, base.ref.host == target.ref.host, kept)
+    check_python(image, base, say, spool)
     return "", base
 
 
 def publish_one(image: ImageBuild, say: Say, progress: UploadProgress | None,
-                found: tuple[str, Base | None] | None = None) -> Pushed:
+                found: tuple[str, Base | None] | None = None, kept: Mapping[str, Path] | None = None) -> Pushed:
     """One image: skipped when its tag exists, else built and pushed blob by blob (``found``:
-    what _missing_base said of it already)."""
+    what _missing_base said of it already; ``kept``: base layers it read, by digest)."""
     target = Repository(parse(image.uri), push=True)
-    existing, base = found if found is not None else _missing_base(image, lambda message: None)
+    existing, base = found if found is not None else _missing_base(image, say)
     if base is None:
         return Pushed(list(image.roles), image.uri, existing, pushed=False)
     with tempfile.TemporaryDirectory(prefix="vxtrain-image-") as tmp:
         layers = build_layers(image, Path(tmp), say, python_of(base.config))
         check_unchanged(image.source, image.spec_source, f"the tag {image.tag}", built=layers[-1][0].content)
         built = append(base.manifest, base.media_type, base.config, layers, dependencies=len(layers) > 1)
-        uploaded = push_blobs(target, base, [layer for layer, _ in layers], built, say, progress)
+        uploaded = push_blobs(target, base, [layer for layer, _ in layers], built, say, progress, kept or {})
     target.put_manifest(image.tag, built.manifest)
     say(f"pushed {image.uri} ({built.digest})")
     return Pushed(list(image.roles), image.uri, built.digest, pushed=True, blobs=uploaded)
@@ -142,19 +152,129 @@ def _check_platform(text: str, config: Mapping[str, Any], platform: str) -> None
                        "choose a base built for it; nothing was pushed")
 
 
-def check_python(image: ImageBuild, base: Base) -> None:
-    """ApiError (exit 4) when the base's config says a Python (PYTHON_VERSION) other than the one
-    the wheels are picked for: their extension modules would not import there (``cp310`` modules
-    under Python 3.11). A base that says nothing is taken at its word (its layers are not read:
-    that would pull gigabytes to find a file name; docs/decisions.md)."""
-    said = python_of(base.config)
-    if image.python is None or said is None or ".".join(said.split(".")[:2]) == image.python:
+def check_python(image: ImageBuild, base: Base, say: Say | None = None, spool: Spool | None = None) -> None:
+    """BasePythonError when the base's Python is not the one the wheels are picked for: their
+    extension modules would not import there (``cp310`` modules under Python 3.11). The base's
+    config says it (PYTHON_VERSION), else its layers show it (vxtrain.images.pythons: read from
+    the top down to the layer that installed Python; what a base showed is remembered by its
+    layers' digests); one that shows none, or several, is refused too."""
+    if image.python is None:
         return
     given = "build.python" if image.spec_python else f"the base's name ({image.base})"
-    raise ApiError(f"base image {image.base} has Python {said} (its config's PYTHON_VERSION), but {given} says "
-                   f"{image.python}: wheels for {image.python} would not import there; set build.python to "
-                   f"'{'.'.join(said.split('.')[:2])}' (or leave it out) or choose a base with Python {image.python}; "
-                   "nothing was pushed")
+    said = python_of(base.config)
+    if said is not None:
+        if ".".join(said.split(".")[:2]) != image.python:
+            raise BasePythonError("build-python-mismatch", f"base image {image.base} has Python {said} (its config's "
+                                  f"PYTHON_VERSION), but {given} says {image.python}: wheels for {image.python} would "
+                                  f"not import there; {_fix(image, said)}; nothing was pushed", *_at(image))
+        return
+    shown = shown_python(base, say or (lambda message: None), spool)
+    if shown is None or shown.version is None:
+        found = "shows no Python in its layers" if shown is None else f"has several Pythons ({shown.evidence})"
+        raise BasePythonError("build-python-unconfirmed", f"base image {image.base} does not say its Python "
+                              f"(no PYTHON_VERSION in its config) and {found}, so the Python {given} says "
+                              f"({image.python}) cannot be confirmed: wheels for another would not import; choose "
+                              f"a base that sets PYTHON_VERSION (ENV PYTHON_VERSION={image.python}.N in its "
+                              "Dockerfile), or one with one Python; nothing was pushed", *_at(image))
+    if shown.version != image.python:
+        raise BasePythonError("build-python-mismatch", f"base image {image.base} has Python {shown.version} (its "
+                              f"layers: {shown.evidence}; its config has no PYTHON_VERSION), but {given} says "
+                              f"{image.python}: wheels for {image.python} would not import there; "
+                              f"{_fix(image, shown.version)}; nothing was pushed", *_at(image))
+
+
+def _at(image: ImageBuild) -> tuple[str, str]:
+    """The pool key a refusal of the image's Python is about: build.python, else build.base (its pyNNN)."""
+    return image.roles[0], "python" if image.spec_python else "base"
+
+
+def _fix(image: ImageBuild, found: str) -> str:
+    """How to mend it: build.python to the base's Python, or another base."""
+    minor = ".".join(found.split(".")[:2])
+    if image.spec_python:
+        return f"set build.python to '{minor}' or choose a base with Python {image.python}"
+    return f"choose a base with Python {image.python} (this one's name says it, its files do not)"
+
+
+def shown_python(base: Base, say: Say, spool: Spool | None = None) -> Shown | None:
+    """The Python the base's layers show (pythons.decide), top layer first, stopping at the
+    first that shows one; remembered in the user's cache by the layers' digests (and PATH).
+    ``spool``: where a layer read here that the push will copy anyway is kept, so it is
+    pulled once."""
+    layers = [(str(blob["digest"]), int(blob["size"])) for blob in base.manifest.get("layers", [])]
+    path_dirs = _path_of(base.config).split(":")
+    key = pythons.base_key([d for d, _ in layers], path_dirs)
+    known = pythons.remembered(key)
+    if known is not None:
+        return known.shown
+    source = Repository(base.ref, push=False)
+    shown = None
+    for digest, size in reversed(layers):
+        say(f"reading base layer {digest[:19]} ({_size(size)}) for its Python (the base has no PYTHON_VERSION)")
+        keep = spool.path(digest) if spool is not None else None
+        stream = _Kept(source.pull(digest), keep)
+        try:
+            scan = pythons.scan_layer(stream, path_dirs)
+            stream.finish()
+        except (tarfile.TarError, zlib.error, EOFError, OSError) as exc:  # zstd, or not a tar: it shows nothing
+            say(f"base layer {digest[:19]} cannot be listed ({exc}): passed over")
+            stream.finish()
+            continue
+        if keep is not None and spool is not None:
+            spool.kept[digest] = keep
+        shown = pythons.decide(scan, path_dirs)
+        if shown is not None:
+            break
+    pythons.remember(key, shown)
+    return shown
+
+
+class _Kept:
+    """A blob's chunks as they come, also written to ``keep`` when given; :meth:`finish` writes
+    the rest (the tar reader stops at the archive's end marker, before the blob's last bytes)."""
+
+    def __init__(self, chunks: Iterable[bytes], keep: Path | None) -> None:
+        self._chunks = iter(chunks)
+        self._out = keep.open("wb") if keep is not None else None
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._chunks:
+            if self._out is not None:
+                self._out.write(chunk)
+            yield chunk
+
+    def finish(self) -> None:
+        """Write what the reader left, and close the file."""
+        if self._out is not None:
+            with self._out:
+                for chunk in self._chunks:
+                    self._out.write(chunk)
+
+
+@dataclass
+class Spool:
+    """Base layers the Python check reads that the push then copies to another registry: kept
+    in ``folder`` while the submit runs, so each is pulled once."""
+
+    folder: Path
+    target: Repository
+    same_host: bool  # layers are mounted there, not copied
+    kept: dict[str, Path]
+
+    def path(self, digest: str) -> Path | None:
+        """Where to keep ``digest`` as it is read, or None when the push will not copy it."""
+        if self.same_host or self.target.has_blob(digest):
+            return None
+        return self.folder / digest.replace(":", "-")
+
+
+def _path_of(config: Mapping[str, Any]) -> str:
+    """The image's PATH: its config's, else a runtime's default."""
+    for item in (config.get("config") or {}).get("Env") or []:
+        name, _, value = str(item).partition("=")
+        if name == "PATH":
+            return value
+    return DEFAULT_PATH
 
 
 def build_layers(image: ImageBuild, tmp: Path, say: Say, full_version: str | None = None) -> list[tuple[Layer, str]]:
@@ -174,8 +294,9 @@ def build_layers(image: ImageBuild, tmp: Path, say: Say, full_version: str | Non
 
 
 def push_blobs(target: Repository, base: Base, layers: list[Layer], built: Built, say: Say,
-               progress: UploadProgress | None) -> list[str]:
-    """Every blob the target lacks: base layers (mounted or copied), ours, the config."""
+               progress: UploadProgress | None, kept: Mapping[str, Path] | None = None) -> list[str]:
+    """Every blob the target lacks: base layers (mounted, or copied: from ``kept`` when the
+    Python check read it already), ours, the config."""
     uploaded: list[str] = []
     source = Repository(base.ref, push=False)
     same_host = base.ref.host == target.ref.host  # the spec's mount works within one registry only
@@ -187,7 +308,10 @@ def push_blobs(target: Repository, base: Base, layers: list[Layer], built: Built
             say(f"mounted base layer {digest[:19]} from {base.ref.repository}")
             continue
         say(f"copying base layer {digest[:19]} ({_size(size)}) from {base.ref.host}")
-        target.push_stream(source.pull(digest), digest, size, progress)
+        if kept and digest in kept:  # read once already, for the base's Python
+            target.push_file(kept[digest], digest, size, progress)
+        else:
+            target.push_stream(source.pull(digest), digest, size, progress)
         uploaded.append(digest)
     for layer in layers:
         if not target.has_blob(layer.digest):

@@ -100,9 +100,9 @@ def _base(text: str, role: str, native: NativeSpec) -> Generator[Diagnostic, Non
 
 
 def _platform_and_python(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]:
-    """What the base must have that only its registry knows (submit checks it, exit 4): an image
-    for the pool's platform (A4X: linux/arm64), the Python of build.python. An error when the
-    base's name already says another Python (``py310``)."""
+    """What the base must have that only its registry knows (submit checks it): an image for the
+    pool's platform (A4X: linux/arm64; exit 4), the Python of build.python (exit 1, at its line).
+    An error when the base's name already says another Python (``py310``)."""
     build = pool.build
     assert build is not None and build.base is not None
     platform = image_platform(pool.machine_type)
@@ -119,7 +119,8 @@ def _platform_and_python(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]
                     f"to '{named}' or leave it out", **native.where(_path(native, pool.role, "python")))
     elif named is None:
         yield warning("build-python-unchecked", f"build.python {build.python!r}: the base {build.base} does not say "
-                      "its Python in its name; submit compares it with the base's PYTHON_VERSION and refuses another",
+                      "its Python in its name; submit confirms it from the base (its PYTHON_VERSION, else the Python its "
+                      "layers install) and refuses another, or a base that shows none",
                       **native.where(_path(native, pool.role, "python")))
 
 
