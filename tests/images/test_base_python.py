@@ -15,11 +15,14 @@ import pytest
 import requests
 
 from tests.images.bases import push_python_base
-from tests.images.conftest import push_base
+from tests.images.conftest import get_blob, push_base
 from tests.incli import run
 from tests.registry import DOCKER_MANIFEST, BaseImage, digest, push_blob, put_manifest
+from vxtrain import api
 from vxtrain.backends.emulator import start_emulator
+from vxtrain.images.publish import publish
 from vxtrain.images.pythons import Shown, decide, scan_layer
+from vxtrain.images.registry import Repository
 
 DEFAULT_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 
@@ -188,3 +191,21 @@ def test_only_the_layers_down_to_the_one_with_python_are_read(
     assert code == 1 and doc["error"]["diagnostics"][0]["code"] == "build-python-mismatch", err
     assert err.count("for its Python") == 1 and layers[1]["digest"][:19] in err
     assert "cannot be listed" not in err
+
+
+@pytest.mark.slow
+def test_a_layer_read_for_the_python_and_copied_to_another_registry_is_pulled_once(
+        tmp_path: Path, registry: str, wheels: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``localhost:PORT`` and ``127.0.0.1:PORT`` are two hosts to a client: the base's layer is
+    copied, not mounted; the copy is of the bytes the Python check read (kept), not a second pull."""
+    base = _no_python_version(registry, "bases/nover-3.11", "3.11")
+    spec = _project(tmp_path, base.ref.replace("127.0.0.1", "localhost"), registry, "copyonce", "3.11")
+    pulls: list[str] = []
+    real = Repository.pull
+    monkeypatch.setattr(Repository, "pull", lambda self, d: (pulls.append(d), real(self, d))[1])  # counted, real
+    said: list[str] = []
+    [pushed] = publish(api.plan(spec).images, say=said.append)
+    assert pulls.count(base.layer_digest) == 1 and base.layer_digest in pushed.blobs, said  # (and its config)
+    assert any("for its Python" in line for line in said) and any("copying base layer" in line for line in said)
+    copied = get_blob(registry, "copyonce/src", base.layer_digest)
+    assert digest(copied) == base.layer_digest
