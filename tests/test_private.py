@@ -28,7 +28,7 @@ def test_a_link_to_a_private_folder_is_not_one(tmp_path: Path, capsys: pytest.Ca
     link.symlink_to(real)
     assert private.trusted(real, "the cache")
     assert not private.trusted(link, "the cache")
-    assert f"the cache in {link} is not used: it is a link" in capsys.readouterr().err
+    assert f"the cache in {link} is not used: it is not a folder but a link" in capsys.readouterr().err
 
 
 def test_a_folder_above_that_others_can_write_is_named(tmp_path: Path) -> None:

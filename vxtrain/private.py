@@ -97,7 +97,7 @@ def problem(folder: Path) -> str | None:
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
     if stat.S_ISLNK(info.st_mode):
-        return "it is a link; remove it (vxtrain makes the folder itself, mode 0700)"
+        return "it is not a folder but a link; remove it (vxtrain makes the folder itself, mode 0700)"
     if not stat.S_ISDIR(info.st_mode):
         return "it is not a folder; remove it"
     if info.st_uid != uid:
@@ -105,7 +105,7 @@ def problem(folder: Path) -> str | None:
                 f"or set XDG_CACHE_HOME to a folder of your own")
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077:
-        return (f"other users may read or change it (mode {mode:04o}), so what is in it cannot be trusted; "
+        return (f"it is open to other users (mode {mode:04o}), so what is in it cannot be trusted; "
                 f"remove it (vxtrain makes it again, mode 0700)")
     return _open_ancestor(Path(real_parent), uid)
 

@@ -221,7 +221,7 @@ def test_a_folder_others_can_write_is_not_used_and_said_once(tmp_path: Path,
     assert _file(folder, INTEGER).read_bytes() == planted and not (folder / private.KEY_FILE).exists()  # none written
     err = capsys.readouterr().err
     assert err.count("warning: the compiled-schema cache in") == 1, err
-    assert f"{folder} is not used: other users may read or change it (mode 0777)" in err and "remove it" in err
+    assert f"{folder} is not used: it is open to other users (mode 0777)" in err and "remove it" in err
 
 
 def test_missing_folders_are_made_private_whatever_the_umask(tmp_path: Path) -> None:

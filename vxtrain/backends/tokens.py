@@ -26,6 +26,8 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from vxtrain.private import problem
+
 #: The token, when given: the emulator serves with it and clients send it.
 TOKEN_ENV = "VXTRAIN_EMULATOR_TOKEN"
 #: Google's words for a call without a credential, and with a wrong one (what Vertex AI answers).
@@ -69,39 +71,11 @@ def socket_file(port: int, environ: Mapping[str, str] | None = None) -> Path:
 
 
 def folder_problem(folder: Path) -> str | None:
-    """Why ``folder`` cannot hold what only this user may reach (None: it can).
-
-    It must be a folder (not a link) of this user's that no one else may enter, and no
-    folder above it may let another user rename or replace what it holds: each is
-    root's or this user's, and writable by no one else unless sticky (``/tmp``), the
-    rule ssh applies to ``~/.ssh`` (sshd_config(5), StrictModes).
-    """
-    try:
-        info = folder.lstat()
-    except OSError as exc:
-        return f"{folder} cannot be read ({exc.strerror or exc})"
-    if not stat.S_ISDIR(info.st_mode):
-        return f"{folder} is not a folder"
-    if info.st_uid != os.geteuid():
-        return f"{folder} belongs to another user"
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        return f"{folder} is open to other users (mode {stat.S_IMODE(info.st_mode):o}; it must be 700)"
-    return _unsafe_ancestor(folder)
-
-
-def _unsafe_ancestor(folder: Path) -> str | None:
-    """Why a folder above ``folder`` lets another user replace it (None: none does)."""
-    for above in (real := Path(os.path.realpath(folder.parent)), *real.parents):
-        try:
-            info = above.stat()
-        except OSError as exc:
-            return f"{above} cannot be read ({exc.strerror or exc})"
-        if info.st_uid not in (0, os.geteuid()):
-            return f"{above}, a folder above {folder}, belongs to another user"
-        mode = stat.S_IMODE(info.st_mode)
-        if mode & 0o022 and not mode & stat.S_ISVTX:
-            return f"{above}, a folder above {folder}, is writable by other users (mode {mode:o})"
-    return None
+    """Why ``folder`` cannot hold what only this user may reach (None: it can): the check every
+    private folder of vxtrain's passes (vxtrain.private.problem: a folder, not a link, of this
+    user's that no one else may enter, and no folder above it that lets another user rename or
+    replace what it holds, the rule ssh applies to ``~/.ssh``: sshd_config(5), StrictModes)."""
+    return problem(folder)
 
 
 def own_socket(port: int, environ: Mapping[str, str] | None = None) -> Path | None:
