@@ -102,11 +102,11 @@ def problem(folder: Path) -> str | None:
         return "it is not a folder; remove it"
     if info.st_uid != uid:
         return (f"it belongs to another user (uid {info.st_uid}), not to this one (uid {uid}); remove it, "
-                f"or set XDG_CACHE_HOME to a folder of your own")
+                "or set XDG_CACHE_HOME to a folder of your own")
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077:
         return (f"it is open to other users (mode {mode:04o}), so what is in it cannot be trusted; "
-                f"remove it (vxtrain makes it again, mode 0700)")
+                "remove it (vxtrain makes it again, mode 0700)")
     return _open_ancestor(Path(real_parent), uid)
 
 
@@ -120,7 +120,7 @@ def _open_ancestor(real: Path, uid: int) -> str | None:
             return f"{above} cannot be read ({exc.strerror or exc})"
         if info.st_uid not in (uid, 0):
             return (f"{above} belongs to another user (uid {info.st_uid}), who can put another folder in its "
-                    f"place; set XDG_CACHE_HOME to a folder of your own")
+                    "place; set XDG_CACHE_HOME to a folder of your own")
         if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
             return (f"{above} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}), who can put "
                     f"another folder in its place; run `chmod go-w {above}`, or set XDG_CACHE_HOME elsewhere")
