@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import json
 import marshal
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import CodeType
@@ -35,7 +33,7 @@ from typing import Any
 
 import fastjsonschema
 
-from vxtrain.private import MAC_SIZE, cache_home, folder_key, mac, read_own, sha256, trusted, verified
+from vxtrain.private import MAC_SIZE, cache_home, folder_key, mac, read_own, sha256, trusted, verified, write_private
 
 #: Bumped when what is cached, or how, changes (2: signed).
 _FORMAT = "2"
@@ -78,7 +76,7 @@ def compile_validator(definition: Mapping[str, Any], folder: Path | None = None)
     source = fastjsonschema.compile_to_code(dict(definition), use_default=False)
     code = compile(source, f"<fastjsonschema {key[:12]}>", "exec")
     if signing is not None:
-        _write(folder, path, key, code, signing)
+        _write(path, key, code, signing)
     return _validator(code)
 
 
@@ -125,22 +123,11 @@ def _read(path: Path, key: str, signing: bytes) -> CodeType | None:
     return code if isinstance(code, CodeType) else None
 
 
-def _write(folder: Path, path: Path, key: str, code: CodeType, signing: bytes) -> None:
-    """Write the cache file atomically, signed; do nothing when the folder is not writable."""
-    tmp = None
+def _write(path: Path, key: str, code: CodeType, signing: bytes) -> None:
+    """Write the cache file atomically (private.write_private: a temporary file, then a rename),
+    signed, mode 0600; do nothing when the folder is not writable."""
     header, body = _MAGIC + key.encode("ascii") + b"\n", marshal.dumps(code)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{_PREFIX}", dir=folder)  # mode 0600
-        with os.fdopen(fd, "wb") as out:
-            out.write(header + mac(signing, header + body) + body)
-        os.replace(tmp, path)
-        tmp = None
+        write_private(path, header + mac(signing, header + body) + body)
     except OSError:
         pass  # a read-only or full disk: the validator in memory serves this process
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
