@@ -249,6 +249,31 @@ def test_the_pre_commit_snippet_pins_this_release() -> None:
     assert rev in tags.stdout.split(), f"tag the release: git tag -a {rev}"
 
 
+def test_the_repository_is_named_where_vxtrain_is_installed_from() -> None:
+    """pyproject's Project-URLs name the repository; the clone, the pre-commit snippets and
+    the CI recipes install from that one (no package index has vxtrain), never a
+    placeholder owner or a bare ``pip install vxtrain``."""
+    urls = _project()["urls"]
+    assert isinstance(urls, dict) and {"Homepage", "Repository", "Issues"} <= set(urls), urls
+    home = urls["Repository"]
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/vxtrain", home), home
+    assert f"git clone {home} " in README.read_text()
+    texts = {path: path.read_text() for path in [README, ROOT / ".pre-commit-hooks.yaml",
+                                                 *(ROOT / "docs").glob("*.md"),
+                                                 *(ROOT / "docs" / "ci").iterdir()]}
+    named = {(path.name, url) for path, text in texts.items()
+             for url in re.findall(r"https://github\.com/[\w.-]+/vxtrain\b", text)}
+    assert {url for _, url in named} == {home}, named
+    # Each pip install command: from "pip install" to the end of its step (or code span).
+    installs = [(path.name, step[step.index("pip install"):].split("`")[0]) for path, text in texts.items()
+                for line in text.splitlines() for step in re.split(r"&&|;|\|", line)
+                if "pip install" in step]
+    by_name = [(name, step) for name, step in installs
+               if re.search(r"""(^|\s)["']?vxtrain(?!\s+@)([=<>~!\[\s"']|$)""", step)]
+    assert by_name == []
+    assert sum("vxtrain @ " in step for _, step in installs) >= 4, installs
+
+
 def test_every_local_link_resolves() -> None:
     """The README's links into the repository (docs/, LICENSE) name files that exist."""
     targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text())
