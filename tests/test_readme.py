@@ -18,6 +18,7 @@ Commands run as ``python -m vxtrain`` with this interpreter and this tree first 
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -43,6 +44,8 @@ README = ROOT / "README.md"
 #: are not run here (a venv and a networked install per test run); .ci/run installs
 #: exactly so, and tests/test_lock.py checks that every install uses the lock.
 SETUP_STEPS = {
+    PYTHON_CHECK := """python3 -c 'import sys; sys.exit(sys.version_info < (3, 11) and "vxtrain needs """
+                    """Python 3.11 or newer; python3 is " + sys.version.split()[0])'""",
     "python3 -m venv .venv",
     ". .venv/bin/activate",
     "pip install -c requirements/lock.txt -e '.[test]'",
@@ -208,7 +211,7 @@ def test_the_install_command_ends_in_the_quickstart() -> None:
     on its exact shape); the test command is the README's other one."""
     first = next(b for b in BLOCKS if b.lang == "bash")
     assert first.text.strip().split(" && ") == [
-        "python3 -m venv .venv", ". .venv/bin/activate",
+        PYTHON_CHECK, "python3 -m venv .venv", ". .venv/bin/activate",
         "pip install -c requirements/lock.txt -e '.[test]'",
         "vxtrain submit configs/examples/quickstart.yaml --target local --wait"]
     assert ".venv/bin/python -m pytest -q\n" in [b.text for b in BLOCKS]
@@ -216,6 +219,26 @@ def test_the_install_command_ends_in_the_quickstart() -> None:
 
 def _project() -> dict[str, object]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_the_install_command_checks_the_python_first() -> None:
+    """Its first step passes on this Python and, under a Python below requires-python's
+    floor, stops naming the Python: pip alone says ResolutionImpossible about a locked
+    package there (the README says what that means)."""
+    (floor,) = [s.version for s in SpecifierSet(str(_project()["requires-python"])) if s.operator == ">="]
+    major, minor = (int(n) for n in floor.split("."))
+    argv = shlex.split(PYTHON_CHECK)
+    assert argv[:2] == ["python3", "-c"] and f"< ({major}, {minor})" in argv[2]
+    assert f"needs Python {floor} or newer" in argv[2]
+    passed = subprocess.run([sys.executable, "-c", argv[2]], capture_output=True, text=True)
+    assert (passed.returncode, passed.stderr) == (0, "")
+    # This Python as the one too old: the floor one minor above it.
+    here = sys.version_info
+    older = argv[2].replace(f"({major}, {minor})", f"({here.major}, {here.minor + 1})")
+    refused = subprocess.run([sys.executable, "-c", older], capture_output=True, text=True)
+    assert (refused.returncode, refused.stderr) == (
+        1, f"vxtrain needs Python {floor} or newer; python3 is {platform.python_version()}\n")
+    assert "ResolutionImpossible" in README.read_text()
 
 
 def test_the_readme_states_the_pythons_the_package_admits() -> None:
