@@ -217,6 +217,36 @@ def test_the_install_command_ends_in_the_quickstart() -> None:
     assert ".venv/bin/python -m pytest -q\n" in [b.text for b in BLOCKS]
 
 
+#: What differs from one run of the quickstart to the next: its job's id, times and cost.
+_PER_RUN = [(re.compile(r"customJobs/\d+"), "customJobs/ID"), (re.compile(r"training/\d+/"), "training/ID/"),
+            (re.compile(r"after \d+(\.\d+)? s\b"), "after T s"), (re.compile(r"created: \S+"), "created: TIME"),
+            (re.compile(r"\$\d+(\.\d+)?"), "$N"), (re.compile(r"\d+(\.\d+)? min run"), "M min run")]
+
+
+def _normalized(text: str) -> list[str]:
+    lines = text.splitlines()
+    for pattern, stands_for in _PER_RUN:
+        lines = [pattern.sub(stands_for, line) for line in lines]
+    return lines
+
+
+@pytest.mark.slow
+def test_the_quickstart_prints_what_the_readme_shows(scratch: Path) -> None:
+    """The quickstart's output as the README shows it (stderr's progress, then stdout's job):
+    the same lines, with its id, times and cost normalized; vxtrain's own lines in the same
+    order, the replicas' in any (they run at once). About 4 s: it runs three processes."""
+    (shown,) = [b for b in BLOCKS if b.lang == "console" and b.skip is not None
+                and b.text.startswith("$ vxtrain submit configs/examples/quickstart.yaml ")]
+    ((command, printed),) = _sessions(shown)
+    first = next(b for b in BLOCKS if b.lang == "bash")
+    assert first.text.strip().endswith(command)
+    done = _run(command, scratch)
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected, got = _normalized(printed), _normalized(done.stderr + done.stdout)
+    assert sorted(got) == sorted(expected)
+    assert [s for s in got if not s.startswith("[")] == [s for s in expected if not s.startswith("[")]
+
+
 def _project() -> dict[str, object]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
