@@ -122,3 +122,18 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_siz
 @example([False, False, False], [False, False, 0])  # found by hypothesis: False == 0 inside a list
 def test_no_changes_exactly_when_equal(a: Any, b: Any) -> None:
     assert (changes(a, b) == []) == (json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True))
+
+
+def test_text_says_what_the_after_side_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without AFTER the +++ line says what BEFORE was compared with: itself (and so no
+    changes), or itself under the after-only flags; with AFTER, that file."""
+    assert main(["diff", str(RS)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[:3] == [
+        f"--- {RS}", f"+++ {RS} again (no AFTER, --after-overlay or --after-set: the spec is compared with itself)",
+        "CustomJob: no changes"]
+    assert main(["diff", str(RS), "--after-set", "workers.replicas=9", "--after-set", "region=europe-west4"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == \
+        f"+++ {RS} with --after-set workers.replicas=9 --after-set region=europe-west4"
+    assert main(["diff", str(RS), str(PS)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"+++ {PS}"

@@ -36,8 +36,9 @@ _IDENTITY_KEYS = ("name", "index", "pool")
 
 
 def diff(before: str, after: str | None, options: Options, after_options: Options | None = None,
-         output: c.OutputFormat = c.OutputFormat.text) -> int:
-    """Compare two specs (``after`` None: ``before`` again, under ``after_options``)."""
+         output: c.OutputFormat = c.OutputFormat.text, after_flags: Sequence[str] = ()) -> int:
+    """Compare two specs (``after`` None: ``before`` again, under ``after_options``, which
+    ``after_flags`` spell as given: ``--after-set KEY=VALUE``...)."""
 
     old = api.check_file(before, options)
     new = api.check_file(after or before, after_options or options)
@@ -45,7 +46,7 @@ def diff(before: str, after: str | None, options: Options, after_options: Option
     if output is c.OutputFormat.json:
         c.emit_json(doc)
     else:
-        _print_text(doc, old, new)
+        _print_text(doc, old, new, after_label(doc["after"], after is None, after_flags))
     return 0 if old.valid and new.valid else 1
 
 
@@ -153,9 +154,20 @@ _SECTIONS = (("custom_job", "CustomJob"), ("hyperparameter_tuning_job", "Hyperpa
              ("bandwidth", "Bandwidth plan"), ("cost", "Cost plan"))
 
 
-def text_lines(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(style, line) pairs of the readable diff: ``-``/``+`` lines per section."""
-    lines = [("bold", f"--- {doc['before']}"), ("bold", f"+++ {doc['after']}")]
+def after_label(after: str, again: bool, after_flags: Sequence[str]) -> str:
+    """What the ``+++`` line names: AFTER, or BEFORE again with the after-only flags, or
+    (neither given) BEFORE again, saying so: "no changes" then has its reason beside it."""
+    if not again:
+        return after
+    if after_flags:
+        return f"{after} with {' '.join(after_flags)}"
+    return f"{after} again (no AFTER, --after-overlay or --after-set: the spec is compared with itself)"
+
+
+def text_lines(doc: Mapping[str, Any], after: str | None = None) -> list[tuple[str, str]]:
+    """(style, line) pairs of the readable diff: ``-``/``+`` lines per section; ``after``
+    names the after side on the ``+++`` line (default: its file)."""
+    lines = [("bold", f"--- {doc['before']}"), ("bold", f"+++ {after or doc['after']}")]
     for key, title in _SECTIONS:
         if doc.get(key) is None:
             continue
@@ -178,11 +190,11 @@ def _value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def _print_text(doc: Mapping[str, Any], old: Result, new: Result) -> None:
+def _print_text(doc: Mapping[str, Any], old: Result, new: Result, after: str) -> None:
     c.print_diagnostics([*old.diagnostics, *new.diagnostics])
     if doc["same"] is None:
         return
-    styled_lines(text_lines(doc))
+    styled_lines(text_lines(doc, after))
 
 
 def register(app: typer.Typer) -> None:
@@ -207,4 +219,6 @@ def register(app: typer.Typer) -> None:
         after_opts = c.make_options(overlay=[*(overlay or ()), *(after_overlay or ())],
                                     set_=[*(set_ or ()), *(after_set or ())], var=var,
                                     project=project, region=region, strict=strict)
-        raise typer.Exit(diff(before, after, opts, after_opts, output))
+        after_flags = [*(f"--after-overlay {o}" for o in after_overlay or ()),
+                       *(f"--after-set {s}" for s in after_set or ())]
+        raise typer.Exit(diff(before, after, opts, after_opts, output, after_flags))
