@@ -257,6 +257,20 @@ def test_every_command_prints_its_help(capsys: pytest.CaptureFixture[str], comma
     assert "Usage:" in out and "unexpected error" not in out + err
 
 
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_usage_lines_name_arguments_as_click_does(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """``Usage: vxtrain plan [OPTIONS] FILE``: a required argument bare, an optional one in
+    brackets, never typer's ``{FILE}``; in --help and in a usage error alike."""
+    code, out, err = run(capsys, command, "--help")
+    (usage,) = [line.strip() for line in out.splitlines() if "Usage:" in line]
+    assert usage.startswith(f"Usage: vxtrain {command} [OPTIONS]") and "{" not in usage, usage
+    if command in ("plan", "diff", "validate"):
+        code, out, err = run(capsys, command)
+        assert code == 2 and {"plan": "Usage: vxtrain plan [OPTIONS] FILE\n",
+                              "diff": "Usage: vxtrain diff [OPTIONS] BEFORE [AFTER]\n",
+                              "validate": "Usage: vxtrain validate [OPTIONS] PATH...\n"}[command] in err
+
+
 def _help_texts() -> list[tuple[str, str]]:
     root: Any = typer.main.get_command(cli.app)
     texts = [("vxtrain", root.help or "")]

@@ -18,6 +18,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar, get_type_hints
 
 import typer
+from typer.core import TyperCommand
 
 from vxtrain.commands import COMMANDS
 from vxtrain.diagnostics import Diagnostic
@@ -79,9 +80,26 @@ NoGpusOpt = Annotated[bool, typer.Option(
     "--no-gpus", help="Local runs: every replica on the CPU (CUDA_VISIBLE_DEVICES=\"\"), whatever its pool asks for.")]
 
 
+class Command(TyperCommand):
+    """A command whose usage line names a required argument as click and man pages do,
+    ``vxtrain plan [OPTIONS] FILE``, where typer writes ``{FILE}``; optional ones keep
+    their brackets (``[AFTER]``)."""
+
+    # ctx: click's Context, for which typer has no public name (typer.Context is a
+    # subclass click never makes); only passed on.
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """The usage line's words after the command's name, required arguments unbraced."""
+        return [_unbraced(piece) for piece in super().collect_usage_pieces(ctx)]
+
+
+def _unbraced(piece: str) -> str:
+    return piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
+
+
 def command(app: typer.Typer, name: str) -> Callable[[F], F]:
-    """``app.command(name)`` with the command's help line from the command table, its one home."""
-    return app.command(name, help=COMMANDS[name].help)
+    """``app.command(name)`` with the command's help line from the command table, its one
+    home, and its usage line as :class:`Command` writes it."""
+    return app.command(name, cls=Command, help=COMMANDS[name].help)
 
 
 def parse_pairs(pairs: Sequence[str] | None, flag: str = "--var", form: str = "NAME=VALUE") -> dict[str, str]:
