@@ -1,6 +1,7 @@
 """The CLI Contract: commands, JSON shapes, exit codes, no tracebacks."""
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
@@ -269,6 +270,23 @@ def test_usage_lines_name_arguments_as_click_does(capsys: pytest.CaptureFixture[
         assert code == 2 and {"plan": "Usage: vxtrain plan [OPTIONS] FILE\n",
                               "diff": "Usage: vxtrain diff [OPTIONS] BEFORE [AFTER]\n",
                               "validate": "Usage: vxtrain validate [OPTIONS] PATH...\n"}[command] in err
+
+
+def test_vxtrain_imports_only_typer_s_public_modules() -> None:
+    """No module imports a private part of typer (``typer._click``, the click it vendors):
+    it changes between typer releases without notice, and held typer's version back."""
+    private = []
+    for path in sorted((ROOT / "vxtrain").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            private += [f"{path.relative_to(ROOT)}:{node.lineno}: {name}" for name in names
+                        if name.split(".")[0] == "typer" and any(p.startswith("_") for p in name.split(".")[1:])]
+    assert private == []
 
 
 def _help_texts() -> list[tuple[str, str]]:

@@ -12,12 +12,10 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Optional, TypeVar
 
 import typer
-from typer import _click  # the click typer 0.28 vendors (pinned <0.29 in pyproject.toml)
-from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 from typing_extensions import Annotated
 
@@ -59,8 +57,9 @@ class _CommandTable(TyperGroup):
         super().__init__(**attrs)
         self.commands = {name: _Listed(name, help=entry.help) for name, entry in COMMANDS.items()}
 
-    def resolve_command(self, ctx: _click.Context,
-                        args: list[str]) -> tuple[str | None, _click.Command | None, list[str]]:
+    # ctx and the command returned are click's Context and Command, which typer names only
+    # in its private vendored copy of click (typer._click): Any keeps this to typer's public API.
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         """The command ``args`` start with, its module imported and the command built first."""
         if args and isinstance(self.commands.get(args[0]), _Listed):
             self.commands[args[0]] = load_command(args[0])
@@ -80,14 +79,16 @@ app = typer.Typer(
 app.callback()(_root)
 
 
-def load_command(name: str) -> _click.Command:
+def load_command(name: str) -> TyperCommand:
     """The click command ``name`` of the table, its module imported and it alone built."""
     module = importlib.import_module(f"vxtrain.commands.{COMMANDS[name].module}")
     registered = typer.Typer()
     module.register(registered)
     (info,) = [info for info in registered.registered_commands if info.name == name]
-    return typer.main.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
-                                            rich_markup_mode=app.rich_markup_mode)
+    command = typer.main.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                               rich_markup_mode=app.rich_markup_mode)
+    assert isinstance(command, TyperCommand)  # commands._common.command builds each with cls=Command
+    return command
 
 
 def _log_unexpected() -> str:
@@ -110,17 +111,32 @@ def _log_unexpected() -> str:
 E = TypeVar("E", bound=BaseException)
 
 
-def _in_chain(exc: BaseException, kind: type[E]) -> E | None:
-    """The first exception of ``kind`` among ``exc`` and what it was raised from or while
-    handling: typer turns Ctrl-C into Exit(130) and a usage error into sys.exit(2), and
-    sys.exit raises SystemExit while handling those."""
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from or while handling: typer turns Ctrl-C into
+    Exit(130) and a usage error into sys.exit(2), and sys.exit raises SystemExit while
+    handling those."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return current
+        yield current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
+
+
+def _in_chain(exc: BaseException, kind: type[E]) -> E | None:
+    """The first exception of ``kind`` in ``exc``'s chain."""
+    return next((e for e in _chain(exc) if isinstance(e, kind)), None)
+
+
+def _usage_error(exc: BaseException) -> str | None:
+    """The message of the usage error (a bad flag, a missing argument) that typer exited 2
+    for, if one is in ``exc``'s chain. Known by click's documented interface (``exit_code``
+    2, ``format_message()``): typer's public API re-exports no UsageError, only its
+    subclass BadParameter, which a missing argument or an unknown flag is not."""
+    for error in _chain(exc):
+        format_message = getattr(error, "format_message", None)
+        if getattr(error, "exit_code", None) == 2 and callable(format_message):
+            return str(format_message())
     return None
 
 
@@ -163,10 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _in_chain(exc, KeyboardInterrupt):  # typer turns Ctrl-C into a silent Exit(130)
             typer.echo("vxtrain: interrupted", err=True)
             code = INTERRUPTED
-        usage = _in_chain(exc, UsageError)
+        usage = _usage_error(exc)
         if usage is not None and _wants_json(args):
-            emit_json({"error": {"type": "UsageError", "exit_code": usage.exit_code,
-                                 "message": usage.format_message()}})
+            emit_json({"error": {"type": "UsageError", "exit_code": 2, "message": usage}})
     except SpecError as exc:
         print_diagnostics(exc.diagnostics)
         code = exc.exit_code
