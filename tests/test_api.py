@@ -59,6 +59,7 @@ def test_load_applies_variables_and_sets() -> None:
     assert doc.data["defaults"]["image"].endswith(":v9")
 
 
+@pytest.mark.slow
 def test_submit_local_runs_the_quickstart_through_the_emulator() -> None:
     view = vxtrain.submit(EXAMPLES / "quickstart.yaml", target="local")
     assert view["state"] == "JOB_STATE_SUCCEEDED"

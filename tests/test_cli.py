@@ -67,6 +67,7 @@ def _command_modules_loaded(argv: list[str], env: dict[str, str] | None = None) 
     return [m for m in _modules_loaded(argv, env) if m.startswith("vxtrain.commands.")]
 
 
+@pytest.mark.slow
 def test_root_help_and_completion_of_command_names_come_from_the_table() -> None:
     """``vxtrain --help``, ``vxtrain`` alone and completing a command's name import no
     command module (the error handler's helpers in _common only), nor the check pipeline."""
@@ -77,6 +78,7 @@ def test_root_help_and_completion_of_command_names_come_from_the_table() -> None
         assert "vxtrain.api" not in loaded and "vxtrain.pipeline" not in loaded, argv
 
 
+@pytest.mark.slow
 def test_a_command_line_imports_the_module_of_its_command_alone() -> None:
     complete = {"_VXTRAIN_COMPLETE": "complete_bash", "COMP_WORDS": "vxtrain list --", "COMP_CWORD": "2"}
     assert _command_modules_loaded(["validate", "--help"]) == ["vxtrain.commands._common",
@@ -197,6 +199,7 @@ def test_convert_gcloud_command_is_shell_quoted(capsys: pytest.CaptureFixture[st
     assert bash.returncode == 0, bash.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("junk", [
     b"", b"\x00\xff\xfe", b"- a\n- b\n", b"a: [", b"a: &x *x", b"{{{{", b"display_name: !!python/object:os.system x\n",
     b"a: 1\na: 2\n", b"\t- x", "display_name: \u2603\nchief: 7\n".encode(),

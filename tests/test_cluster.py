@@ -401,6 +401,7 @@ def test_env_command_names_the_missing_replica() -> None:
     assert info.value.exit_code == 1
 
 
+@pytest.mark.slow
 def test_env_cli_exit_codes() -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "vxtrain", "env", str(QUICKSTART), *args],

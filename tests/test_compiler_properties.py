@@ -6,6 +6,7 @@ from __future__ import annotations
 import string
 from typing import Any
 
+import pytest
 from google.cloud.aiplatform_v1.types import CustomJob, HyperparameterTuningJob
 from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
@@ -168,6 +169,7 @@ def compile_like_the_pipeline(data: dict[str, Any]) -> tuple[model.Job, dict[str
     return job, compiler.compile_custom_job(job)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jobs())
 def test_every_valid_job_compiles_to_a_real_custom_job(data: dict[str, Any]) -> None:
@@ -182,6 +184,7 @@ def test_every_valid_job_compiles_to_a_real_custom_job(data: dict[str, Any]) -> 
             assert spec["replicaCount"] == job.ordered_pools()[sorted(present).index(index)].replicas
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jobs())
 def test_the_newer_job_fields_compile_to_their_proto_fields_and_convert_back(data: dict[str, Any]) -> None:
@@ -212,6 +215,7 @@ def test_the_newer_job_fields_compile_to_their_proto_fields_and_convert_back(dat
     assert compiler.compile_custom_job_spec(model.build(native.data)) == spec
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jobs(pool2s=("reduction_server",)))
 def test_reduction_server_never_gets_defaults(data: dict[str, Any]) -> None:
@@ -241,6 +245,7 @@ def test_studies_compile_to_a_real_hpt_job(data: dict[str, Any], algorithm: str,
     assert out["trialJobSpec"] == compiler.compile_custom_job_spec(job)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jobs())
 def test_the_generator_makes_specs_the_validator_accepts(data: dict[str, Any]) -> None:

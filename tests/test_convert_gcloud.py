@@ -42,6 +42,9 @@ from tests.processes import stop
 from vxtrain import api
 from vxtrain.api import Options
 
+# Every test runs the real gcloud against the emulator (1 to 2 s each): the slow tier.
+pytestmark = pytest.mark.slow
+
 EXAMPLES = sorted((CONFIGS / "examples").glob("*.yaml"))
 VARIABLES = ("--var", "IMAGE_TAG=v1")  # fallback-ladder.yaml's ${IMAGE_TAG}
 #: What gcloud uses where a spec names no project or region (a gcloud-format config has neither).

@@ -118,6 +118,7 @@ def _nest(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=3), _nest, max_leaves=12)
 
 
+@pytest.mark.slow
 @given(_json, _json)
 @example([False, False, False], [False, False, 0])  # found by hypothesis: False == 0 inside a list
 def test_no_changes_exactly_when_equal(a: Any, b: Any) -> None:

@@ -50,6 +50,7 @@ def printed_schema() -> dict[str, Any]:
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 def test_printed_schema_is_draft_2020_12_and_enriched(printed_schema: dict[str, Any]) -> None:
     Draft202012Validator.check_schema(printed_schema)
     assert printed_schema == enriched_schema()
@@ -296,6 +297,7 @@ def test_github_workflow_triggers_and_commands() -> None:
     assert submit[submit.index("--idempotency-key") + 1] == "${GITHUB_SHA}"
 
 
+@pytest.mark.slow
 def test_github_workflow_runs_against_the_emulator(workspace: Path, emulator: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     workflow = yaml.safe_load((CI / "github-actions.yml").read_text())
@@ -388,6 +390,7 @@ def _cli(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[
                           text=True, env={**base, "PYTHONPATH": str(ROOT), **env}, timeout=60)
 
 
+@pytest.mark.slow
 def test_colour_on_a_terminal_and_none_with_no_color(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(BAD_SPEC)
     forced = _cli(tmp_path, "validate", "bad.yaml", FORCE_COLOR="1", TERM="xterm-256color")

@@ -153,6 +153,7 @@ def _http(url: str, token: str | None) -> int:
         return exc.code
 
 
+@pytest.mark.slow
 def test_rest_calls_without_the_token_or_with_a_wrong_one_are_401() -> None:
     with start_emulator(out=io.StringIO(), environ={}, http_port=0) as handle:
         assert handle.http_url is not None and handle.token is not None
@@ -237,6 +238,7 @@ def test_a_second_emulator_on_the_port_number_at_another_address_leaves_the_firs
     assert not path.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("file_token")
 def test_the_emulator_command_prints_its_token_file_and_the_cli_reads_it(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -306,6 +308,7 @@ def as_nobody(*command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["runuser", "-u", "nobody", "--", *command], capture_output=True, text=True, timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("file_token")
 def test_a_job_sent_as_another_user_is_refused(tmp_path: Path) -> None:
     """nobody cannot read root's token file, so its create (gRPC or REST) is refused and no job
@@ -369,6 +372,7 @@ def local_submit(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]
         stop(proc, timeout=30)
 
 
+@pytest.mark.slow
 def test_the_emulator_of_a_local_submit_answers_that_process_alone(
         local_submit: tuple[subprocess.Popen[str], Path]) -> None:
     """Its token is private (in memory, never written): nobody is refused, and so is root with

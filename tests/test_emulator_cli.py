@@ -70,6 +70,7 @@ def test_seed_makes_the_emulators_random_trials_reproducible(tmp_path: Path) -> 
     assert len(runs[0]) == 3 and len({repr(p) for p in runs[0]}) > 1
 
 
+@pytest.mark.slow
 def test_stockout_and_pending_flags_as_a_user_starts_them() -> None:
     """`--stockout us-east1 --stockout-after 0.2 --pending europe-west4`: the real client sees
     a job in us-east1 end FAILED with code 8, and one in europe-west4 stay PENDING."""

@@ -152,6 +152,7 @@ def _until_done(client: aiplatform_v1.JobServiceClient, name: str, get: str = "g
 
 # --- gcloud, end to end ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_emulator_prints_gclouds_settings_for_its_rest_port(served: Served) -> None:
     assert served.banner[0].startswith("vxtrain emulator listening on 127.0.0.1:")
     assert re.fullmatch(r"vxtrain emulator serving REST on http://127\.0\.0\.1:\d+/", served.banner[1])
@@ -175,6 +176,7 @@ def test_without_a_token_file_the_banner_says_how_gcloud_gets_the_token() -> Non
     assert out.getvalue() == "vxtrain emulator listening on 127.0.0.1:1\n"  # no REST port: the line it always was
 
 
+@pytest.mark.slow
 def test_gcloud_runs_a_job_that_the_grpc_client_sees(served: Served, tmp_path: Path) -> None:
     """create, describe, list, stream-logs, cancel, hp-tuning-jobs create: what gcloud
     creates over REST runs, and the gRPC client reads it from the same store."""
@@ -225,6 +227,7 @@ def test_gcloud_runs_a_job_that_the_grpc_client_sees(served: Served, tmp_path: P
 
 # --- the GAPIC REST transport, curl ---------------------------------------------------
 
+@pytest.mark.slow
 def test_the_gapic_rest_transport_and_grpc_share_one_store(served: Served) -> None:
     rest_client = _rest_client(served)
     job = aiplatform_v1.CustomJob(display_name="over-rest", labels={"via": "rest"}, job_spec={"worker_pool_specs": [{
@@ -294,6 +297,7 @@ def test_log_entries_and_quota_infos_answer_on_their_rest_paths(served: Served) 
     assert call("GET", "/v1/projects/p/locations/global/services/s/quotaInfos") == (200, {})
 
 
+@pytest.mark.slow
 def test_faults_apply_on_rest_as_on_grpc() -> None:
     handle = start_emulator(out=io.StringIO(), environ={}, http_port=0,
                             faults=["list:unavailable:1", "quotas:permission:1"])
@@ -313,6 +317,7 @@ def _bearer(handle: EmulatorHandle) -> dict[str, str]:
     return {"Authorization": f"Bearer {handle.token.value}"}
 
 
+@pytest.mark.slow
 def test_the_rest_server_asks_its_gate_of_every_call() -> None:
     """The seam the emulator's token plugs into: its gate judges every call and words the
     refusal, as the gRPC port words it (a private token's says so, and names no variable)."""
@@ -344,6 +349,7 @@ def _raw(url: str, request: str) -> tuple[bytes, Any]:
     return head, json.loads(body)
 
 
+@pytest.mark.slow
 def test_a_caller_without_the_token_gets_401_before_its_body_is_read() -> None:
     """A body announced as 1 GB and never sent: 401 at once, and the connection closed (its
     body unread), not a thread waiting for bytes that would be buffered. A small body (a
@@ -367,6 +373,7 @@ def test_a_caller_without_the_token_gets_401_before_its_body_is_read() -> None:
         server.stop()
 
 
+@pytest.mark.slow
 def test_rest_calls_are_counted_with_the_grpc_ones() -> None:
     """``handle.calls`` counts an RPC by its name whichever port it came by; a refused call
     or a path no rule matches is not a call of any RPC."""
@@ -385,6 +392,7 @@ def test_rest_calls_are_counted_with_the_grpc_ones() -> None:
         handle.stop()
 
 
+@pytest.mark.slow
 def test_stop_ends_keep_alive_connections() -> None:
     """HTTP/1.1 clients keep their connection open; stop() hangs up on them instead of
     waiting (tests/conftest.py's leak check fails a thread left behind)."""
@@ -401,6 +409,7 @@ def test_stop_ends_keep_alive_connections() -> None:
         handle.stop()
 
 
+@pytest.mark.slow
 def test_the_rest_port_is_bound_exclusively_and_on_loopback_only() -> None:
     handle = start_emulator(out=io.StringIO(), environ={}, http_port=0)
     try:
@@ -436,6 +445,7 @@ def test_every_served_rpc_has_a_rest_route() -> None:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("template", "path", "values"), [
     ("/v1/{parent=projects/*/locations/*}/customJobs", "/v1/projects/p/locations/r/customJobs",
      ("projects/p/locations/r",)),

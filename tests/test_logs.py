@@ -53,6 +53,7 @@ def finished_job(emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.Captur
     return str(json.loads(out)["name"])
 
 
+@pytest.mark.slow
 def test_logs_of_a_finished_job(emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     name = finished_job(emulator, tmp_path, capsys)
     code, out, err = run(capsys, "logs", name, "--endpoint", emulator.address)
@@ -87,6 +88,7 @@ def test_logs_usage_and_missing_jobs(emulator: EmulatorHandle, capsys: pytest.Ca
     assert code == 4 and "not found" in err
 
 
+@pytest.mark.slow
 def test_the_real_client_reads_an_emulated_jobs_lines(emulator: EmulatorHandle, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     name = finished_job(emulator, tmp_path, capsys)
@@ -101,6 +103,7 @@ def test_the_real_client_reads_an_emulated_jobs_lines(emulator: EmulatorHandle, 
     assert [e.text_payload for e in entries] == ["chief 2", "chief 1", "chief 0"]
 
 
+@pytest.mark.slow
 def test_follow_ends_with_the_job(emulator: EmulatorHandle, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     # The job waits for the follower to be running, so lines really arrive while it follows.
@@ -123,6 +126,7 @@ def test_follow_ends_with_the_job(emulator: EmulatorHandle, tmp_path: Path,
     assert emulator.jobs()[0].state.name == "JOB_STATE_SUCCEEDED"
 
 
+@pytest.mark.slow
 def test_submit_wait_streams_every_replica_and_keeps_stdout_to_its_document(
         emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, "print('chief says hi')", "print('worker says hi')")
@@ -165,6 +169,7 @@ def test_target_local_no_logs_shows_no_line(tmp_path: Path, capsys: pytest.Captu
     assert "not shown" not in err and "JOB_STATE_SUCCEEDED" in err
 
 
+@pytest.mark.slow
 def test_the_quickstart_sent_to_a_standalone_emulator_runs_as_with_target_local(
         emulator: EmulatorHandle, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> None:

@@ -126,6 +126,7 @@ def test_the_real_client_tails_a_running_job_live(emulator: EmulatorHandle, tmp_
     assert emulator.calls["TailLogEntries"] == 1
 
 
+@pytest.mark.slow
 def test_logs_follow_is_one_stream_per_job(emulator: EmulatorHandle, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     gate = tmp_path / "go"
@@ -139,6 +140,7 @@ def test_logs_follow_is_one_stream_per_job(emulator: EmulatorHandle, tmp_path: P
     assert list_calls_of_one_stream(calls["ListLogEntries"] - before.get("ListLogEntries", 0)), calls
 
 
+@pytest.mark.slow
 def test_submit_wait_is_one_stream_per_job(emulator: EmulatorHandle, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, err = run(capsys, "submit", str(spec(tmp_path, steps(8, 0.1))), "--endpoint", emulator.address,
@@ -151,6 +153,7 @@ def test_submit_wait_is_one_stream_per_job(emulator: EmulatorHandle, tmp_path: P
     assert FALLBACK not in err
 
 
+@pytest.mark.slow
 def test_a_stream_that_breaks_once_is_opened_again(emulator: EmulatorHandle, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     emulator.add_fault("tail:unavailable:1")  # breaks after its first lines
@@ -162,6 +165,7 @@ def test_a_stream_that_breaks_once_is_opened_again(emulator: EmulatorHandle, tmp
     assert emulator.calls["TailLogEntries"] == 2
 
 
+@pytest.mark.slow
 def test_a_stream_that_breaks_twice_falls_back_to_polling(emulator: EmulatorHandle, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     emulator.add_fault("tail:unavailable:2")
@@ -174,6 +178,7 @@ def test_a_stream_that_breaks_twice_falls_back_to_polling(emulator: EmulatorHand
     assert emulator.calls["ListLogEntries"] > 2  # polled after the fall back
 
 
+@pytest.mark.slow
 def test_a_refused_stream_falls_back_to_polling(emulator: EmulatorHandle, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     emulator.add_fault("tail:quota:1")  # the project's 10 tail sessions are taken
@@ -186,6 +191,7 @@ def test_a_refused_stream_falls_back_to_polling(emulator: EmulatorHandle, tmp_pa
     assert emulator.calls["TailLogEntries"] == 1
 
 
+@pytest.mark.slow
 def test_a_session_that_ran_its_time_is_followed_by_the_next(emulator: EmulatorHandle, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,6 +39,7 @@ def silent_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_one_post_per_event_with_the_json_body_and_its_content_type(said: list[str]) -> None:
     with webhook() as hook:
         notifier = Notifier([hook.url + "?token=t"], said.append)
@@ -55,6 +56,7 @@ def test_one_post_per_event_with_the_json_body_and_its_content_type(said: list[s
     assert said == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [500, 503, 429])
 def test_a_5xx_or_429_is_retried_then_delivered(status: int, said: list[str]) -> None:
     with webhook([status]) as hook:
@@ -63,6 +65,7 @@ def test_a_5xx_or_429_is_retried_then_delivered(status: int, said: list[str]) ->
     assert said == []
 
 
+@pytest.mark.slow
 def test_a_refusal_is_one_warning_and_not_retried(said: list[str]) -> None:
     with webhook([404]) as hook:
         Notifier([hook.url], said.append).send("failed", **STARTED)
@@ -72,6 +75,7 @@ def test_a_refusal_is_one_warning_and_not_retried(said: list[str]) -> None:
     assert "HTTP 404" in warning and "secret" not in warning  # the hook's path is its token
 
 
+@pytest.mark.slow
 def test_a_hook_that_keeps_failing_ends_in_one_warning_within_the_deadline(said: list[str]) -> None:
     with webhook([500] * 100) as hook:
         began = time.monotonic()
@@ -82,6 +86,7 @@ def test_a_hook_that_keeps_failing_ends_in_one_warning_within_the_deadline(said:
     assert "HTTP Error 500" in warning or "HTTP 500" in warning
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("port_fixture", ["closed_port", "silent_port"])
 def test_a_dead_hook_is_a_warning_within_the_bound(port_fixture: str, said: list[str],
                                                   request: pytest.FixtureRequest) -> None:
@@ -114,6 +119,7 @@ def test_check_url_takes_http_and_https_hooks(url: str) -> None:
     assert check_url(url) is None
 
 
+@pytest.mark.slow
 def test_a_hook_given_twice_gets_one_post(said: list[str]) -> None:
     with webhook() as hook:
         Notifier([hook.url, hook.url], said.append).send("cancelled", **STARTED)

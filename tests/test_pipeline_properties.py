@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vxtrain import api, pipeline
 from vxtrain.loading import load_text
+
+# Property tests over many generated documents (about 12 s together): the slow tier.
+pytestmark = pytest.mark.slow
 
 # Keys of all three formats, so random documents reach deep into each converter.
 _KEYS = ["display_name", "chief", "workers", "parameter_servers", "reduction_server", "evaluators",

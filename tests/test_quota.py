@@ -220,6 +220,7 @@ def test_a_job_that_fits_is_created(tmp_path: Path, emu: EmulatorHandle, capsys:
     assert code == 0 and "warning" not in err and len(emu.jobs()) == 1
 
 
+@pytest.mark.slow
 def test_target_local_runs_the_preflight_against_its_own_emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """The in-process emulator has no limits (every limit unknown, the job runs); its quota

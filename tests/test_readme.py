@@ -178,6 +178,7 @@ def _commands(block: Block) -> list[str]:
     return commands
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", _of("bash"), ids=_ids(_of("bash")))
 def test_the_commands_shown_run(block: Block, scratch: Path) -> None:
     commands = _commands(block)
@@ -199,11 +200,26 @@ def _sessions(block: Block) -> list[tuple[str, str]]:
     return [(command, "".join(s + "\n" for s in lines)) for command, lines in sessions]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", _of("console"), ids=_ids(_of("console")))
 def test_the_output_shown_is_what_vxtrain_prints(block: Block, scratch: Path) -> None:
     for command, shown in _sessions(block):
         done = _run(command, scratch)
         assert done.stdout + done.stderr == shown, command
+
+
+def test_the_fast_tier_is_named_and_ci_runs_every_tier() -> None:
+    """The README and docs/development.md name ``-m "not slow"`` for the edit-test loop; the
+    marker only leaves tests out where asked: no default option and no CI line selects by it."""
+    fast = '.venv/bin/python -m pytest -q -m "not slow"'
+    assert fast + "\n" in [b.text for b in BLOCKS]
+    assert fast in (ROOT / "docs" / "development.md").read_text()
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "slow" in " ".join(options["markers"]) and "-m" not in options["addopts"].split()
+    runs = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if "pytest" in line
+            and not line.lstrip().startswith("#") and "echo" not in line]
+    selecting = [line for line in runs if {"-m", "-k"} & set(line.split("pytest", 1)[1].split())]
+    assert runs and selecting == [], runs
 
 
 def test_the_install_command_ends_in_the_quickstart() -> None:

@@ -64,6 +64,7 @@ def test_a_local_submit_runs_in_the_current_directory(stdin_spec: Path) -> None:
     assert rungs.local_run(vxtrain.plan(STDIN)).base_dir == str(stdin_spec)
 
 
+@pytest.mark.slow
 def test_local_run_works_in_the_current_directory(stdin_spec: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "vxtrain", "local-run", STDIN], cwd=stdin_spec,
                           capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT),

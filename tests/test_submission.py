@@ -91,6 +91,7 @@ def test_submit_with_wait_follows_to_the_end(backend: VertexBackend) -> None:
     assert len(states) == len(set(states)), "one line per state change"
 
 
+@pytest.mark.slow
 def test_a_failed_job_raises_with_its_error(backend: VertexBackend) -> None:
     with pytest.raises(errors.JobFailedError, match="JOB_STATE_FAILED.*non-zero status of 3") as info:
         submit(backend, custom_job=job("import sys; sys.exit(3)"), wait=True)
@@ -368,6 +369,7 @@ def write_spec(tmp_path: Path, code: str = "print('hello from the chief')", **ex
     return path
 
 
+@pytest.mark.slow
 def test_cli_submit_status_wait_cancel_list(emulator: EmulatorHandle, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     spec = write_spec(tmp_path)
@@ -391,6 +393,7 @@ def test_cli_submit_status_wait_cancel_list(emulator: EmulatorHandle, tmp_path: 
     assert [j["name"] for j in listed["jobs"]] == [view["name"]]
 
 
+@pytest.mark.slow
 def test_cli_submit_wait_exit_codes(emulator: EmulatorHandle, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     ep = ["--endpoint", emulator.address]
@@ -443,6 +446,7 @@ def test_cli_target_local_runs_the_job_here(tmp_path: Path, capsys: pytest.Captu
     assert "[workerpool0-0] local!" in err
 
 
+@pytest.mark.slow
 def test_cli_target_local_stops_its_processes_on_sigterm(tmp_path: Path) -> None:
     """The in-process emulator's replicas run in their own sessions: SIGTERM to
     vxtrain must stop them (exit 130, as for Ctrl-C), not orphan them."""
@@ -476,6 +480,7 @@ def test_cli_status_of_a_bare_id_needs_project_and_region(capsys: pytest.Capture
     assert code == 2 and "--project and --region" in err
 
 
+@pytest.mark.slow
 def test_cli_bare_id_of_a_tuning_job(emulator: EmulatorHandle, backend: VertexBackend,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     """A bare id does not say its kind: status/wait/cancel find a HyperparameterTuningJob too."""

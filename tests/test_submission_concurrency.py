@@ -199,6 +199,7 @@ def job() -> dict[str, Any]:
 SHORT_LEASE = api.Backoff(initial=0.02, maximum=0.2, deadline=15.0, commit_grace=4.0, lease=1.0)
 
 
+@pytest.mark.slow
 def test_a_lease_whose_holder_died_is_taken_over_after_it_expired(local: EmulatorHandle, gcs: Any,
                                                                   bucket: str) -> None:
     """A lease that names no job (its holder died before creating) is taken over once it
@@ -239,6 +240,7 @@ def test_a_missing_bucket_leaves_the_label_protocol(local: EmulatorHandle, gcs: 
 
 
 
+@pytest.mark.slow
 def test_unreachable_storage_leaves_the_label_protocol_soon(local: EmulatorHandle,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Storage that refuses connections: its retries are bounded by the backoff's deadline
@@ -265,6 +267,7 @@ def ladder_emulator() -> Iterator[EmulatorHandle]:
         handle.stop(grace=None)
 
 
+@pytest.mark.slow
 def test_a_followed_rung_cancelled_before_it_ran_is_left_for_capacity(ladder_emulator: EmulatorHandle,
                                                                      tmp_path: Path) -> None:
     """Another hand (a submit with the same key that waited too long) cancels the rung-0 job
@@ -296,6 +299,7 @@ def _climb_together(count: int, path: Path, address: str, key: str) -> list[dict
         return list(pool.map(climb, range(count)))
 
 
+@pytest.mark.slow
 def test_three_ladders_with_one_key_end_on_one_job(ladder_emulator: EmulatorHandle, tmp_path: Path) -> None:
     """Rungs 0 and 1 never get machines; three submits with one key climb together, each
     cancelling (or seeing cancelled) the rung it waited on too long: all three end on the
@@ -310,6 +314,7 @@ def test_three_ladders_with_one_key_end_on_one_job(ladder_emulator: EmulatorHand
     assert alive == list(names)
 
 
+@pytest.mark.slow
 def test_ctrl_c_mid_ladder_without_a_key_says_the_key_and_cancels_the_pending_job(tmp_path: Path) -> None:
     """Ctrl-C while rung 0 waits for machines: the generated key is printed, the pending job
     cancelled; resuming with that key goes on from rung 1 and creates nothing twice."""
@@ -342,6 +347,7 @@ def test_ctrl_c_mid_ladder_without_a_key_says_the_key_and_cancels_the_pending_jo
         assert len(api.list_jobs(project="p", region=REGIONS[0], endpoint=address)) == 1  # none made twice
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("round_", range(3))
 def test_a_submit_that_adopts_after_a_timeout_cancels_its_own_late_commit(ladder_emulator: EmulatorHandle,
                                                                          round_: int) -> None:
@@ -364,6 +370,7 @@ def test_a_submit_that_adopts_after_a_timeout_cancels_its_own_late_commit(ladder
     assert alive == [views[0]["name"]]
 
 
+@pytest.mark.slow
 def test_two_ladders_with_a_late_commit_leave_no_rung_alive_behind(ladder_emulator: EmulatorHandle,
                                                                    tmp_path: Path) -> None:
     """Inside a ladder the same: rung 0 never gets machines, one ladder's rung-0 create commits

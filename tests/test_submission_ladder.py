@@ -86,6 +86,7 @@ def submit(capsys: pytest.CaptureFixture[str], path: Path, handle: EmulatorHandl
 
 # --- moving on for capacity -------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_quota_refusal_at_create_moves_to_the_next_rung(emulator: EmulatorHandle, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     emulator.add_fault("create:quota:1")
@@ -98,6 +99,7 @@ def test_a_quota_refusal_at_create_moves_to_the_next_rung(emulator: EmulatorHand
     assert "rung 0 (us-central1): the create was refused for quota" in err
 
 
+@pytest.mark.slow
 def test_stockout_then_a_quota_refusal_at_create_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
     """Rung 0 stocks out while followed; rung 1's create is refused for quota (the fault is
     armed as the ladder leaves rung 0); rung 2 runs."""
@@ -119,6 +121,7 @@ def test_stockout_then_a_quota_refusal_at_create_then_success(emulator: Emulator
     assert any("ended JOB_STATE_FAILED for capacity" in line for line in said)
 
 
+@pytest.mark.slow
 def test_until_running_catches_a_stockout_before_start(emulator: EmulatorHandle, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
@@ -131,6 +134,7 @@ def test_until_running_catches_a_stockout_before_start(emulator: EmulatorHandle,
     never_two_alive(jobs)
 
 
+@pytest.mark.slow
 def test_pending_too_long_is_cancelled_before_the_next_rung(emulator: EmulatorHandle, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     emulator.stockouts.set(REGIONS[0], Shortage.pending)
@@ -145,6 +149,7 @@ def test_pending_too_long_is_cancelled_before_the_next_rung(emulator: EmulatorHa
     assert "(--max-pending): cancelling it" in err
 
 
+@pytest.mark.slow
 def test_a_job_that_ends_as_it_is_cancelled_is_judged_not_an_error(emulator: EmulatorHandle,
                                                                      tmp_path: Path) -> None:
     """--max-pending fires, and the job ends before the cancel arrives (here another hand
@@ -167,6 +172,7 @@ def test_a_job_that_ends_as_it_is_cancelled_is_judged_not_an_error(emulator: Emu
     never_two_alive(jobs)
 
 
+@pytest.mark.slow
 def test_no_capacity_anywhere_is_exit_5_with_the_attempts(emulator: EmulatorHandle, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     for region in REGIONS[:2]:
@@ -192,6 +198,7 @@ def test_a_code_failure_ends_the_ladder_with_exit_3(tmp_path: Path, capsys: pyte
     assert [region_of(j) for j in jobs] == [REGIONS[0]]
 
 
+@pytest.mark.slow
 def test_a_study_takes_the_same_ladder(emulator: EmulatorHandle, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
@@ -276,6 +283,7 @@ def test_the_text_output_lists_the_rungs(emulator: EmulatorHandle, tmp_path: Pat
 
 # --- re-runs with the same key ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_rerun_after_success_creates_nothing(emulator: EmulatorHandle, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     emulator.add_fault("create:quota:1")
@@ -291,6 +299,7 @@ def test_a_rerun_after_success_creates_nothing(emulator: EmulatorHandle, tmp_pat
                                        "state": None, "outcome": "quota"}
 
 
+@pytest.mark.slow
 def test_a_rerun_after_a_capacity_failure_resumes_at_the_next_rung(
         emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Rungs 0 and 1 stock out and rung 2's create is refused for quota (exit 5); once the
@@ -316,6 +325,7 @@ def test_a_rerun_after_a_capacity_failure_resumes_at_the_next_rung(
     never_two_alive(jobs)
 
 
+@pytest.mark.slow
 def test_a_rerun_after_every_rung_ran_out_creates_nothing(
         emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for region in REGIONS:
@@ -327,6 +337,7 @@ def test_a_rerun_after_every_rung_ran_out_creates_nothing(
     assert len(listed(emulator)) == 3
 
 
+@pytest.mark.slow
 def test_a_rerun_resumes_after_the_failed_rung_not_at_zero(
         emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An interrupted ladder: rung 0 stocked out and its follow ended there (plain submit,
@@ -343,6 +354,7 @@ def test_a_rerun_resumes_after_the_failed_rung_not_at_zero(
     assert [region_of(j) for j in listed(emulator)] == [REGIONS[0], REGIONS[1]]
 
 
+@pytest.mark.slow
 def test_adding_fallback_after_a_stockout_goes_on_from_rung_1_with_the_same_key(
         emulator: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The flow the exit-3 hint invites: a spec without fallback: stocks out, the user adds
@@ -361,6 +373,7 @@ def test_adding_fallback_after_a_stockout_goes_on_from_rung_1_with_the_same_key(
 
 # --- exactly once under injected faults ---------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["create:unavailable-before-commit:1", "create:deadline-after-commit:1",
                                    "create:deadline-commit-late:1"])
 def test_faults_still_make_one_job_per_rung(emulator: EmulatorHandle, tmp_path: Path, fault: str) -> None:
@@ -394,6 +407,7 @@ def test_quota_short_in_the_first_region_creates_nothing_there(emulator: Emulato
     assert [region_of(j) for j in listed(emulator)] == [REGIONS[1]]
 
 
+@pytest.mark.slow
 def test_stockout_then_a_short_quota_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
     emulator.quotas.set(f"custom_model_training_cpus:{REGIONS[1]}=0")
@@ -404,6 +418,7 @@ def test_stockout_then_a_short_quota_then_success(emulator: EmulatorHandle, tmp_
     never_two_alive(jobs)
 
 
+@pytest.mark.slow
 def test_the_limits_are_read_once_for_the_whole_ladder(emulator: EmulatorHandle, tmp_path: Path) -> None:
     """A refused (or unreachable) Cloud Quotas API is said and waited for once, not once per rung:
     the limits are global to a project, so every rung checks against the one read."""

@@ -362,6 +362,7 @@ def test_cli_submit_checks_the_resource(emulator: EmulatorHandle, tmp_path: Path
     assert code == 0 and view["state"] == "JOB_STATE_SUCCEEDED"
 
 
+@pytest.mark.slow
 def test_python_m_vxtrain_submit_on_a_resource(emulator: EmulatorHandle, tmp_path: Path,
                                                resources: v1.PersistentResourceServiceClient) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -113,6 +113,7 @@ def env_of(handle: EmulatorHandle, name: str) -> dict[str, str]:
 
 # --- a job that lost its machines gets a new one ---------------------------------------------
 
+@pytest.mark.slow
 def test_a_preempted_job_resumes_in_a_new_job(preempting: EmulatorHandle, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, err = submit(capsys, spec(tmp_path, recovery={"max_recoveries": 2}), preempting,
@@ -132,6 +133,7 @@ def test_a_preempted_job_resumes_in_a_new_job(preempting: EmulatorHandle, tmp_pa
     assert "recovery 1 of 2" in err
 
 
+@pytest.mark.slow
 def test_the_cost_is_each_attempts_run_time_at_the_plans_price(preempting: EmulatorHandle, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 1})
@@ -150,6 +152,7 @@ def test_the_cost_is_each_attempts_run_time_at_the_plans_price(preempting: Emula
     assert "about $" in text and "(list prices × run time" in text
 
 
+@pytest.mark.slow
 def test_an_unknown_price_is_a_null_cost_never_a_guess(preempting: EmulatorHandle, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 1})
@@ -166,6 +169,7 @@ def test_an_unknown_price_is_a_null_cost_never_a_guess(preempting: EmulatorHandl
     assert all(a["hours"] > 0 for a in doc["cost"]["attempts"])
 
 
+@pytest.mark.slow
 def test_status_and_wait_price_one_job(preempting: EmulatorHandle, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, err = submit(capsys, spec(tmp_path, recovery={"max_recoveries": 1}), preempting)
@@ -179,6 +183,7 @@ def test_status_and_wait_price_one_job(preempting: EmulatorHandle, tmp_path: Pat
     assert waited["cost"]["estimated"] == pytest.approx(doc["cost"]["attempts"][1]["usd"])
 
 
+@pytest.mark.slow
 def test_a_listed_exit_code_is_recovered_and_the_attempt_is_in_the_env(running: EmulatorHandle, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 1, "on_exit_codes": [33]},
@@ -189,6 +194,7 @@ def test_a_listed_exit_code_is_recovered_and_the_attempt_is_in_the_env(running: 
     never_overlapping(jobs(running))
 
 
+@pytest.mark.slow
 def test_a_failure_of_the_code_is_not_recovered(running: EmulatorHandle, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 3, "on_exit_codes": [33]},
@@ -202,6 +208,7 @@ def test_a_failure_of_the_code_is_not_recovered(running: EmulatorHandle, tmp_pat
     assert hook.bodies()[-1]["state"] == "JOB_STATE_FAILED"
 
 
+@pytest.mark.slow
 def test_recoveries_spent_on_lost_machines_is_no_capacity(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     handle = emulator(simulate_seconds=0.6, preempt=[f"{REGION}:0.1"])  # every job loses its machines
@@ -221,6 +228,7 @@ def test_recoveries_spent_on_lost_machines_is_no_capacity(tmp_path: Path,
     never_overlapping(listed)
 
 
+@pytest.mark.slow
 def test_a_job_of_the_key_from_before_recovery_is_attempt_0(running: EmulatorHandle, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     """The exit-3 hint invites adding `recovery:` and submitting again with the key: the job the key
@@ -241,6 +249,7 @@ def test_a_job_of_the_key_from_before_recovery_is_attempt_0(running: EmulatorHan
     never_overlapping(listed)
 
 
+@pytest.mark.slow
 def test_recoveries_spent_on_exit_codes_is_a_failed_job(running: EmulatorHandle, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 1, "on_exit_codes": [33]},
@@ -250,6 +259,7 @@ def test_recoveries_spent_on_exit_codes_is_a_failed_job(running: EmulatorHandle,
     assert [a["outcome"] for a in doc["attempts"]] == ["exit-code", "exit-code"] and doc["recoveries"] == 1
 
 
+@pytest.mark.slow
 def test_without_recovery_a_lost_job_fails_and_says_what_recovery_would_do(
         preempting: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A started job that stocked out is not the ladder's: no move to the fallback rung, exit 3."""
@@ -262,6 +272,7 @@ def test_without_recovery_a_lost_job_fails_and_says_what_recovery_would_do(
 
 # --- strategies --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_strategy_next_goes_on_down_the_ladder(preempting: EmulatorHandle, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 2, "strategy": "next"}, fallback=[{"region": EAST}])
@@ -271,6 +282,7 @@ def test_strategy_next_goes_on_down_the_ladder(preempting: EmulatorHandle, tmp_p
     never_overlapping(jobs(preempting, REGION, EAST))
 
 
+@pytest.mark.slow
 def test_spot_goes_standard_after_the_preemptions_given(preempting: EmulatorHandle, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 1, "spot_to_standard_after": 1},
@@ -285,6 +297,7 @@ def test_spot_goes_standard_after_the_preemptions_given(preempting: EmulatorHand
 
 # --- a watcher that dies ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_killed_watcher_rerun_with_its_key_creates_no_extra_attempt(preempting: EmulatorHandle, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     path = spec(tmp_path, recovery={"max_recoveries": 3})
@@ -356,6 +369,7 @@ def test_an_attempt_sets_its_number_in_every_pool_and_standard_on_request() -> N
 
 # --- notifications -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_each_event_is_posted_to_the_hooks(preempting: EmulatorHandle, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     with webhook() as spec_hook, webhook() as flag_hook:
@@ -380,6 +394,7 @@ def test_a_bad_notify_url_is_a_usage_error_before_any_create(preempting: Emulato
     assert jobs(preempting) == []
 
 
+@pytest.mark.slow
 def test_two_watchers_with_one_key_make_one_job_per_attempt(preempting: EmulatorHandle, tmp_path: Path) -> None:
     """Started together: every attempt has one live job (a racer's duplicate is cancelled, never
     followed), and both watchers end on the same job."""
@@ -397,6 +412,7 @@ def test_two_watchers_with_one_key_make_one_job_per_attempt(preempting: Emulator
     never_overlapping([v for v in jobs(preempting) if v["state"] != "JOB_STATE_CANCELLED"])
 
 
+@pytest.mark.slow
 def test_a_watch_after_a_submit_without_wait_recovers_and_announces_it(
         preempting: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No watcher saw attempt 0 lose its machines (nor created attempt 1): the later --wait that
@@ -414,6 +430,7 @@ def test_a_watch_after_a_submit_without_wait_recovers_and_announces_it(
     assert "recovery 1 of 1" in hook.bodies()[0]["text"] and "before this watch" not in err
 
 
+@pytest.mark.slow
 def test_env_and_local_run_give_attempt_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """As submit sends the first attempt: VXTRAIN_ATTEMPT=0 with recovery:, nothing without it."""
     show = [sys.executable, "-c", "import os; print('attempt=' + os.environ.get('VXTRAIN_ATTEMPT', 'unset'))"]

@@ -63,6 +63,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 # --- every retry is visible -----------------------------------------------------------
 
+@pytest.mark.slow
 def test_status_reports_each_retry_on_stderr(emulator: EmulatorHandle) -> None:
     name = api.submit(job(), project=PROJECT, region=REGION, endpoint=emulator.address)["name"]
     emulator.add_fault("get:unavailable:2")
@@ -74,6 +75,7 @@ def test_status_reports_each_retry_on_stderr(emulator: EmulatorHandle) -> None:
     assert all(f"vxtrain: get {name}: attempt" in line and "ServiceUnavailable" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_submit_reports_the_retry_of_a_create(emulator: EmulatorHandle, tmp_path: Path) -> None:
     spec = tmp_path / "job.yaml"
     spec.write_text(json.dumps({"display_name": "visible", "chief": {
@@ -86,6 +88,7 @@ def test_submit_reports_the_retry_of_a_create(emulator: EmulatorHandle, tmp_path
     assert len(emulator.jobs()) == 1
 
 
+@pytest.mark.slow
 def test_a_host_that_does_not_resolve_ends_with_exit_4_naming_it() -> None:
     # Names under .invalid never resolve (RFC 6761); gRPC is told to resolve it
     # itself, not through the test suite's dead-end proxy.
@@ -104,6 +107,7 @@ def _resolve_directly(host: str) -> dict[str, str]:
     return {"no_grpc_proxy": ",".join(filter(None, [os.environ.get("no_grpc_proxy"), host]))}
 
 
+@pytest.mark.slow
 def test_the_unresolved_limit_is_the_backoffs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Python API: the limit comes from the Backoff (Vertex's is 30 s)."""
     assert api.VERTEX_RETRY.unresolved == 30.0
@@ -121,6 +125,7 @@ def test_the_unresolved_limit_is_the_backoffs(monkeypatch: pytest.MonkeyPatch) -
 
 # --- the exactly-once window ------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_create_that_commits_after_its_deadline_makes_one_job(emulator: EmulatorHandle,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
     """Given no ``say``, the API reports the grace on the ``vxtrain`` logger."""
@@ -134,6 +139,7 @@ def test_a_create_that_commits_after_its_deadline_makes_one_job(emulator: Emulat
                for r in caplog.records if r.name == "vxtrain" and r.levelname == "WARNING")
 
 
+@pytest.mark.slow
 def test_without_the_grace_the_late_commit_makes_a_second_job(emulator: EmulatorHandle) -> None:
     """The window the grace closes (one empty list taken as proof): shown, so the test above means something."""
     emulator.add_fault("create:deadline-commit-late:1")

@@ -381,6 +381,7 @@ def test_an_eleventh_tail_session_is_refused(served: Served, reader: CloudLoggin
         assert not tailing.thread.is_alive() and tailing.error is None
 
 
+@pytest.mark.slow
 def test_tail_faults_refuse_or_break_a_session_and_a_session_ends_after_its_time() -> None:
     plan = FaultPlan(["tail:permission:1", "tail:unavailable:1"])
     s = Served(take_fault=plan.take_tail, max_tail_seconds=0.5)

@@ -740,6 +740,7 @@ def _nest_values(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 _VALUES = st.recursive(_SCALARS, _nest_values, max_leaves=25)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.dictionaries(_KEYS, _VALUES, min_size=1, max_size=6))
 def test_any_input_converts_without_raising(data: dict[str, Any]) -> None:
@@ -881,6 +882,7 @@ _FOREIGN = st.one_of(_TI, st.fixed_dictionaries({"trainingInput": _TI}, optional
                      _SPEC, st.fixed_dictionaries({"jobSpec": _SPEC}, optional={"displayName": _v("d")}))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_FOREIGN)
 def test_foreign_formats_never_crash_and_every_diagnostic_is_located(data: dict[str, Any]) -> None:

@@ -77,6 +77,7 @@ _NAMES = st.lists(st.sampled_from(["a.py", "a/b.py", "a-b.txt", "a/b/c", "B.md",
                   min_size=1, max_size=6, unique=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(names=_NAMES, data=st.data())
 def test_the_code_layer_reads_the_files_the_tag_names(tmp_path: Path, names: list[str], data: st.DataObject) -> None:

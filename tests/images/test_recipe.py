@@ -109,6 +109,7 @@ def test_validate_and_plan_of_a_build_never_import_the_registry_client() -> None
 _NAMES = st.text(alphabet="abcdefghij_-.", min_size=1, max_size=8).filter(lambda n: n not in (".", ".."))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.dictionaries(st.lists(_NAMES, min_size=1, max_size=3).map(tuple), st.binary(max_size=300),
                        min_size=1, max_size=6))

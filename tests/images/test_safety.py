@@ -368,6 +368,7 @@ def test_requirements_in_the_source_folder_are_inside(tmp_path: Path) -> None:
     assert code == "build-requirements-outside"
 
 
+@pytest.mark.slow
 def test_pip_s_error_quotes_no_line_of_the_requirements(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(f"tinydep==1.0\n{SECRET}\n")
@@ -383,6 +384,7 @@ def test_pip_s_error_quotes_no_line_of_the_requirements(tmp_path: Path, monkeypa
 # -- all of it in an image run as a runtime runs it -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_image_runs_the_script_and_holds_no_ignored_file(
         tmp_path: Path, registry: str, python_base: Callable[[str], BaseImage]) -> None:
     base = python_base("3.11")

@@ -95,6 +95,7 @@ def measure(action: Callable[[], object]) -> tuple[object, float, int]:
     return result, seconds, peak
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_hostile_file_is_refused_fast_and_small(tmp_path: Path, name: str) -> None:
     make, code = CASES[name]
@@ -183,6 +184,7 @@ def many_duplicates(path: Path) -> None:
     path.write_text("a: 1\n" * 200_000)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("make", "code"), [
     (many_anchors, None), (many_references, "undefined-variable"), (many_duplicates, "too-many-errors"),
 ])

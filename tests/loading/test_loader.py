@@ -42,6 +42,7 @@ def key_paths(value: Any, path: tuple[Any, ...] = ()) -> set[tuple[Any, ...]]:
     return out
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(documents, st.sampled_from([None, True, False]))
 def test_safe_dump_round_trips_with_a_position_for_every_path(data: dict[str, Any],
@@ -74,6 +75,7 @@ def node_positions(node: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...
     return out
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(documents, st.sampled_from([None, True, False]))
 def test_positions_are_those_of_pyyaml_s_nodes(data: dict[str, Any], flow: bool | None) -> None:

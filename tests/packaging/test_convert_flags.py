@@ -30,6 +30,7 @@ def _convert(spec: Path, *flags: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, cwd=spec.parent.parent)
 
 
+@pytest.mark.slow
 def test_legacy_config_without_code_pointer_gets_source_and_module(tmp_path: Path) -> None:
     write_bare(tmp_path / "code")
     (tmp_path / "cfg").mkdir()

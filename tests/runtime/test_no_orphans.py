@@ -105,6 +105,7 @@ def test_the_watchdog_kills_a_group_vxtrain_still_owned_when_it_died(tmp_path: P
         owner.stdout.close()
 
 
+@pytest.mark.slow
 def test_a_released_group_is_left_alone(tmp_path: Path) -> None:
     """Once vxtrain has stopped and reaped a replica, the watchdog forgets its group."""
     bystander = subprocess.Popen(["sleep", "600"], start_new_session=True)

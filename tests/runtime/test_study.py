@@ -344,6 +344,7 @@ def entries(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("trial*.json"))]
 
 
+@pytest.mark.slow
 def test_local_trials_get_ids_args_and_run_parallel_trials_at_once(
         trial_log: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("STUDY_SLEEP", "0.4")
@@ -376,6 +377,7 @@ def test_local_study_failures_are_bounded(trial_log: Path, monkeypatch: pytest.M
     assert "INFEASIBLE" in table and "best trial: 3" in out
 
 
+@pytest.mark.slow
 def test_study_through_the_emulator_and_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from vxtrain.backends import vertex
     from vxtrain.backends.emulator import start_emulator

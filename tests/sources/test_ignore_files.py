@@ -71,6 +71,7 @@ _PATTERNS = st.sampled_from(["*.log", "!keep.log", "/out/", "out", "!docs/out", 
                              "deep/**", "!**/*.txt", "/*.md", "**", "!deep/**/", "**/deep/", "!src/*/", "!", "[z-a]"])
 
 
+@pytest.mark.slow
 @needs_git
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(top=st.lists(_PATTERNS, max_size=5), nested=st.lists(_PATTERNS, max_size=3))
@@ -118,6 +119,7 @@ def test_ignore_files_above_count_only_inside_a_git_work_tree_and_never_drop_the
     assert _ours(tmp_path / "src") == ["a.log", "task.py"]
 
 
+@pytest.mark.slow
 def test_a_package_leaves_out_what_its_ignore_files_say(tmp_path: Path) -> None:
     (tmp_path / "trainer").mkdir()
     (tmp_path / "trainer" / "task.py").write_text("print('ok')\n")

@@ -171,6 +171,7 @@ def test_the_cache_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert compiled.cache_dir() == tmp_path / "home" / ".cache" / "vxtrain"
 
 
+@pytest.mark.slow
 def test_validate_writes_the_cache_once_and_reads_it_after(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path)}
     spec = ROOT / "configs" / "examples" / "quickstart.yaml"

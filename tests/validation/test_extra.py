@@ -262,6 +262,7 @@ def _stricter(extra: Any, diag: Diagnostic) -> bool:
     return "google.protobuf.Any" in diag.message
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_message(extra_rules.CUSTOM_JOB))
 def test_accepted_iff_parsedict_parses(extra: dict[str, Any]) -> None:

@@ -303,6 +303,7 @@ _TOP = st.fixed_dictionaries({}, optional={
                          "chief", "workers", "parameter_servers", "reduction_server", "evaluators"]})
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_TOP)
 def test_rules_never_crash(data: dict[str, Any]) -> None:

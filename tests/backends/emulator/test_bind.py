@@ -22,6 +22,7 @@ def _emulator(*args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.1"])
 def test_a_host_that_is_not_loopback_is_refused_with_exit_2(host: str) -> None:
     done = _emulator("--host", host)
@@ -30,6 +31,7 @@ def test_a_host_that_is_not_loopback_is_refused_with_exit_2(host: str) -> None:
     assert "listening" not in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_allow_remote_warns_loudly_before_binding() -> None:
     # 192.0.2.1 (TEST-NET-1) is no address of this machine: the warning comes out,
     # then the bind fails, and nothing is ever exposed by the test.

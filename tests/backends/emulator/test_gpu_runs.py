@@ -49,6 +49,7 @@ def test_a_job_too_big_for_the_emulators_gpus_fails_before_any_replica_starts(
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_the_emulators_own_share_and_no_gpus_options(make_emulator: Any, connect: Any, tmp_path: Path) -> None:
     out = io.StringIO()
     shared = connect(make_emulator(workdir=tmp_path, out=out, gpus=GpuOptions(("0",), share=True)))

@@ -32,6 +32,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_a_running_job_loses_its_machines_after_the_seconds_given(make_emulator: Any, connect: Any,
                                                                   tmp_path: Path) -> None:
     handle = make_emulator(preempt=["us-east1:0.5"])
@@ -54,6 +55,7 @@ def test_a_running_job_loses_its_machines_after_the_seconds_given(make_emulator:
     assert capacity_outcome(view) is Outcome.stockout
 
 
+@pytest.mark.slow
 def test_count_preempts_only_the_first_jobs_of_the_region(make_emulator: Any, connect: Any) -> None:
     handle = make_emulator(simulate_seconds=0.8, preempt=["us-east1:0.1:1"])
     client = connect(handle)
@@ -65,6 +67,7 @@ def test_count_preempts_only_the_first_jobs_of_the_region(make_emulator: Any, co
     assert handle.emulator.wait(second).state == State.JOB_STATE_SUCCEEDED
 
 
+@pytest.mark.slow
 def test_a_job_that_ends_first_keeps_its_end_and_a_cancel_is_a_cancel(make_emulator: Any, connect: Any) -> None:
     handle = make_emulator(preempt=["us-east1:1"])
     client = connect(handle)
@@ -79,6 +82,7 @@ def test_a_job_that_ends_first_keeps_its_end_and_a_cancel_is_a_cancel(make_emula
                                                                           State.JOB_STATE_CANCELLED]
 
 
+@pytest.mark.slow
 def test_a_stocked_out_job_never_runs_so_takes_no_count(make_emulator: Any, connect: Any) -> None:
     handle = make_emulator(simulate_seconds=0.8, stockout=["us-east1"], stockout_after=0.1)
     handle.preemptions.add("us-east1:0.1:1")
@@ -124,6 +128,7 @@ def test_bad_values_are_usage_errors(text: str, says: str) -> None:
         parse_preempt(text)
 
 
+@pytest.mark.slow
 def test_the_flag_as_a_user_starts_it() -> None:
     """`vxtrain emulator --simulate 1 --preempt us-east1:0.2:1`: the real client (through vxtrain's
     submission) sees the first job there end FAILED for capacity after it started, the next succeed."""

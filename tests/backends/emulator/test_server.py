@@ -57,6 +57,7 @@ def _cli(*args: str) -> subprocess.Popen[str]:
                             env=env, cwd=ROOT, start_new_session=True)
 
 
+@pytest.mark.slow
 def test_emulator_command_serves_until_interrupted(connect: Any) -> None:
     proc = _cli("emulator", "--port", "0", "--simulate", "0.2", "--fault", "get:internal:1")
     try:
@@ -98,6 +99,7 @@ def test_stop_leaves_no_thread_behind(connect: Any) -> None:
     assert _emulator_threads() - before == set()
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_emulator_and_the_processes_of_its_jobs(connect: Any, tmp_path: Path) -> None:
     """SIGTERM (a service manager, CI, ``kill``) is a normal stop, like Ctrl-C:
     replicas run in their own sessions, so without it they would be orphaned."""
@@ -118,6 +120,7 @@ def test_sigterm_stops_the_emulator_and_the_processes_of_its_jobs(connect: Any, 
         os.kill(int(pid_file.read_text()), 0)
 
 
+@pytest.mark.slow
 def test_emulator_command_on_a_taken_port_exits_non_zero(make_emulator: Any) -> None:
     taken = make_emulator()
     proc = _cli("emulator", "--port", str(taken.port))

@@ -16,6 +16,7 @@ from vxtrain.errors import UsageError
 EAST, WEST = "projects/p/locations/us-east1", "projects/p/locations/us-west1"
 
 
+@pytest.mark.slow
 def test_a_stockout_goes_pending_then_fails_with_code_8_never_running(make_emulator: Any, connect: Any) -> None:
     handle = make_emulator(simulate_seconds=0.2, stockout=["us-east1"], stockout_after=0.3)
     client = connect(handle)
