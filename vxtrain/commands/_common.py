@@ -44,6 +44,15 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+class ReportFormat(str, Enum):
+    """``--output`` choices of validate and plan: also GitHub's annotations and Markdown."""
+
+    text = "text"
+    json = "json"
+    github = "github"
+    markdown = "markdown"
+
+
 class Target(str, Enum):
     """``--target`` choices."""
 
@@ -52,6 +61,9 @@ class Target(str, Enum):
 
 
 OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="text or json (one JSON document on stdout).")]
+ReportOpt = Annotated[ReportFormat, typer.Option(
+    "--output", "-o", help="text, json (one JSON document on stdout), github (workflow-command annotations) "
+                           "or markdown (GitHub-flavoured tables, for a step summary).")]
 OverlayOpt = Annotated[Optional[list[str]], typer.Option("--overlay", "-f", help="YAML file deep-merged over the spec, in order.")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="dotted.key=value, typed like YAML (e.g. workers.replicas=8).")]
 VarOpt = Annotated[Optional[list[str]], typer.Option("--var", help="NAME=VALUE for ${NAME} in the spec (wins over the environment).")]

@@ -5,6 +5,7 @@ No API call and no aiplatform import: this is safe (and fast) in CI.
 from __future__ import annotations
 
 import math
+import sys
 
 from typing import Annotated, Any, Optional
 
@@ -17,12 +18,18 @@ from vxtrain.errors import UsageError
 from vxtrain.model import parse_size
 
 
-def plan(path: str, options: Options, output: c.OutputFormat = c.OutputFormat.text) -> int:
+def plan(path: str, options: Options, output: c.ReportFormat = c.ReportFormat.text) -> int:
     """Print the compiled job, bandwidth and cost plan; exit 1 when the spec is invalid."""
     options.cost = True
     result = api.check_file(path, options)
-    if output is c.OutputFormat.json:
+    if output == c.ReportFormat.json:
         c.emit_json(plan_json(result))
+    elif output in (c.ReportFormat.github, c.ReportFormat.markdown):
+        # lazy: GitHub's renderings (and the plan's sections they reuse), asked for by --output alone
+        from vxtrain.render import github
+
+        text = github.annotation_lines(result.diagnostics) if output == c.ReportFormat.github else github.plan_markdown(result)
+        sys.stdout.write(text)
     else:
         # lazy: rich's tables, +44 ms after the checks; `plan --output json` (CI) never pays it
         from vxtrain.render.plan import plan_text
@@ -86,7 +93,7 @@ def register(app: typer.Typer) -> None:
         gradient_size: Annotated[Optional[str], typer.Option(
             "--gradient-size", help="Gradient size per step (e.g. 1.3GB) for the all-reduce estimate.")] = None,
         max_hourly_cost: c.MaxHourlyCostOpt = None,
-        output: c.OutputOpt = c.OutputFormat.text,
+        output: c.ReportOpt = c.ReportFormat.text,
         strict: c.StrictOpt = False,
         *,
         options: Options,

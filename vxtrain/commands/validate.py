@@ -1,6 +1,7 @@
 """``vxtrain validate PATH...``: every problem of every spec, at once."""
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -13,13 +14,20 @@ from vxtrain.errors import UsageError
 from vxtrain.render import console, diagnostics_text, summary_line
 
 
-def validate(paths: Sequence[str], options: Options, output: c.OutputFormat = c.OutputFormat.text) -> int:
+def validate(paths: Sequence[str], options: Options, output: c.ReportFormat = c.ReportFormat.text) -> int:
     """Validate files and folders (recursively *.yaml, *.yml); exit 1 when any is invalid."""
     results = api.validate(paths, options)
     if not results:
         raise UsageError(f"no *.yaml or *.yml files under {', '.join(paths)}")
-    if output is c.OutputFormat.json:
+    if output == c.ReportFormat.json:
         c.emit_json({"files": [_file_json(r) for r in results]})
+    elif output in (c.ReportFormat.github, c.ReportFormat.markdown):
+        # lazy: GitHub's renderings (and the plan's sections they reuse), asked for by --output alone
+        from vxtrain.render import github
+
+        diags = [d for r in results for d in r.diagnostics]
+        sys.stdout.write(github.annotation_lines(diags) if output == c.ReportFormat.github
+                         else github.validate_markdown(results))
     else:
         _print_text(results)
     return 0 if all(r.valid for r in results) else 1
@@ -45,7 +53,7 @@ def register(app: typer.Typer) -> None:
     @c.spec_options
     def _cmd(
         paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Spec files or folders (recursed for *.yaml, *.yml).")],
-        output: c.OutputOpt = c.OutputFormat.text,
+        output: c.ReportOpt = c.ReportFormat.text,
         strict: c.StrictOpt = False,
         *,
         options: Options,

@@ -7,6 +7,8 @@ report events, and the commands print through here:
 
 - this module: the consoles, diagnostics, plain and styled lines, the emulator's start lines;
 - ``plan``: ``vxtrain plan``'s text, section by section;
+- ``github``: ``--output github`` (workflow-command annotations) and ``--output markdown``
+  (the plan as GitHub-flavoured tables), loaded only when asked for;
 - ``bandwidth``, ``cost``: the plans' tables and lines;
 - ``packaging``: what a submit would build, and the upload bar;
 - ``study``: search spaces, trial tables, the best trial.
