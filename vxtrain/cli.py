@@ -91,6 +91,32 @@ def load_command(name: str) -> TyperCommand:
     return command
 
 
+def plan_arguments(command: str, argv: Sequence[str]) -> list[str]:
+    """Of ``vxtrain COMMAND FILE ARGV``'s options, those ``plan`` takes too, as plan's own
+    arguments: what the GitHub Action (action.yml) plans a ``submit`` with, so the step
+    summary shows the job those options make (``--var``, ``--set``, ``-f``, ``--project``…)
+    and leaves out what plan refuses (``--wait``, ``--idempotency-key``…). click parses
+    ``argv`` as COMMAND would; ``--output`` is left out, the Action chooses it."""
+    source, plan = load_command(command), load_command("plan")
+    given: Any = source.make_context(command, ["FILE", *argv], resilient_parsing=True)
+    out: list[str] = []
+    for param in plan.params:
+        # click's documented attributes (param_type_name, get_parameter_source), not its classes:
+        # typer vendors click privately (docs/decisions.md); an option is read as Any.
+        option: Any = param
+        if option.param_type_name != "option" or option.name in (None, "output"):
+            continue
+        source_of = given.get_parameter_source(option.name)
+        if source_of is None or source_of.name != "COMMANDLINE":
+            continue
+        value = given.params[option.name]
+        if option.is_flag:
+            out += [option.opts[0]] if value else []
+        else:
+            out += [word for v in (value if option.multiple else [value]) for word in (option.opts[0], str(v))]
+    return out
+
+
 def _log_unexpected() -> str:
     """Write the current traceback to a log file; where it is, in words (``details in PATH``).
 
