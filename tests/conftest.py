@@ -89,8 +89,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # a channel to anything but loopback goes through a "proxy" on the discard port.
     os.environ["grpc_proxy"] = "http://127.0.0.1:9"
     os.environ["no_grpc_proxy"] = "localhost,127.0.0.1,::1"
-    for name in ("GOOGLE_CLOUD_PROJECT", "CLOUD_ML_REGION", "GOOGLE_CLOUD_REGION"):
-        os.environ.pop(name, None)  # the developer's defaults must not leak into tests
+    for name in ("GOOGLE_CLOUD_PROJECT", "CLOUD_ML_REGION", "GOOGLE_CLOUD_REGION", "CLOUDSDK_CORE_PROJECT",
+                 "CLOUDSDK_AI_REGION", "CLOUDSDK_ACTIVE_CONFIG_NAME"):
+        os.environ.pop(name, None)  # the developer's defaults (and gcloud's) must not leak into tests
     # vxtrain's caches (the compiled schema validator) go to a folder of this run,
     # never into the developer's ~/.cache.
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="vxtrain-cache-")

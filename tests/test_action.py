@@ -192,6 +192,16 @@ def test_no_input_is_spliced_into_a_script() -> None:
         assert "${{" not in step.get("run", ""), step.get("name")
 
 
+def test_plan_arguments_keeps_the_options_plan_shares_with_submit() -> None:
+    from vxtrain.cli import plan_arguments
+
+    argv = ["--var", "A=1", "--wait", "--set", "a.b=2", "--set=c=3", "-f", "o.yaml", "--idempotency-key", "k",
+            "--project", "p", "--strict", "--max-hourly-cost", "5", "-o", "json", "--endpoint", "127.0.0.1:1"]
+    assert plan_arguments("submit", argv) == ["--max-hourly-cost", "5.0", "--strict", "--overlay", "o.yaml",
+                                              "--set", "a.b=2", "--set", "c=3", "--var", "A=1", "--project", "p"]
+    assert plan_arguments("submit", ["--wait", "--no-logs"]) == []
+
+
 # --- validate, plan, submit ---------------------------------------------------------------
 
 @pytest.mark.slow

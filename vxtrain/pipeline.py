@@ -13,13 +13,14 @@ and ``plan`` stay fast (scripts/bench.py).
 """
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vxtrain import compiler, formats, model
+from vxtrain import compiler, formats, model, settings
 from vxtrain import diagnostics as dx
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import SpecError
@@ -30,6 +31,7 @@ from vxtrain.loading.fallback import FALLBACK_KEY, Rung, entries, equal, rungs
 from vxtrain.loading.limits import MAX_ERRORS, MAX_RUNGS
 from vxtrain.options import Options
 from vxtrain.planning import bandwidth
+from vxtrain.settings import Setting
 from vxtrain.validation import container_rules, label_rules, rules, schema
 
 if TYPE_CHECKING:
@@ -65,6 +67,8 @@ class Result:
     fallback: list[Result] = field(default_factory=list)
     #: build: images and their URIs.
     images: list[ImageBuild] = field(default_factory=list)
+    #: Where the project and region came from ("project"/"region" → Setting; absent: not set).
+    settings: dict[str, Setting] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -81,21 +85,30 @@ class Result:
         return Result(file=self.file, diagnostics=self.diagnostics, strict=self.strict)
 
 
-def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str, str]) -> None:
-    """Flags beat the spec, the spec beats the environment (docs/spec.md, "Keys"). A value
-    that came from a flag or variable is located there, so a bad one is reported
-    at ``--region`` (say), not at a line of the file that it replaced."""
-    for key, flag, env in (("display_name", "--display-name", None),
-                           ("project", "--project", "GOOGLE_CLOUD_PROJECT"),
-                           ("region", "--region", "CLOUD_ML_REGION"),
-                           ("staging_bucket", "--staging-bucket", None),
-                           ("image_repository", "--image-repository", None)):
-        value, origin = getattr(options, key), flag
-        if not value and env and not native.data.get(key) and environ.get(env):
-            value, origin = environ[env], f"${env}"
-        if value:
-            native.data[key] = value
-            native.source.positions[native.source_path((key,))] = Position(origin, 1, 1)
+def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str, str]) -> dict[str, Setting]:
+    """Flags beat the spec, the spec beats the environment (docs/spec.md, "Keys"); project
+    and region then come from gcloud's settings (vxtrain.settings). A value that came from
+    a flag, a variable or gcloud's configuration file is located there, so a bad one is
+    reported at ``--region`` (say) or the file's line, not at a line of the spec that it
+    replaced. Returns the project's and region's settings, for ``plan`` to say where each
+    came from."""
+    used: dict[str, Setting] = {}
+    read = functools.cache(settings.read_text)  # gcloud's files, read once for both keys
+    given: list[tuple[str, Setting | None]] = [
+        (key, Setting(getattr(options, key), flag, flag) if getattr(options, key) else None)
+        for key, flag in (("display_name", "--display-name"), ("staging_bucket", "--staging-bucket"),
+                          ("image_repository", "--image-repository"))]
+    for key in settings.KEYS:
+        found = settings.resolve(key, flag=getattr(options, key), spec=native.data.get(key), environ=environ,
+                                 read=read)
+        if found is not None:
+            used[key] = found
+        given.append((key, found))
+    for name, value in given:
+        if value is not None and value.source != settings.SPEC:
+            native.data[name] = value.value
+            native.source.positions[native.source_path((name,))] = Position(value.file, value.line, value.column)
+    return used
 
 
 def _load(path: str | Path, options: Options) -> tuple[Document | None, list[Diagnostic]]:
@@ -127,7 +140,7 @@ def check_document(document: Document, options: Options | None = None, result: R
     result.native = native
     if native is None:
         return _finish(result)
-    _apply_overrides(native, options, environ)
+    result.settings = _apply_overrides(native, options, environ)
     described: dict[Path, Source] = {}  # source folders hashed (the rungs share the spec's)
     _check_native(native, options, result, described, compile_job=compile_job)
     _check_rungs(native, options, result, described, compile_job=compile_job)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar, get_type_hi
 import typer
 from typer.core import TyperCommand
 
+from vxtrain import settings
 from vxtrain.commands import COMMANDS
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import NotFoundError, UsageError
@@ -67,8 +68,8 @@ ReportOpt = Annotated[ReportFormat, typer.Option(
 OverlayOpt = Annotated[Optional[list[str]], typer.Option("--overlay", "-f", help="YAML file deep-merged over the spec, in order.")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="dotted.key=value, typed like YAML (e.g. workers.replicas=8).")]
 VarOpt = Annotated[Optional[list[str]], typer.Option("--var", help="NAME=VALUE for ${NAME} in the spec (wins over the environment).")]
-ProjectOpt = Annotated[Optional[str], typer.Option("--project", help="Google Cloud project (else spec, else GOOGLE_CLOUD_PROJECT).")]
-RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI region (else spec, else CLOUD_ML_REGION).")]
+ProjectOpt = Annotated[Optional[str], typer.Option("--project", help="Google Cloud project (else spec, else GOOGLE_CLOUD_PROJECT, CLOUDSDK_CORE_PROJECT, gcloud's core/project).")]
+RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI region (else spec, else CLOUD_ML_REGION, CLOUDSDK_AI_REGION, gcloud's ai/region).")]
 StagingBucketOpt = Annotated[Optional[str], typer.Option("--staging-bucket", help="gs://BUCKET or gs://BUCKET/PREFIX for python_package.source packages (else the spec's staging_bucket).")]
 ImageRepositoryOpt = Annotated[Optional[str], typer.Option("--image-repository", help="HOST/PATH where images built from build: are pushed (else the spec's image_repository).")]
 DisplayNameOpt = Annotated[Optional[str], typer.Option("--display-name", help="Overrides display_name (gcloud configs: default is the file stem).")]
@@ -225,14 +226,17 @@ def print_failure_tail(reporter: Any, view: Mapping[str, Any]) -> None:
 
 def where(project: str | None, region: str | None, endpoint: str | None,
           environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
-    """Project and region of a job command: flag, else environment, else (for an
-    emulator) the local defaults."""
+    """Project and region of a job command: flag, else the environment, else gcloud's
+    settings (vxtrain.settings), else (for an emulator) the local defaults."""
     # lazy: vxtrain.submission costs +40 ms after validate, which never loads it; job commands only
     from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
 
     env = os.environ if environ is None else environ
-    project = project or env.get("GOOGLE_CLOUD_PROJECT")
-    region = region or env.get("CLOUD_ML_REGION")
+    read = functools.cache(settings.read_text)  # gcloud's configuration file, read once for both
+    found_project = settings.resolve("project", flag=project, environ=env, read=read)
+    found_region = settings.resolve("region", flag=region, environ=env, read=read)
+    project = found_project.value if found_project is not None else None
+    region = found_region.value if found_region is not None else None
     if endpoint:
         return project or LOCAL_PROJECT, region or LOCAL_REGION
     return project, region

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from vxtrain import api
+from vxtrain import api, settings
 from vxtrain.api import Options, Result
 from vxtrain.commands import _common as c
 from vxtrain.errors import UsageError
@@ -22,6 +22,9 @@ def plan(path: str, options: Options, output: c.ReportFormat = c.ReportFormat.te
     """Print the compiled job, bandwidth and cost plan; exit 1 when the spec is invalid."""
     options.cost = True
     result = api.check_file(path, options)
+    # Which project and region the plan is for, and where each came from (a flag, the spec,
+    # the environment, gcloud's configuration): on stderr, so stdout stays the plan alone.
+    typer.echo(f"vxtrain: {settings.summary(result.settings)}", err=True)
     if output == c.ReportFormat.json:
         c.emit_json(plan_json(result))
     elif output in (c.ReportFormat.github, c.ReportFormat.markdown):
