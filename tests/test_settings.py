@@ -67,6 +67,14 @@ def test_the_active_configuration(gcloud_dir: Path) -> None:
     assert settings.config_folder({"HOME": "/home/me"}) == Path("/home/me/.config/gcloud")
 
 
+def test_a_user_without_a_home_has_no_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A container's user with no HOME and no passwd entry (Path.home() raises there): nothing to
+    read, no error. tests/images/test_vxtrain_image.py runs validate so in vxtrain's image."""
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # what it returns without a home
+    assert settings.config_folder({}) is None
+    assert settings.resolve("project", environ={}) is None
+
+
 # --- the order ------------------------------------------------------------------------------
 
 def test_each_tier_wins_over_the_ones_after_it(gcloud_dir: Path) -> None:

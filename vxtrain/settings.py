@@ -80,13 +80,16 @@ def read_text(path: Path) -> str | None:
         return None
 
 
-def config_folder(environ: Mapping[str, str]) -> Path:
-    """gcloud's configuration folder: ``$CLOUDSDK_CONFIG``, else its per-user default."""
+def config_folder(environ: Mapping[str, str]) -> Path | None:
+    """gcloud's configuration folder: ``$CLOUDSDK_CONFIG``, else its per-user default; None
+    for a user without a home (a container's user with no ``HOME`` and no passwd entry)."""
     if environ.get("CLOUDSDK_CONFIG"):
         return Path(environ["CLOUDSDK_CONFIG"]).expanduser()
     if os.name == "nt" and environ.get("APPDATA"):
         return Path(environ["APPDATA"]) / "gcloud"
-    return Path(environ.get("HOME") or Path.home()) / ".config" / "gcloud"
+    # Not Path.home(): it raises there (RuntimeError), and a missing home is no configuration.
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return None if home.startswith("~") else Path(home) / ".config" / "gcloud"
 
 
 def active_configuration(environ: Mapping[str, str], read: Reader = read_text) -> str:
@@ -96,13 +99,15 @@ def active_configuration(environ: Mapping[str, str], read: Reader = read_text) -
     named = environ.get("CLOUDSDK_ACTIVE_CONFIG_NAME", "").strip()
     if named:
         return named
-    text = read(config_folder(environ) / "active_config")
+    folder = config_folder(environ)
+    text = read(folder / "active_config") if folder is not None else None
     return (text or "").strip() or "default"
 
 
-def configuration_file(environ: Mapping[str, str], read: Reader = read_text) -> Path:
-    """The active configuration's INI file."""
-    return config_folder(environ) / "configurations" / f"config_{active_configuration(environ, read)}"
+def configuration_file(environ: Mapping[str, str], read: Reader = read_text) -> Path | None:
+    """The active configuration's INI file (None without a configuration folder)."""
+    folder = config_folder(environ)
+    return None if folder is None else folder / "configurations" / f"config_{active_configuration(environ, read)}"
 
 
 def ini_values(text: str) -> dict[tuple[str, str], tuple[str, int, int]]:
@@ -135,8 +140,8 @@ def ini_values(text: str) -> dict[tuple[str, str], tuple[str, int, int]]:
 def from_gcloud(environ: Mapping[str, str], read: Reader = read_text) -> dict[Key, Setting]:
     """Tier 3: the active gcloud configuration's project and region (those it sets)."""
     path = configuration_file(environ, read)
-    text = read(path)
-    if text is None:
+    text = read(path) if path is not None else None
+    if path is None or text is None:
         return {}
     values = ini_values(text)
     name = path.name.removeprefix("config_")
