@@ -349,6 +349,7 @@ def test_the_ci_recipe_s_action_steps_run_against_the_emulator(tmp_path: Path, e
     ws = tmp_path / "ci"
     ws.mkdir()
     shutil.copytree(ROOT / "configs", ws / "configs")
+    shutil.copytree(ROOT / "requirements", ws / "requirements")  # configs/vxtrain-image.yaml installs from it
     steps = action_steps(yaml.safe_load(WORKFLOW.read_text()))
     assert [(job, inputs["command"]) for job, inputs in steps] == [("check", "validate"), ("submit", "submit")]
     (_, validate), (_, submit) = steps
@@ -411,6 +412,7 @@ def test_the_documented_action_steps_run_against_the_emulator(page: str, tmp_pat
     assert steps, f"{page} shows the action"
     ws = tmp_path / "ws"
     shutil.copytree(ROOT / "configs", ws / "configs")
+    shutil.copytree(ROOT / "requirements", ws / "requirements")
     for block in BLOCKS:  # the README's spec files (spot-job.yaml), as its examples write them
         if block.file:
             (ws / block.file).write_text(block.text)

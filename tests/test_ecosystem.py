@@ -243,8 +243,10 @@ def emulator() -> Iterator[str]:
 
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A checkout of the repo's configs, as the CI runner has it."""
+    """A checkout of the repo's configs, as the CI runner has it (with requirements/, which
+    configs/vxtrain-image.yaml installs from)."""
     shutil.copytree(CONFIGS, tmp_path / "configs")
+    shutil.copytree(ROOT / "requirements", tmp_path / "requirements")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

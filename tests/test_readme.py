@@ -143,9 +143,11 @@ def test_the_parser_reads_markers_strictly() -> None:
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with a copy of configs/ and every file the README names."""
+    """A folder with a copy of configs/ (and requirements/, which configs/vxtrain-image.yaml
+    installs from) and every file the README names."""
     where = tmp_path_factory.mktemp("readme")
     shutil.copytree(ROOT / "configs", where / "configs")
+    shutil.copytree(ROOT / "requirements", where / "requirements")
     for block in _of("file"):
         assert block.file and "/" not in block.file, block.file
         (where / block.file).write_text(block.text, encoding="utf-8")
