@@ -342,7 +342,9 @@ def test_the_repository_is_named_where_vxtrain_is_installed_from() -> None:
     by_name = [(name, step) for name, step in installs
                if re.search(r"""(^|\s)["']?vxtrain(?!\s+@)([=<>~!\[\s"']|$)""", step)]
     assert by_name == []
-    assert sum("vxtrain @ " in step for _, step in installs) >= 4, installs
+    # docs/ci.md's git and archive lines, Cloud Build's recipe; GitHub's recipe and the README's
+    # workflows use the action, which installs from its own checkout (tests/test_action.py).
+    assert sum("vxtrain @ " in step for _, step in installs) >= 3, installs
 
 
 def test_every_local_link_resolves() -> None:

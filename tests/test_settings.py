@@ -154,6 +154,7 @@ def test_plan_says_where_project_and_region_came_from(gcloud_dir: Path, tmp_path
     assert err == "vxtrain: project not set; region not set\n"
 
 
+@pytest.mark.slow
 def test_the_emulator_s_stand_ins_apply_only_when_nothing_is_set(gcloud_dir: Path, tmp_path: Path,
                                                                  emulator: object,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
