@@ -261,10 +261,28 @@ def estimate_allreduce(gradient_bytes: float, training: list[PoolBandwidth],
     node_gbps = None if not speeds or None in speeds else min(s for s in speeds if s is not None)
     if node_gbps is None or nodes == 0:
         return AllReduce(gradient_bytes, nodes, node_gbps, None, None, None)
-    node_bytes = node_gbps * 1e9 / BITS_PER_BYTE
-    ring = 2 * (nodes - 1) / nodes * gradient_bytes / node_bytes
+    node_bytes = bytes_per_second(node_gbps)
+    ring = ring_seconds(gradient_bytes, nodes, node_bytes)
     rs_seconds, keeps_up = _rs_seconds(gradient_bytes, nodes, node_bytes, result)
     return AllReduce(gradient_bytes, nodes, node_gbps, ring, rs_seconds, keeps_up)
+
+
+def bytes_per_second(gbps: float) -> float:
+    """A rate in Gbps (1e9 bits per second) as bytes per second."""
+    return gbps * 1e9 / BITS_PER_BYTE
+
+
+def ring_seconds(size: float, nodes: int, node_bytes: float) -> float:
+    """A ring all-reduce of ``size`` bytes over ``nodes`` nodes: 2(N−1)/N · S / B_node."""
+    return 2 * (nodes - 1) / nodes * size / node_bytes
+
+
+def server_seconds(size: float, nodes: int, node_bytes: float, pool_bytes: float) -> tuple[float, bool]:
+    """A Reduction Server all-reduce of ``size`` bytes over ``nodes`` nodes with pool 2 moving
+    ``pool_bytes`` per second: S / B_node while pool 2 keeps up (B_pool2 ≥ N · B_node), else
+    N · S / B_pool2; and whether it keeps up."""
+    keeps_up = pool_bytes >= nodes * node_bytes - 1e-6
+    return max(size / node_bytes, nodes * size / pool_bytes), keeps_up
 
 
 def _rs_seconds(size: float, nodes: int, node_bytes: float,
@@ -275,9 +293,8 @@ def _rs_seconds(size: float, nodes: int, node_bytes: float,
         return size / node_bytes, None
     if rs.replicas is None or rs.replicas < 1 or not rs.gbps_per_replica:  # replicas: 0 is the schema's to refuse
         return None, None
-    pool_bytes = rs.replicas * rs.gbps_per_replica * 1e9 / BITS_PER_BYTE
-    keeps_up = pool_bytes >= nodes * node_bytes - 1e-6
-    return max(size / node_bytes, nodes * size / pool_bytes), keeps_up
+    seconds, keeps_up = server_seconds(size, nodes, node_bytes, bytes_per_second(rs.replicas * rs.gbps_per_replica))
+    return seconds, keeps_up
 
 
 # --- applying the plan ---------------------------------------------------------

@@ -199,11 +199,15 @@ class Cost:
     @property
     def max_total(self) -> float | None:
         """USD up to the timeout (× ``max_trials`` for a study); None when unknown."""
-        one = self.per_trial_hour
+        return self.up_to_timeout(self.per_trial_hour)
+
+    def up_to_timeout(self, per_hour: float | None) -> float | None:
+        """``per_hour`` (one trial's, or one pool's in it) run until the timeout, × ``max_trials``
+        for a study: what it costs at most; None when unknown."""
         runs = self.max_trials if self.study else 1
-        if one is None or runs is None:
+        if per_hour is None or runs is None:
             return None
-        return one * self.timeout_seconds / SECONDS_PER_HOUR * runs
+        return per_hour * self.timeout_seconds / SECONDS_PER_HOUR * runs
 
     @property
     def confidence(self) -> str:
