@@ -166,6 +166,16 @@ def emulator() -> Iterator[Any]:
         handle.stop(grace=None)
 
 
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """A headless Chromium (tests/browser.py's Browser) shared by the session's page tests;
+    they skip saying what is missing, or fail under CI, without chromium, chromedriver or selenium."""
+    from tests import browser as chromium
+
+    chromium.require_browser()
+    yield from chromium.start()
+
+
 # --- nothing left running ----------------------------------------------------------
 # A thread or process that outlives its test runs on during the next ones (issue 26:
 # a storage client's retrying thread drew from the global `random` inside hypothesis
