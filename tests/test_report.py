@@ -213,6 +213,8 @@ def test_check_quota_puts_needs_and_limits_in_the_report_and_the_json(
     code, doc, html = report(capsys, tmp_path, t4_spec(tmp_path, 1), "--check-quota",
                              "--endpoint", quota_emulator.address)
     assert code == 0 and doc["quota"]["fits"] is True and 'id="quota"' in html
+    code, text, _ = run(capsys, "plan", str(t4_spec(tmp_path, 2)), "--check-quota", "--endpoint", quota_emulator.address)
+    assert code == 5 and "Quota (project p, us-central1)" in text and "custom_model_training_nvidia_t4_gpus" in text
 
 
 def test_without_check_quota_nothing_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

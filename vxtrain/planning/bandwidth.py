@@ -293,8 +293,7 @@ def _rs_seconds(size: float, nodes: int, node_bytes: float,
         return size / node_bytes, None
     if rs.replicas is None or rs.replicas < 1 or not rs.gbps_per_replica:  # replicas: 0 is the schema's to refuse
         return None, None
-    seconds, keeps_up = server_seconds(size, nodes, node_bytes, bytes_per_second(rs.replicas * rs.gbps_per_replica))
-    return seconds, keeps_up
+    return server_seconds(size, nodes, node_bytes, bytes_per_second(rs.replicas * rs.gbps_per_replica))
 
 
 # --- applying the plan ---------------------------------------------------------
