@@ -98,6 +98,7 @@ def test_html_leaves_the_json_as_it_is(capsys: pytest.CaptureFixture[str], tmp_p
     assert (code, with_html) == (0, without) and "wrote" not in err
 
 
+@pytest.mark.slow
 def test_the_report_module_is_imported_only_for_html(tmp_path: Path) -> None:
     """plan's cold start is unchanged: neither the report nor the curve loads without --html."""
     report_modules = ("vxtrain.render.report", "vxtrain.render.chart", "vxtrain.planning.curve")
@@ -200,6 +201,7 @@ def t4_spec(tmp_path: Path, workers: int) -> Path:
         "chief": {}, "workers": {"replicas": workers}})
 
 
+@pytest.mark.slow
 def test_check_quota_puts_needs_and_limits_in_the_report_and_the_json(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, quota_emulator: Any) -> None:
     code, doc, html = report(capsys, tmp_path, t4_spec(tmp_path, 2), "--check-quota",
