@@ -401,3 +401,13 @@ def test_ci_installs_the_browser() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     for command, package in chromium.PACKAGES.items():
         assert f"{command}:{package}" in ci
+
+
+def test_a_job_on_a_persistent_resource_names_its_machines_at_no_charge(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path) -> None:
+    code, doc, html = report(capsys, tmp_path, ROOT / "configs" / "examples" / "persistent-resource.yaml")
+    assert code == 0 and doc["cost"]["pricing"] == "persistent_resource"
+    for pool in doc["cost"]["pools"]:
+        assert re.search(rf'<tr data-pool="{pool["pool"]}">.*?<td>{re.escape(pool["machine_type"])}</td>'
+                         r'<td class="num">\$0\.0000</td>', html)
+    assert "billed for as long as it is running" in html

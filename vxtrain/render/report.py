@@ -209,7 +209,8 @@ def _cost(result: Result) -> str:
 
 
 def _cost_row(cost: Cost, p: PoolCost) -> str:
-    per_node = " + ".join(line.name if line.count == 1 else f"{line.count} × {line.name}" for line in p.lines) or "?"
+    per_node = " + ".join(line.name if line.count == 1 else f"{line.count} × {line.name}" for line in p.lines) or (
+        p.machine_type or "?")  # a pool on a persistent resource has no price lines: its machine
     replicas = _replicas(p.replicas) if p.hosts == 1 else f"{_replicas(p.replicas)} × {p.hosts} hosts"
     return (f'<tr data-pool="{p.index}"><td class="num">{p.index}</td><td>{escape(p.role)}</td>'
             f'<td class="num">{escape(replicas)}</td><td>{escape(per_node)}</td>'
