@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.otheruser import NOBODY, need_another_user, shared_folder
 from vxtrain import private
 
 
@@ -64,3 +65,23 @@ def test_a_file_others_can_write_or_a_link_is_not_read(tmp_path: Path) -> None:
     assert private.read_own(tmp_path / "link") is None
     os.mkfifo(tmp_path / "fifo", 0o600)
     assert private.read_own(tmp_path / "fifo") is None  # at once, not blocked
+
+
+def test_a_link_another_user_owns_on_the_way_is_named_wherever_it_leads() -> None:
+    """A link of nobody's (in a sticky folder, as /tmp) to this user's private folder: the
+    folders it leads to pass, but nobody can point it elsewhere between the check and the use."""
+    need_another_user()
+    with shared_folder() as base:
+        base.chmod(0o1777)
+        real = base / "real"
+        (real / "vxtrain").mkdir(parents=True, mode=0o700)
+        real.chmod(0o700)
+        (base / "link").symlink_to(real)
+        (base / "chain").symlink_to("link/.")  # a link to a link, relative: the walk follows both
+        assert private.problem(base / "link" / "vxtrain") is None
+        assert private.problem(base / "chain" / "vxtrain") is None
+        os.chown(base / "link", NOBODY, NOBODY, follow_symlinks=False)
+        for way in ("link", "chain"):
+            why = private.problem(base / way / "vxtrain") or ""
+            assert f"{base / 'link'} is a link of another user's (uid {NOBODY})" in why, why
+        assert private.problem(real / "vxtrain") is None  # the folder itself, named directly, is fine

@@ -11,10 +11,13 @@ user's own and nobody else can change it, checked each time it is opened:
   XDG base directory spec: "created with permission 0700"), and one that others may
   read but never could write (0755) is made 0700; one that others could write (0777:
   made under ``umask 000``) is not used, since anyone may have put anything in it;
-- every folder above it (links resolved): owned by this user or root, and writable
-  by nobody else unless sticky (``/tmp``), so nobody else can rename it away and put
-  another in its place (``su`` without ``-`` keeps the caller's ``XDG_CACHE_HOME``,
-  which is then another user's folder);
+- every folder above it, as the kernel walks the path (each link followed where it
+  points): owned by this user or root, and writable by nobody else unless sticky
+  (``/tmp``), so nobody else can rename it away and put another in its place (``su``
+  without ``-`` keeps the caller's ``XDG_CACHE_HOME``, which is then another user's
+  folder); and every link on the way owned by this user or root, since a link's owner
+  can point it elsewhere between the check and the use (a link of another user's in
+  ``/tmp`` as ``XDG_CACHE_HOME``);
 - each file read: opened without following a link, a regular file owned by this
   user and writable by nobody else.
 
@@ -107,23 +110,65 @@ def problem(folder: Path) -> str | None:
     if mode & 0o077:
         return (f"it is open to other users (mode {mode:04o}), so what is in it cannot be trusted; "
                 "remove it (vxtrain makes it again, mode 0700)")
-    return _open_ancestor(Path(real_parent), uid)
+    return _open_way(os.path.join(os.getcwd(), folder.parent), uid)
 
 
-def _open_ancestor(real: Path, uid: int) -> str | None:
-    """Why a folder above (``real``, links resolved, up to ``/``) lets another user replace
-    what is below it, or None."""
-    for above in (real, *real.parents):
+#: Links followed before a path is given up on (Linux's MAXSYMLINKS).
+_MAX_LINKS = 40
+
+
+def _open_way(path: str, uid: int) -> str | None:
+    """Why another user could change where ``path`` leads (None: nobody can), walked as the
+    kernel resolves it: from ``/``, each link followed where it points. Every folder passed
+    through must be this user's or root's and writable by nobody else unless sticky; every
+    link must be this user's or root's (only its owner, or root, can replace a link in a
+    sticky folder such as ``/tmp``). Checking the resolved folders alone missed the links:
+    another user's link as ``XDG_CACHE_HOME`` passed, then was pointed at that user's
+    folder between the check and the use (gRPC connects, and reconnects, later)."""
+    names = [name for name in reversed(path.split("/")) if name not in ("", ".")]
+    current, links = "/", 0
+    why = _open_folder(current, uid)
+    while names and why is None:
+        name = names.pop()
+        if name == "..":  # the real parent: ``current`` has no link left in it
+            current = os.path.dirname(current)
+            continue
+        step = os.path.join(current, name)
         try:
-            info = os.stat(above)
+            info = os.lstat(step)
         except OSError as exc:
-            return f"{above} cannot be read ({exc.strerror or exc})"
+            return f"{step} cannot be read ({exc.strerror or exc})"
+        if not stat.S_ISLNK(info.st_mode):
+            current, why = step, _open_folder(step, uid)
+            continue
+        links += 1
         if info.st_uid not in (uid, 0):
-            return (f"{above} belongs to another user (uid {info.st_uid}), who can put another folder in its "
-                    "place; set XDG_CACHE_HOME to a folder of your own")
-        if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
-            return (f"{above} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}), who can put "
-                    f"another folder in its place; run `chmod go-w {above}`, or set XDG_CACHE_HOME elsewhere")
+            return (f"{step} is a link of another user's (uid {info.st_uid}), who can point it at another folder; "
+                    "set XDG_CACHE_HOME to a folder of your own, not through that link")
+        if links > _MAX_LINKS:
+            return f"{path} cannot be read (too many levels of links)"
+        try:
+            target = os.readlink(step)
+        except OSError as exc:
+            return f"{step} cannot be read ({exc.strerror or exc})"
+        names.extend(name for name in reversed(target.split("/")) if name not in ("", "."))
+        current = "/" if target.startswith("/") else current
+    return why
+
+
+def _open_folder(folder: str, uid: int) -> str | None:
+    """Why another user can replace what is in ``folder`` (a folder reached with no link left
+    in its path), or None."""
+    try:
+        info = os.lstat(folder)
+    except OSError as exc:
+        return f"{folder} cannot be read ({exc.strerror or exc})"
+    if info.st_uid not in (uid, 0):
+        return (f"{folder} belongs to another user (uid {info.st_uid}), who can put another folder in its "
+                "place; set XDG_CACHE_HOME to a folder of your own")
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        return (f"{folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}), who can put "
+                f"another folder in its place; run `chmod go-w {folder}`, or set XDG_CACHE_HOME elsewhere")
     return None
 
 

@@ -34,6 +34,7 @@ from tests.processes import stop
 from vxtrain.backends import open_backend, open_log_reader
 from vxtrain.backends.emulator import start_emulator
 from vxtrain.backends.tokens import TOKEN_ENV, folder_problem, own_socket, socket_file, token_file, token_folder
+from vxtrain.backends.vertex import emulator_channel
 from vxtrain.errors import PermissionError_, VxtrainError
 from vxtrain.vocab.kinds import CUSTOM
 
@@ -305,3 +306,36 @@ def _refused(address: str) -> bool:
         except PermissionError_:
             return True
     return False
+
+
+@pytest.mark.slow
+def test_a_link_another_user_owns_as_the_cache_folder_cannot_swap_in_their_socket(
+        eavesdrop: Callable[..., Eavesdropper], monkeypatch: pytest.MonkeyPatch) -> None:
+    """XDG_CACHE_HOME is a link nobody owns in a sticky folder (as /tmp), pointing at this
+    user's own folder, where this user's socket is: every folder it leads to checks out. After
+    the client's channel is made (the check) and before gRPC connects (or reconnects), nobody
+    points the link at a folder of theirs holding their own socket of the same name; the
+    client must never have trusted a way another user can change."""
+    require_setpriv()
+    base = Path(tempfile.mkdtemp(prefix="vxtrain-linked-cache-"))
+    base.chmod(0o1777)
+    try:
+        real, link, theirs = base / "real", base / "cache", base / "theirs"
+        (real / "vxtrain").mkdir(parents=True, mode=0o700)
+        real.chmod(0o700)
+        assert subprocess.run([*AS_NOBODY, "ln", "-s", str(real), str(link)], check=False).returncode == 0
+        assert subprocess.run([*AS_NOBODY, "mkdir", "-p", str(theirs / "vxtrain")], check=False).returncode == 0
+        monkeypatch.setenv("XDG_CACHE_HOME", str(link))
+        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+        spy = eavesdrop("127.0.0.1:0")  # the TCP port: a client that trusts no socket calls here, without a token
+        planted = eavesdrop(f"unix:{theirs / 'vxtrain' / f'emulator-{spy.port}.sock'}")
+        with _socket_at(socket_file(spy.port)), emulator_channel(f"127.0.0.1:{spy.port}") as channel:
+            swap = subprocess.run([*AS_NOBODY, "ln", "-sfn", str(theirs), str(link)], check=False)
+            assert swap.returncode == 0 and os.readlink(link) == str(theirs)
+            call = channel.unary_unary("/google.cloud.aiplatform.v1.JobService/ListCustomJobs")
+            call(b"", timeout=10)
+    finally:
+        shutil.rmtree(base)
+    token = os.environ[TOKEN_ENV]
+    assert spy.calls() or planted.calls(), "the client called neither listener: this test would prove nothing"
+    assert not planted.heard(token) and not spy.heard(token), (planted.calls(), spy.calls())
