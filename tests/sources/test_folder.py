@@ -2,6 +2,7 @@
 private keys it must not carry (issue 34)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -291,7 +292,14 @@ def test_a_link_left_out_says_why(tmp_path: Path) -> None:
     # as openssl pkcs12 writes it (Bag Attributes before the block), with Windows line ends
     f"Bag Attributes\n    localKeyID: 01\n{private_key('PRIVATE KEY')}".replace("\n", "\r\n"),
     f'KEY = """\n{private_key()}"""\n',
-], ids=["openssh", "rsa", "ec", "pkcs8", "pkcs8-encrypted", "rsa-encrypted", "pgp", "bundle", "crlf", "in-code"])
+    # the same key where it does not start a line: pasted into a string, escaped in one, indented in YAML
+    f'KEY = """{private_key()}"""\n',
+    "KEY = " + json.dumps(private_key("RSA PRIVATE KEY")) + "\n",
+    json.dumps({"key": private_key()}).replace("/", "\\/"),
+    "tls:\n  key: |\n" + "".join(f"    {line}\n" for line in private_key("EC PRIVATE KEY").splitlines()),
+    private_key().replace("\n", "\r"),  # classic Mac OS line ends
+], ids=["openssh", "rsa", "ec", "pkcs8", "pkcs8-encrypted", "rsa-encrypted", "pgp", "bundle", "crlf", "in-code",
+        "in-a-string", "escaped", "json-slashes", "yaml-indented", "cr"])
 def test_a_file_holding_a_private_key_is_refused_whatever_its_name(bare_source: Path, content: str) -> None:
     (bare_source / "server.pem").write_bytes(content.encode())
     with pytest.raises(source.SourceError, match=r"server\.pem \(a private key") as caught:
@@ -302,13 +310,44 @@ def test_a_file_holding_a_private_key_is_refused_whatever_its_name(bare_source: 
     assert "server.pem" not in [str(rel) for rel in source.survey(bare_source).files]
 
 
+def _notebook(*cells: str, outputs: int = 0) -> str:
+    """A Jupyter notebook (nbformat 4, as Jupyter writes it: indent 1, each cell's source a
+    list of its lines), its first cell with ``outputs`` bytes of an image's base64 output."""
+    image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo" * (outputs // 11)}}
+    return json.dumps({"cells": [{"cell_type": "code", "execution_count": 1, "metadata": {}, "id": f"c{i}",
+                                  "outputs": [image] if i == 0 and outputs else [],
+                                  "source": cell.splitlines(keepends=True)} for i, cell in enumerate(cells)],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+
+
+@pytest.mark.parametrize("cells", [
+    ("import paramiko\n", f"KEY = '''\n{private_key()}'''\n"),
+    (f"KEY = '''{private_key('RSA PRIVATE KEY')}'''",),
+], ids=["own-lines", "in-a-string"])
+@pytest.mark.parametrize("outputs", [0, 200_000], ids=["small", "after-outputs"])
+def test_a_notebook_with_a_private_key_in_a_cell_is_refused(bare_source: Path, cells: tuple[str, ...],
+                                                            outputs: int) -> None:
+    """A key pasted into a notebook's cell: JSON strings, one per line, wherever the cell is
+    (a plot's output before it puts it past the first KEY_SCAN_BYTES)."""
+    (bare_source / "explore.ipynb").write_text(_notebook(*cells, outputs=outputs))
+    with pytest.raises(source.SourceError, match=r"explore\.ipynb \(a private key"):
+        source.survey(bare_source)
+    (bare_source / "explore.ipynb").write_text(_notebook("import paramiko\n", outputs=outputs))
+    assert "explore.ipynb" in [str(rel) for rel in source.survey(bare_source).files]
+
+
 @pytest.mark.parametrize("content", [
     f"-----BEGIN CERTIFICATE-----\n{KEY_BODY}\n-----END CERTIFICATE-----\n",
     f"-----BEGIN PUBLIC KEY-----\n{KEY_BODY}\n-----END PUBLIC KEY-----\n",
     "Keys start with -----BEGIN OPENSSH PRIVATE KEY----- and end with its END line.\n",
     "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----\n",  # a placeholder in the docs
     "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END EC PRIVATE KEY-----\n",
-], ids=["certificate", "public-key", "prose", "placeholder", "unmatched"])
+    # code that reads keys names both lines, with code between them
+    'if line == "-----BEGIN RSA PRIVATE KEY-----":\n    privateKeyBytesFromBase64 = decode(line)\n'
+    'elif line == "-----END RSA PRIVATE KEY-----":\n    pass\n',
+    'BEGIN, END = "-----BEGIN OPENSSH PRIVATE KEY-----", "-----END OPENSSH PRIVATE KEY-----"\n',
+    "Paste it as -----BEGIN PRIVATE KEY----- YOUR_KEY_GOES_HERE -----END PRIVATE KEY-----\n",
+], ids=["certificate", "public-key", "prose", "placeholder", "unmatched", "parser", "constants", "instructions"])
 def test_certificates_public_keys_and_words_about_keys_are_kept(bare_source: Path, content: str) -> None:
     (bare_source / "server.pem").write_text(content)
     assert "server.pem" in [str(rel) for rel in source.survey(bare_source).files]

@@ -13,16 +13,19 @@ The table matches names: a name is what each tool looks for, so it is what a cop
 home folder or a careless ``cp -r ~/.config`` brings in. Two kinds are found by
 content, because they have no fixed name:
 
-- a private key (``server.pem``, ``deploy_key``, a key pasted into ``key.txt``): an
-  armored ``-----BEGIN ... PRIVATE KEY-----`` block, PEM or OpenSSH's, with its body and
-  its END line, in the first KEY_SCAN_BYTES of a file (a key file is a few KB; a server's
-  PEM bundle puts its certificates first);
+- a private key (``server.pem``, ``deploy_key``, a key pasted into ``key.txt``, into a
+  string of code, or into a notebook's cell): an armored ``-----BEGIN ... PRIVATE KEY-----``
+  block, PEM or OpenSSH's, with its body and its END line, in the first KEY_SCAN_BYTES of
+  a file (a key file is a few KB; a server's PEM bundle puts its certificates first), or
+  anywhere in a notebook up to NOTEBOOK_SCAN_BYTES (its outputs' images come before a
+  later cell);
 - a Google credential JSON (a service account key, ``GOOGLE_APPLICATION_CREDENTIALS=key.json``),
   the credential a Vertex AI project most often holds, told by its ``"type"``; only
   ``.json`` files up to KEY_FILE_MAX bytes count (a key is about 2.3 KB).
 
-Each packaged file is opened once for both, and only its first KEY_SCAN_BYTES are read:
-the whole folder is read once more by its hash, not here.
+Each packaged file is opened once for both, and only its first KEY_SCAN_BYTES are read
+(a notebook's first NOTEBOOK_SCAN_BYTES): the whole folder is read once more by its hash,
+not here.
 """
 from __future__ import annotations
 
@@ -32,8 +35,8 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-__all__ = ["CREDENTIALS", "Credential", "GOOGLE_KEY", "KEY_FILE_MAX", "KEY_SCAN_BYTES", "PRIVATE_KEY",
-           "WHITEOUT_PREFIX", "credential_files", "private_key", "whiteout_names"]
+__all__ = ["CREDENTIALS", "Credential", "GOOGLE_KEY", "KEY_FILE_MAX", "KEY_SCAN_BYTES", "NOTEBOOK_SCAN_BYTES",
+           "PRIVATE_KEY", "WHITEOUT_PREFIX", "credential_files", "private_key", "whiteout_names"]
 
 #: A layer entry whose name starts with this is a whiteout: the runtime deletes the file
 #: of that name in the layers below, and shows neither
@@ -131,19 +134,31 @@ GOOGLE_KEY = "a Google Cloud credential file (a service account key or a login's
 #: Bytes read of each packaged file for a private key: its first 64 KiB. A key file is a few KB
 #: (an RSA 4096 PEM 3.2 KB), a bundle of a server's certificate chain and key well under this.
 KEY_SCAN_BYTES = 64 * 1024
+#: Bytes read of a notebook (``.ipynb``) for a private key: a cell's key may come after outputs
+#: of many KB each (a plot is a base64 PNG), and a notebook is read whole by the hash anyway.
+NOTEBOOK_SCAN_BYTES = 16 * 1024 * 1024
 #: What a file holding a private key is refused as.
 PRIVATE_KEY = "a private key: whoever holds it signs, decrypts or logs in as its owner"
 #: The BEGIN line of an armored private key: RFC 7468's ``PRIVATE KEY`` (PKCS #8, sec. 10) and
 #: ``ENCRYPTED PRIVATE KEY`` (sec. 11); OpenSSL's traditional ``RSA``/``EC``/``DSA PRIVATE KEY``
 #: (pem(3ossl), with ``Proc-Type``/``DEK-Info`` headers when encrypted); OpenSSH's ``OPENSSH
 #: PRIVATE KEY`` (https://github.com/openssh/openssh-portable/blob/master/PROTOCOL.key);
-#: OpenPGP's ``PGP PRIVATE KEY BLOCK`` (RFC 4880, sec. 6.2; read 2026-12-01). At the start of
-#: a line, as every parser requires; compiled on first use (re's own cache), for files that
-#: hold the words only.
-_KEY_BEGIN = rb"(?m)^-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----[ \t]*\r?$"
-#: A line of a key's base64 body (keys write 64 or 70 characters a line): a block whose lines
-#: are all shorter (``...``, a placeholder in a README) holds no key.
-_KEY_LINE = rb"(?m)^[A-Za-z0-9+/=]{16,}\r?$"
+#: OpenPGP's ``PGP PRIVATE KEY BLOCK`` (RFC 4880, sec. 6.2; read 2026-12-01). Anywhere in a
+#: line: a key pasted into a string of code (``KEY = """-----BEGIN``), a notebook's JSON
+#: (``"-----BEGIN ...-----\n",``) or indented YAML is the same key. Compiled on first use
+#: (re's own cache), for files that hold the words only.
+_KEY_BEGIN = rb"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
+#: A string's escapes of a line end or a slash (JSON writes ``\/`` too): a key in a string of
+#: code or a notebook's JSON has its line ends written so.
+_ESCAPES = ((b"\\n", b"\n"), (b"\\r", b"\n"), (b"\\t", b" "), (b"\\/", b"/"))
+#: What a string around a key's lines adds: its quotes, and the commas between a notebook's lines.
+_QUOTING = b"\"',"
+#: A header line of an armored block (``Proc-Type: 4,ENCRYPTED``, PGP's ``Version: GnuPG v2``).
+_KEY_HEADER = rb"[A-Za-z][A-Za-z-]*: .*"
+#: A line of a key's base64 body; one this long or longer (keys write 64 or 70 characters a
+#: line) is a key's, so a block whose lines are all shorter (``MIIE``) holds none.
+_KEY_LINE = rb"[A-Za-z0-9+/=]*"
+_KEY_LINE_MIN = 16
 
 
 def credential_files(files: Iterable[PurePosixPath], root: Path | None = None) -> list[tuple[PurePosixPath, Credential]]:
@@ -164,10 +179,11 @@ def credential_files(files: Iterable[PurePosixPath], root: Path | None = None) -
 def _by_content(path: Path, json: bool) -> str | None:
     """Why the file ``path`` is a credential by its first KEY_SCAN_BYTES (a private key; for a
     small ``json`` file, a Google credential), or None."""
-    try:  # os.open and one os.read: no buffered file object per file (the walk may open thousands)
+    scan = NOTEBOOK_SCAN_BYTES if path.suffix == ".ipynb" else KEY_SCAN_BYTES
+    try:  # os.open and os.read: no buffered file object per file (the walk may open thousands)
         fd = os.open(path, os.O_RDONLY)
         try:
-            head, size = os.read(fd, KEY_SCAN_BYTES), os.fstat(fd).st_size
+            head, size = _read_up_to(fd, scan), os.fstat(fd).st_size
         finally:
             os.close(fd)
     except OSError:  # unreadable: the walk's own check says so
@@ -179,14 +195,47 @@ def _by_content(path: Path, json: bool) -> str | None:
     return None
 
 
+def _read_up_to(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes of ``fd`` (fewer at its end): one read for a key's head, more
+    for a notebook (a read returns at most ~2 GiB, and a pipe's or a network file's less)."""
+    parts, left = [], size
+    while left > 0:
+        part = os.read(fd, left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
 def private_key(data: bytes) -> bool:
-    """True when ``data`` holds an armored private key: its BEGIN line, a line of base64, and
-    its END line with the same label."""
+    """True when ``data`` holds an armored private key: its BEGIN line, a body of base64 lines
+    (one of 16 characters or more) as a file, a string or a notebook writes it, and its END
+    line with the same label."""
     for begin in re.finditer(_KEY_BEGIN, data):
         end = data.find(b"-----END " + begin.group(1) + b"-----", begin.end())
-        if end != -1 and re.search(_KEY_LINE, data[begin.end():end]) is not None:
+        if end == -1:
+            continue
+        if _key_body(data[begin.end():end]):
             return True
     return False
+
+
+def _key_body(body: bytes) -> bool:
+    """Whether ``body`` (between a BEGIN and an END line) is a key's body, however it is written
+    down: base64 lines and headers, in a file, a string (``\\n`` escapes, quotes) or a notebook
+    (a JSON list of lines), indented or not. Anything else (``...``, a placeholder in a README;
+    code that parses keys) is no key."""
+    for escape, plain in _ESCAPES:
+        body = body.replace(escape, plain)
+    lines = body.translate(None, _QUOTING).replace(b"\r", b"\n").split(b"\n")
+    long_line = False
+    for line in (raw.strip() for raw in lines):
+        if re.fullmatch(_KEY_LINE, line) is not None:
+            long_line = long_line or len(line) >= _KEY_LINE_MIN
+        elif re.fullmatch(_KEY_HEADER, line) is None:
+            return False
+    return long_line
 
 
 def whiteout_names(files: Iterable[PurePosixPath]) -> list[PurePosixPath]:
