@@ -3,6 +3,7 @@ for the three readers (the check that they stay in the project, the bytes the ta
 files whose lines pip's errors must not quote), following includes as pip does."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -85,3 +86,21 @@ def test_a_file_named_by_two_paths_is_read_from_each(tmp_path: Path, link: bool)
     top.write_text("-r a/common.txt\n" + ("-r b/common.txt\n" if link else ""))
     covered = requirements_bytes(top)
     assert covered.count(b"marker-a") == 1 and covered.count(b"marker-b") == (1 if link else 0)
+
+
+@pytest.mark.parametrize("option", ["-r", "-c"])
+def test_an_include_that_is_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path, option: str) -> None:
+    """Opening a FIFO blocks until a writer comes: ``-r fifo`` hung validate and plan forever.
+    Run in a child process with a timeout, so a hang fails the test instead of the suite."""
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "requirements.txt").write_text(f"numpy\n{option} fifo\n")
+    code = ("import sys; from pathlib import Path; from vxtrain.sources import requirements as r\n"
+            "top = Path(sys.argv[1])\n"
+            "print(r.outside_includes(top, [top.parent]))\n"
+            "try:\n    r.requirements_bytes(top)\nexcept r.RequirementsError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "requirements.txt")],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "[]", f"{tmp_path / 'fifo'} (included by requirements.txt) is not a regular file (a FIFO, a socket or a "
+              "device), which pip would wait on or refuse: name a requirements file"]

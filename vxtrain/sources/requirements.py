@@ -15,10 +15,13 @@ them (vxtrain.images.dependencies).
 """
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote, urlparse
 
 from vxtrain.errors import VxtrainError
@@ -108,7 +111,7 @@ def requirements_bytes(path: Path, folders: Sequence[Path] = ()) -> bytes:
 
     first = read(path)
     out, seen = [first], {path.resolve()}
-    for found, body in _walk(path, _is_file, read, first):
+    for found, body in _walk(path, _is_there, read, first):
         if found.resolved in seen:
             continue
         seen.add(found.resolved)
@@ -125,10 +128,30 @@ def _head(path: Path) -> bytes | None:
     """The first MAX_REQUIREMENTS_BYTES of ``path``; None when it cannot be read or is no file
     (the tag's reading, requirements_bytes, says so in its own words)."""
     try:
-        with path.open("rb") as f:
+        with _open_regular(path) as f:
             return f.read(MAX_REQUIREMENTS_BYTES)
     except OSError:
         return None
+
+
+class _NotRegular(OSError):
+    """A name that is there but is no regular file (a FIFO, a socket, a device, a folder)."""
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file; _NotRegular when it is something
+    else. Opened with O_NONBLOCK, then fstat-ed: opening a FIFO blocks until a writer comes, so
+    ``-r fifo`` hung validate and plan forever (as a FIFO spec did: loading.read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _NotRegular(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 def _walk(top: Path, enter: Callable[[Path], bool], read: Callable[[Path], bytes | None] = _head,
@@ -162,6 +185,12 @@ def _walk(top: Path, enter: Callable[[Path], bool], read: Callable[[Path], bytes
             yield found, entered
 
 
+def _is_there(path: Path) -> bool:
+    """Whether ``path`` names something other than a folder: it is read, and refused when it is
+    no regular file (a missing include, or a folder, counts by its name: pip says what is wrong)."""
+    return os.path.exists(path) and not os.path.isdir(path)
+
+
 def _is_file(path: Path) -> bool:
     try:
         return path.is_file()
@@ -171,13 +200,16 @@ def _is_file(path: Path) -> bool:
 
 def _read_bounded(path: Path, budget: int, top: Path) -> bytes:
     """At most ``budget`` bytes of ``path`` (RequirementsError when it holds more, or cannot be read)."""
+    named = "" if path == top else f" (included by {top.name})"
     try:
-        with path.open("rb") as f:
+        with _open_regular(path) as f:
             data = f.read(budget + 1)
+    except _NotRegular as exc:
+        raise RequirementsError(f"{path}{named} is not a regular file (a FIFO, a socket or a device), "
+                                "which pip would wait on or refuse: name a requirements file") from exc
     except OSError as exc:
         raise RequirementsError(f"cannot read {path} ({exc.strerror or exc}): make it readable") from exc
     if len(data) > budget:
-        named = "" if path == top else f" (included by {top.name})"
         raise RequirementsError(f"{path}{named} passes the {MAX_REQUIREMENTS_BYTES // 1024:,} KiB that "
                                 "requirements (the file and its -r/-c includes) may take: a requirements file "
                                 "lists packages; name data files nowhere in it")
