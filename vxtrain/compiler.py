@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from vxtrain import catalog, slots
 from vxtrain.model import (RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, LustreMount, NfsMount, Pool,
                            PscInterface, PythonPackage, Reservation, Scheduling, Study, StudyParameter)
-from vxtrain.vocab.kinds import CUSTOM, TUNING
+from vxtrain.vocab.kinds import CUSTOM, JOB_SPEC, TRIAL_JOB_SPEC
+
+if TYPE_CHECKING:  # annotations only: the validate path does not load the TypedDicts
+    from vxtrain.vocab import jobjson
 
 _ALGORITHMS = {
     None: "ALGORITHM_UNSPECIFIED",  # Vertex's default: Bayesian optimization
@@ -36,15 +39,24 @@ _GOALS = {"maximize": "MAXIMIZE", "minimize": "MINIMIZE"}
 
 # --- CustomJob ---------------------------------------------------------------
 
-def _job_header(job: Job) -> dict[str, Any]:
-    """displayName and labels: the fields CustomJob and HyperparameterTuningJob share."""
-    out: dict[str, Any] = {}
+class _Header(TypedDict, total=False):
+    """The fields CustomJob and HyperparameterTuningJob share, first in both."""
+
+    displayName: str
+    labels: dict[str, str]
+
+
+def _set_header(out: _Header, job: Job) -> None:
+    """displayName and labels set on ``out`` (a CustomJob or a HyperparameterTuningJob)."""
     if job.display_name is not None:
         out["displayName"] = job.display_name
     if job.labels:
         out["labels"] = dict(job.labels)
-    return out
 
+
+# The two jobs are returned as dict[str, Any]: pipeline.Result holds them so (its
+# custom_job and hyperparameter_tuning_job), and a TypedDict is no dict[str, Any].
+# Built, they are jobjson.CustomJob and jobjson.HyperparameterTuningJob.
 
 def compile_custom_job(job: Job) -> dict[str, Any]:
     """The REST JSON of the job's ``aiplatform_v1.CustomJob``: displayName, labels, jobSpec.
@@ -52,27 +64,33 @@ def compile_custom_job(job: Job) -> dict[str, Any]:
     ``job.extra`` is deep-merged last (its ``jobSpec`` part already inside
     :func:`compile_custom_job_spec`).
     """
-    out = _job_header(job)
-    out[CUSTOM.spec_key] = compile_custom_job_spec(job)
-    top = {k: v for k, v in job.extra.items() if k != CUSTOM.spec_key}
+    out: jobjson.CustomJob = {}
+    _set_header(out, job)
+    out[JOB_SPEC] = compile_custom_job_spec(job)
+    top = {k: v for k, v in job.extra.items() if k != JOB_SPEC}
     merged: dict[str, Any] = deep_merge(out, top)  # two mappings merge into a mapping
     return merged
 
 
-def compile_custom_job_spec(job: Job) -> dict[str, Any]:
+def compile_custom_job_spec(job: Job) -> jobjson.CustomJobSpec:
     """The ``jobSpec`` (a CustomJobSpec): what ``convert --to gcloud`` writes and
     what CLUSTER_SPEC's ``job`` holds; ``extra.jobSpec`` merged in."""
-    spec: dict[str, Any] = {"workerPoolSpecs": compile_pools(job)}
+    spec: jobjson.CustomJobSpec = {"workerPoolSpecs": compile_pools(job)}
     scheduling = compile_scheduling(job.scheduling)
     if scheduling:
         spec["scheduling"] = scheduling
     spec.update(_job_spec_scalars(job))
     extra = job.extra.get(CUSTOM.spec_key)  # `extra` spells a CustomJob's REST JSON
-    return deep_merge(spec, extra) if isinstance(extra, Mapping) else spec
+    if not isinstance(extra, Mapping):
+        return spec
+    # validation/extra.py checks every key and value of `extra` against the protos; what it
+    # lets through keeps the CustomJobSpec shape.
+    merged: jobjson.CustomJobSpec = deep_merge(spec, extra)
+    return merged
 
 
-def _job_spec_scalars(job: Job) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _job_spec_scalars(job: Job) -> jobjson.CustomJobSpec:
+    out: jobjson.CustomJobSpec = {}
     if job.service_account is not None:
         out["serviceAccount"] = job.service_account
     if job.network is not None:
@@ -89,9 +107,9 @@ def _job_spec_scalars(job: Job) -> dict[str, Any]:
     return out
 
 
-def _newer_job_fields(job: Job) -> dict[str, Any]:
+def _newer_job_fields(job: Job) -> jobjson.CustomJobSpec:
     """The CustomJobSpec fields of 2025-26 (google/cloud/aiplatform/v1/custom_job.proto)."""
-    out: dict[str, Any] = {}
+    out: jobjson.CustomJobSpec = {}
     if job.reserved_ip_ranges:
         out["reservedIpRanges"] = list(job.reserved_ip_ranges)
     if job.psc_interface is not None:
@@ -107,30 +125,33 @@ def _newer_job_fields(job: Job) -> dict[str, Any]:
     return out
 
 
-def compile_psc_interface(psc: PscInterface) -> dict[str, Any]:
+def compile_psc_interface(psc: PscInterface) -> jobjson.PscInterfaceConfig:
     """PscInterfaceConfig: networkAttachment and dnsPeeringConfigs (service_networking.proto)."""
-    out: dict[str, Any] = {}
+    out: jobjson.PscInterfaceConfig = {}
     if psc.network_attachment is not None:
         out["networkAttachment"] = psc.network_attachment
-    peering = [_present({"domain": d.domain, "targetProject": d.target_project, "targetNetwork": d.target_network})
-               for d in psc.dns_peering]
+    peering: list[jobjson.DnsPeeringConfig] = []
+    for d in psc.dns_peering:
+        config: jobjson.DnsPeeringConfig = {}
+        if d.domain is not None:  # the lenient model leaves a missing value None: not sent
+            config["domain"] = d.domain
+        if d.target_project is not None:
+            config["targetProject"] = d.target_project
+        if d.target_network is not None:
+            config["targetNetwork"] = d.target_network
+        peering.append(config)
     if peering:
         out["dnsPeeringConfigs"] = peering
     return out
 
 
-def _present(fields: dict[str, Any]) -> dict[str, Any]:
-    """``fields`` without the ones that are None (the lenient model's missing values)."""
-    return {key: value for key, value in fields.items() if value is not None}
-
-
-def compile_pools(job: Job) -> list[dict[str, Any]]:
+def compile_pools(job: Job) -> list[jobjson.WorkerPoolSpec]:
     """workerPoolSpecs: slot 0 chief, 1 workers, 2 parameter servers or Reduction
     Server, 3 evaluators; ``{}`` for a gap, trailing gaps dropped."""
     # A skipped pool is an empty value: "All worker pools except the first one are
     # optional and can be skipped by providing an empty value."
     # https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec
-    specs: list[dict[str, Any]] = [{} for _ in slots.SLOTS]
+    specs: list[jobjson.WorkerPoolSpec] = [{} for _ in slots.SLOTS]
     for pool in job.ordered_pools():
         specs[pool.index] = compile_pool(pool, region=job.region)
     while specs and not specs[-1]:
@@ -138,12 +159,12 @@ def compile_pools(job: Job) -> list[dict[str, Any]]:
     return specs
 
 
-def compile_pool(pool: Pool, *, region: str | None = None) -> dict[str, Any]:
+def compile_pool(pool: Pool, *, region: str | None = None) -> jobjson.WorkerPoolSpec:
     """One WorkerPoolSpec. The Reduction Server pool runs Google's image unless
     it names its own; defaults never reach it (the model does not merge them). A pool
     with no code at all gets no containerSpec (an empty one would clash with the
     pythonPackageSpec ``extra`` may give it: the two are a oneof)."""
-    out: dict[str, Any] = {"machineSpec": _machine_spec(pool)}
+    out: jobjson.WorkerPoolSpec = {"machineSpec": _machine_spec(pool)}
     if pool.replicas is not None:
         out["replicaCount"] = pool.replicas
     if pool.python_package is not None and pool.image is None:
@@ -161,19 +182,35 @@ def compile_pool(pool: Pool, *, region: str | None = None) -> dict[str, Any]:
     return out
 
 
-def _nfs_mount(mount: NfsMount) -> dict[str, Any]:
-    """NfsMount (machine_resources.proto): server, path, mountPoint."""
-    return _present({"server": mount.server, "path": mount.path, "mountPoint": mount.mount_point})
+def _nfs_mount(mount: NfsMount) -> jobjson.NfsMount:
+    """NfsMount (machine_resources.proto): server, path, mountPoint; a missing one not sent."""
+    out: jobjson.NfsMount = {}
+    if mount.server is not None:
+        out["server"] = mount.server
+    if mount.path is not None:
+        out["path"] = mount.path
+    if mount.mount_point is not None:
+        out["mountPoint"] = mount.mount_point
+    return out
 
 
-def _lustre_mount(mount: LustreMount) -> dict[str, Any]:
-    """LustreMount (machine_resources.proto): instanceIp, volumeHandle, filesystem, mountPoint."""
-    return _present({"instanceIp": mount.instance_ip, "volumeHandle": mount.volume_handle,
-                     "filesystem": mount.filesystem, "mountPoint": mount.mount_point})
+def _lustre_mount(mount: LustreMount) -> jobjson.LustreMount:
+    """LustreMount (machine_resources.proto): instanceIp, volumeHandle, filesystem, mountPoint;
+    a missing one not sent."""
+    out: jobjson.LustreMount = {}
+    if mount.instance_ip is not None:
+        out["instanceIp"] = mount.instance_ip
+    if mount.volume_handle is not None:
+        out["volumeHandle"] = mount.volume_handle
+    if mount.filesystem is not None:
+        out["filesystem"] = mount.filesystem
+    if mount.mount_point is not None:
+        out["mountPoint"] = mount.mount_point
+    return out
 
 
-def _machine_spec(pool: Pool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _machine_spec(pool: Pool) -> jobjson.MachineSpec:
+    out: jobjson.MachineSpec = {}
     if pool.machine_type is not None:
         out["machineType"] = pool.machine_type
     acc = pool.accelerator
@@ -190,53 +227,59 @@ def _machine_spec(pool: Pool) -> dict[str, Any]:
     return out
 
 
-def _reservation_affinity(reservation: Reservation) -> dict[str, Any]:
+def _reservation_affinity(reservation: Reservation) -> jobjson.ReservationAffinity:
     """machineSpec.reservationAffinity: ``key`` and ``values`` with a specific reservation only."""
-    out: dict[str, Any] = {"reservationAffinityType": RESERVATION_AFFINITY[str(reservation.affinity)]}
+    out: jobjson.ReservationAffinity = {"reservationAffinityType": RESERVATION_AFFINITY[str(reservation.affinity)]}
     if reservation.affinity == "specific" and reservation.name is not None:
         out["key"] = RESERVATION_NAME_KEY
         out["values"] = [reservation.name]
     return out
 
 
-def _container_spec(pool: Pool, region: str | None) -> dict[str, Any]:
+def _container_spec(pool: Pool, region: str | None) -> jobjson.ContainerSpec:
     image = pool.image
     if image is None and pool.role == "reduction_server":
         # https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction-server
         image = catalog.reduction_server_image(region)
-    out: dict[str, Any] = {} if image is None else {"imageUri": image}
+    out: jobjson.ContainerSpec = {} if image is None else {"imageUri": image}
     if pool.command:
         out["command"] = list(pool.command)
-    out.update(_args_env(pool))
+    _set_args_env(out, pool)
     return out
 
 
-def _python_package_spec(pool: Pool, pkg: PythonPackage) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _python_package_spec(pool: Pool, pkg: PythonPackage) -> jobjson.PythonPackageSpec:
+    out: jobjson.PythonPackageSpec = {}
     if pkg.executor_image is not None:
         out["executorImageUri"] = pkg.executor_image
     if pkg.package_uris:
         out["packageUris"] = list(pkg.package_uris)
     if pkg.module is not None:
         out["pythonModule"] = pkg.module
-    out.update(_args_env(pool))
+    _set_args_env(out, pool)
     return out
 
 
-def _args_env(pool: Pool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+class _ArgsEnv(TypedDict, total=False):
+    """The fields ContainerSpec and PythonPackageSpec share, last in both."""
+
+    args: list[str]
+    env: list[jobjson.EnvVar]
+
+
+def _set_args_env(out: _ArgsEnv, pool: Pool) -> None:
+    """args and env set on ``out`` (a ContainerSpec or a PythonPackageSpec)."""
     if pool.args:
         out["args"] = list(pool.args)
     if pool.env:
         out["env"] = [{"name": k, "value": v} for k, v in pool.env.items()]
-    return out
 
 
-def compile_scheduling(scheduling: Scheduling | None) -> dict[str, Any]:
+def compile_scheduling(scheduling: Scheduling | None) -> jobjson.Scheduling:
     """Scheduling with durations as the proto JSON ``"<seconds>s"`` strings ({} if unset)."""
     if scheduling is None:
         return {}
-    out: dict[str, Any] = {}
+    out: jobjson.Scheduling = {}
     if scheduling.timeout is not None:
         out["timeout"] = f"{scheduling.timeout}s"
     if scheduling.restart_job_on_worker_restart is not None:
@@ -302,19 +345,24 @@ def compile_hpt_job(job: Job) -> dict[str, Any]:
     study = job.study
     if study is None:
         raise ValueError("the job has no study: compile_hpt_job needs `study:`")
-    out = _job_header(job)
+    out: jobjson.HyperparameterTuningJob = {}
+    _set_header(out, job)
     out["studySpec"] = compile_study_spec(study)
-    counts = (("maxTrialCount", study.max_trials), ("parallelTrialCount", study.parallel_trials),
-              ("maxFailedTrialCount", study.max_failed_trials))
-    out.update({key: value for key, value in counts if value is not None})
-    out[TUNING.spec_key] = compile_custom_job_spec(job)
-    return out
+    if study.max_trials is not None:
+        out["maxTrialCount"] = study.max_trials
+    if study.parallel_trials is not None:
+        out["parallelTrialCount"] = study.parallel_trials
+    if study.max_failed_trials is not None:
+        out["maxFailedTrialCount"] = study.max_failed_trials
+    out[TRIAL_JOB_SPEC] = compile_custom_job_spec(job)
+    return dict(out)  # see compile_custom_job: pipeline.Result holds a dict[str, Any]
 
 
-def compile_study_spec(study: Study) -> dict[str, Any]:
+def compile_study_spec(study: Study) -> jobjson.StudySpec:
     """StudySpec: metrics, parameters and the search algorithm."""
-    metrics = [{"metricId": m.id, "goal": _GOALS.get((m.goal or "").lower(), (m.goal or "").upper())}
-               for m in study.metrics if m.id is not None]
+    metrics: list[jobjson.MetricSpec] = [
+        {"metricId": m.id, "goal": _GOALS.get((m.goal or "").lower(), (m.goal or "").upper())}
+        for m in study.metrics if m.id is not None]
     algorithm = _ALGORITHMS.get(study.algorithm.lower() if study.algorithm else None)
     return {
         "metrics": metrics,
@@ -323,14 +371,14 @@ def compile_study_spec(study: Study) -> dict[str, Any]:
     }
 
 
-def compile_parameter(param: StudyParameter) -> dict[str, Any]:
+def compile_parameter(param: StudyParameter) -> jobjson.ParameterSpec:
     """One ParameterSpec; scaleType only for numeric parameters that give a scale."""
-    out: dict[str, Any] = {"parameterId": param.name}
+    out: jobjson.ParameterSpec = {"parameterId": param.name}
     kind = (param.type or "").lower()
     if kind == "double":
-        out["doubleValueSpec"] = _bounds(param, float)
+        out["doubleValueSpec"] = _double_bounds(param)
     elif kind == "integer":
-        out["integerValueSpec"] = _bounds(param, int)
+        out["integerValueSpec"] = _integer_bounds(param)
     elif kind == "discrete":
         out["discreteValueSpec"] = {"values": [float(v) for v in param.values if _is_number(v)]}
     elif kind == "categorical":
@@ -340,12 +388,21 @@ def compile_parameter(param: StudyParameter) -> dict[str, Any]:
     return out
 
 
-def _bounds(param: StudyParameter, cast: type) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _double_bounds(param: StudyParameter) -> jobjson.DoubleValueSpec:
+    out: jobjson.DoubleValueSpec = {}
     if param.min is not None:
-        out["minValue"] = cast(param.min)
+        out["minValue"] = float(param.min)
     if param.max is not None:
-        out["maxValue"] = cast(param.max)
+        out["maxValue"] = float(param.max)
+    return out
+
+
+def _integer_bounds(param: StudyParameter) -> jobjson.IntegerValueSpec:
+    out: jobjson.IntegerValueSpec = {}
+    if param.min is not None:
+        out["minValue"] = int(param.min)
+    if param.max is not None:
+        out["maxValue"] = int(param.max)
     return out
 
 

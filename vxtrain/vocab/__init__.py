@@ -2,7 +2,9 @@
 states (:mod:`~vxtrain.vocab.kinds`), a study's parameters and trials
 (:mod:`~vxtrain.vocab.studies`), the callbacks a layer reports through
 (:mod:`~vxtrain.vocab.callbacks`), the persistent-resource ID
-(:mod:`~vxtrain.vocab.resources`) and RFC 3339 times (:mod:`~vxtrain.vocab.timestamps`).
+(:mod:`~vxtrain.vocab.resources`), RFC 3339 times (:mod:`~vxtrain.vocab.timestamps`) and
+the REST JSON of a CustomJob and a HyperparameterTuningJob as TypedDicts
+(:mod:`~vxtrain.vocab.jobjson`, imported for annotations only).
 
 Each word has one home here, so the compiler, planning, the backends, submission,
 the local runtime and the renderers agree by construction. This floor imports

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,14 @@ class JobKind:
         return self.field.replace("_", " ")
 
 
-CUSTOM = JobKind("custom", "customJobs", "CustomJob", "custom_job", "jobSpec", "job_spec")
+#: A CustomJob's CustomJobSpec key, and a HyperparameterTuningJob's, in REST JSON. Final, so
+#: that mypy reads them as the literal keys of vocab.jobjson's TypedDicts.
+JOB_SPEC: Final = "jobSpec"
+TRIAL_JOB_SPEC: Final = "trialJobSpec"
+
+CUSTOM = JobKind("custom", "customJobs", "CustomJob", "custom_job", JOB_SPEC, "job_spec")
 TUNING = JobKind("hpt", "hyperparameterTuningJobs", "HyperparameterTuningJob", "hyperparameter_tuning_job",
-                 "trialJobSpec", "trial_job_spec")
+                 TRIAL_JOB_SPEC, "trial_job_spec")
 #: Every kind, by its short name.
 KINDS: dict[str, JobKind] = {kind.key: kind for kind in (CUSTOM, TUNING)}
 
