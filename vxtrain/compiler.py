@@ -54,9 +54,9 @@ def _set_header(out: _Header, job: Job) -> None:
         out["labels"] = dict(job.labels)
 
 
-# The two jobs are returned as dict[str, Any]: pipeline.Result holds them so (its
-# custom_job and hyperparameter_tuning_job), and a TypedDict is no dict[str, Any].
-# Built, they are jobjson.CustomJob and jobjson.HyperparameterTuningJob.
+# The two jobs are built as jobjson.CustomJob and jobjson.HyperparameterTuningJob and
+# returned as plain dicts: pipeline.Result holds them so (custom_job,
+# hyperparameter_tuning_job), and mypy takes no TypedDict for a plain dict.
 
 def compile_custom_job(job: Job) -> dict[str, Any]:
     """The REST JSON of the job's ``aiplatform_v1.CustomJob``: displayName, labels, jobSpec.
@@ -68,8 +68,9 @@ def compile_custom_job(job: Job) -> dict[str, Any]:
     _set_header(out, job)
     out[JOB_SPEC] = compile_custom_job_spec(job)
     top = {k: v for k, v in job.extra.items() if k != JOB_SPEC}
-    merged: dict[str, Any] = deep_merge(out, top)  # two mappings merge into a mapping
-    return merged
+    # validation/extra.py checks each key `extra` adds against the protos (as in compile_custom_job_spec).
+    merged: jobjson.CustomJob = deep_merge(out, top)
+    return dict(merged)
 
 
 def compile_custom_job_spec(job: Job) -> jobjson.CustomJobSpec:
@@ -355,7 +356,7 @@ def compile_hpt_job(job: Job) -> dict[str, Any]:
     if study.max_failed_trials is not None:
         out["maxFailedTrialCount"] = study.max_failed_trials
     out[TRIAL_JOB_SPEC] = compile_custom_job_spec(job)
-    return dict(out)  # see compile_custom_job: pipeline.Result holds a dict[str, Any]
+    return dict(out)  # a plain dict, as compile_custom_job's
 
 
 def compile_study_spec(study: Study) -> jobjson.StudySpec:

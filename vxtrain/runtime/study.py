@@ -43,17 +43,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from vxtrain.errors import LocalRunError, VxtrainError
 # The study's words (search space, trials, metrics) are shared with submission's views and
 # render: their home is the vocabulary floor.
-from vxtrain.vocab.studies import (INFEASIBLE, SUCCEEDED, MetricGoal, SearchParam, TrialResult, best_trial,
-                                   discrete_number, grid_values, metric_goals, search_space, trial_args)
+from vxtrain.vocab.studies import (INFEASIBLE, SUCCEEDED, MetricGoal, Parameters, ParameterValue, SearchParam,
+                                   TrialJson, TrialResult, best_trial, discrete_number, grid_values, metric_goals,
+                                   search_space, trial_args)
 
 if TYPE_CHECKING:
+    from vxtrain.vocab import jobjson
     from vxtrain.runtime.gpus import GpuOptions, GpuPlan, TrialGpus
-    from vxtrain.runtime.runner import Output
+    from vxtrain.runtime.runner import LocalRunResult, Output
     from vxtrain.model import Job
 
 METRIC_FILE_ENV = "CLOUD_ML_HP_METRIC_FILE"
@@ -69,7 +71,7 @@ _RANDOM = "RANDOM_SEARCH"
 class Suggestions:
     """The parameters of each trial, the local algorithm used, and notes for the user."""
 
-    points: list[dict[str, Any]]
+    points: list[Parameters]
     algorithm: str
     notes: list[str] = field(default_factory=list)
 
@@ -99,18 +101,18 @@ def suggest(study_spec: Mapping[str, Any], count: int, *, seed: int | None = Non
     return Suggestions([random_point(space, rng) for _ in range(count)], algorithm, notes)
 
 
-def grid_points(space: Sequence[SearchParam]) -> list[dict[str, Any]]:
+def grid_points(space: Sequence[SearchParam]) -> list[Parameters]:
     """Every combination, in the order written, the last parameter varying fastest."""
     axes = [grid_values(p) for p in space]
     return [dict(zip((p.id for p in space), combo)) for combo in itertools.product(*axes)]
 
 
-def random_point(space: Sequence[SearchParam], rng: random.Random) -> dict[str, Any]:
+def random_point(space: Sequence[SearchParam], rng: random.Random) -> Parameters:
     """One independent random draw of every parameter."""
     return {p.id: _draw(p, rng) for p in space}
 
 
-def _draw(param: SearchParam, rng: random.Random) -> Any:
+def _draw(param: SearchParam, rng: random.Random) -> ParameterValue:
     if param.kind in ("discrete", "categorical"):
         value = rng.choice(list(param.values))
         return discrete_number(value) if param.kind == "discrete" else value
@@ -199,7 +201,7 @@ def _as_int(value: Any, default: int | None) -> int | None:
 class StudyConfig:
     """What a HyperparameterTuningJob says about running its trials."""
 
-    study_spec: dict[str, Any]
+    study_spec: jobjson.StudySpec
     max_trials: int
     parallel_trials: int = 1
     max_failed_trials: int = 0
@@ -207,7 +209,9 @@ class StudyConfig:
     @classmethod
     def from_hpt_json(cls, job: Mapping[str, Any]) -> StudyConfig:
         """From the REST JSON of a HyperparameterTuningJob (counts may be strings or absent)."""
-        return cls(dict(job.get("studySpec", {})), int(job.get("maxTrialCount") or 1),
+        # A copy (the config is frozen) of the job's studySpec: a StudySpec, be it compiled or read back.
+        study_spec = cast("jobjson.StudySpec", dict(job.get("studySpec", {})))
+        return cls(study_spec, int(job.get("maxTrialCount") or 1),
                    max(1, int(job.get("parallelTrialCount") or 1)), int(job.get("maxFailedTrialCount") or 0))
 
     @property
@@ -222,11 +226,11 @@ class StudyConfig:
         return self.max_failed_trials if self.max_failed_trials > 0 else self.max_trials
 
 
-RunTrial = Callable[[str, dict[str, Any]], TrialResult]
+RunTrial = Callable[[str, Parameters], TrialResult]
 TrialHook = Callable[[TrialResult], None]
 
 
-def schedule(points: Sequence[dict[str, Any]], run_trial: RunTrial, *, parallel: int, failure_limit: int,
+def schedule(points: Sequence[Parameters], run_trial: RunTrial, *, parallel: int, failure_limit: int,
              stop: threading.Event | None = None, on_start: TrialHook | None = None,
              on_end: TrialHook | None = None) -> list[TrialResult]:
     """Run trial "1".."N" with ``run_trial``, at most ``parallel`` at once (threads).
@@ -280,6 +284,17 @@ def _result_of(future: futures.Future[TrialResult], trial: TrialResult) -> Trial
 
 # --- running a study with the local runner --------------------------------------------------
 
+class StudyJson(TypedDict):
+    """A local study's outcome in ``--output json``."""
+
+    succeeded: bool
+    cancelled: bool
+    message: str
+    notes: list[str]
+    trials: list[TrialJson]
+    best_trial: TrialJson | None
+
+
 @dataclass
 class StudyResult:
     """How a study ended: its trials, the best one, and why it failed (if it did)."""
@@ -296,7 +311,7 @@ class StudyResult:
         """The best succeeded trial by the first metric."""
         return best_trial(self.trials, self.goals)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StudyJson:
         """Plain data for ``--output json``."""
         best = self.best
         return {"succeeded": self.succeeded, "cancelled": self.cancelled, "message": self.message,
@@ -335,7 +350,7 @@ class LocalTrials:
     #: The GPU plan of each trial slot: a trial takes one while it runs (see :func:`trial_plans`).
     gpu_slots: queue.SimpleQueue[GpuPlan] | None = None
 
-    def __call__(self, trial_id: str, params: dict[str, Any]) -> TrialResult:
+    def __call__(self, trial_id: str, params: Parameters) -> TrialResult:
         """Run trial ``trial_id`` to its end and measure it."""
         gpu_plan = self.gpu_slots.get() if self.gpu_slots is not None else None
         try:
@@ -344,12 +359,12 @@ class LocalTrials:
             if self.gpu_slots is not None and gpu_plan is not None:
                 self.gpu_slots.put(gpu_plan)  # the next trial gets these GPUs
 
-    def _run(self, trial_id: str, params: dict[str, Any], gpu_plan: GpuPlan | None) -> TrialResult:
+    def _run(self, trial_id: str, params: Parameters, gpu_plan: GpuPlan | None) -> TrialResult:
         from vxtrain.runtime import runner as local  # lazy: plan reads this module; only runs need the runner
 
         metrics_dir = self.workspace / f"trial-{trial_id}"
         metrics_dir.mkdir(parents=True, exist_ok=True)
-        kwargs: dict[str, Any] = {} if self.out is None else {"out": prefixed(self.out, f"[trial {trial_id}] ")}
+        kwargs: _Outputs = {} if self.out is None else {"out": prefixed(self.out, f"[trial {trial_id}] ")}
         if self.err is not None:
             kwargs["err"] = prefixed(self.err, f"[trial {trial_id}] ")
         try:
@@ -360,6 +375,13 @@ class LocalTrials:
             return TrialResult(trial_id, params, INFEASIBLE, message=f"could not start: {exc}")
         measured = read_metrics(chief_metric_file(metrics_dir), [g.id for g in self.goals])
         return _trial_outcome(trial_id, params, run, measured)
+
+
+class _Outputs(TypedDict, total=False):
+    """run_job's ``out`` and ``err``, passed only when the study has its own (else run_job's defaults)."""
+
+    out: Output
+    err: Output
 
 
 def prefixed(out: Output, prefix: str) -> Callable[[str], None]:
@@ -375,7 +397,7 @@ def prefixed(out: Output, prefix: str) -> Callable[[str], None]:
     return write
 
 
-def _trial_outcome(trial_id: str, params: dict[str, Any], run: Any, measured: Measurement) -> TrialResult:
+def _trial_outcome(trial_id: str, params: Parameters, run: LocalRunResult, measured: Measurement) -> TrialResult:
     # Locally a trial succeeds on exit 0 whether or not it reported the metric (docs/studies.md, "Trials run locally").
     if run.succeeded:
         note = "" if measured.metrics else "reported no metric"

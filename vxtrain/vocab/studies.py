@@ -12,13 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 #: Vertex AI's Trial.State names the local runtime uses.
 SUCCEEDED = "SUCCEEDED"
 #: A trial that ran but could not be measured (its job failed).
 INFEASIBLE = "INFEASIBLE"
 ACTIVE = "ACTIVE"
+
+#: One parameter's value in a trial: a number (a double, an integer, a discrete value) or a
+#: category (a string), as Trial.Parameter's google.protobuf.Value holds it.
+ParameterValue = int | float | str
+#: A trial's parameters: parameter id → value.
+Parameters = dict[str, ParameterValue]
 
 
 # --- the search space ----------------------------------------------------------------
@@ -31,7 +37,7 @@ class SearchParam:
     kind: str
     min: float | None = None
     max: float | None = None
-    values: tuple[Any, ...] = ()
+    values: tuple[ParameterValue, ...] = ()
     scale: str = "UNIT_LINEAR_SCALE"
 
 
@@ -59,7 +65,7 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def grid_values(param: SearchParam) -> list[Any]:
+def grid_values(param: SearchParam) -> list[ParameterValue]:
     """The values grid search tries for ``param`` (a double has none: not griddable)."""
     if param.kind == "integer" and param.min is not None and param.max is not None:
         return list(range(int(param.min), int(param.max) + 1))
@@ -71,14 +77,13 @@ def grid_values(param: SearchParam) -> list[Any]:
                      "use type integer, discrete or categorical")
 
 
-def discrete_number(value: Any) -> Any:
+def discrete_number(value: ParameterValue) -> int | float:
     """Discrete values are doubles on Vertex; whole ones print as integers (``32``, not ``32.0``)."""
-    if isinstance(value, str):
-        value = float(value)
-    return int(value) if float(value).is_integer() else float(value)
+    number = float(value)
+    return int(number) if number.is_integer() else number
 
 
-def format_value(value: Any) -> str:
+def format_value(value: ParameterValue) -> str:
     """A parameter value as the trial's ``--name=value`` argument shows it."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -87,7 +92,7 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def trial_args(params: Mapping[str, Any]) -> list[str]:
+def trial_args(params: Mapping[str, ParameterValue]) -> list[str]:
     """``--name=value`` for each parameter, appended to the container args.
 
     Vertex AI's form is not settled by any source: Google's page shows ``--name value``,
@@ -99,12 +104,22 @@ def trial_args(params: Mapping[str, Any]) -> list[str]:
 
 # --- trials and their results ------------------------------------------------------------
 
+class TrialJson(TypedDict):
+    """A trial in ``--output json`` (local-run's study, a tuning job's view)."""
+
+    id: str
+    state: str
+    parameters: Parameters
+    metrics: dict[str, float]
+    message: str
+
+
 @dataclass
 class TrialResult:
     """One trial: id ("1".."N"), parameters, state (Vertex's Trial.State name), metrics."""
 
     id: str
-    parameters: dict[str, Any]
+    parameters: Parameters
     state: str = ACTIVE
     metrics: dict[str, float] = field(default_factory=dict)
     step: int | None = None
@@ -115,7 +130,7 @@ class TrialResult:
         """The trial ended without success (its job failed or could not start)."""
         return self.state == INFEASIBLE
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TrialJson:
         """``{"id", "state", "parameters", "metrics", "message"}``."""
         return {"id": self.id, "state": self.state, "parameters": dict(self.parameters),
                 "metrics": dict(self.metrics), "message": self.message}
