@@ -18,9 +18,12 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vxtrain.slots import TF_CLUSTER_TYPES, TF_TYPE_BY_CLUSTER_KEY, is_reduction_server_image
+
+if TYPE_CHECKING:  # for annotations only: at run time this module needs no more than slots
+    from vxtrain.vocab.jobjson import JsonObject
 
 #: The port Vertex AI gives every replica in CLUSTER_SPEC / TF_CONFIG.
 CLOUD_PORT = 2222
@@ -35,14 +38,15 @@ class ClusterInfo:
     """Where this process sits in its job, read from CLUSTER_SPEC / TF_CONFIG.
 
     ``cluster`` is in TF_CONFIG's shape (chief / worker / ps → host:port lists,
-    ``master`` renamed ``chief``); ``role`` is chief, worker, ps or evaluator.
+    ``master`` renamed ``chief``); ``role`` is chief, worker, ps or evaluator. ``job`` is
+    whatever object the environment's ``job`` holds (see :func:`_job`): no shape is promised.
     """
 
     role: str = "chief"
     index: int = 0
     trial: str | None = None
     cluster: dict[str, list[str]] = field(default_factory=dict)
-    job: dict[str, Any] = field(default_factory=dict)
+    job: JsonObject = field(default_factory=dict)
 
     @property
     def is_chief(self) -> bool:
@@ -67,7 +71,9 @@ class ClusterInfo:
         return self.index + 1 if self.role == "worker" else None
 
 
-def _load_json(environ: Mapping[str, str], name: str) -> dict[str, Any]:
+def _load_json(environ: Mapping[str, str], name: str) -> JsonObject:
+    """The JSON object in environment variable ``name`` (``{}`` when unset): set by whoever
+    started the process, so nothing about its content is sure."""
     raw = environ.get(name)
     if not raw:
         return {}
@@ -98,7 +104,7 @@ def _normalize_cluster(raw: Any) -> dict[str, list[str]]:
     return out
 
 
-def _job(raw: Any) -> dict[str, Any]:
+def _job(raw: Any) -> JsonObject:
     """The ``job`` of CLUSTER_SPEC / TF_CONFIG as a dict, in either form it comes in.
 
     Running Vertex AI jobs put a JSON-encoded *string* in CLUSTER_SPEC's ``job``

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from vxtrain.cluster import CLOUD_PORT
 from vxtrain.errors import VxtrainError
@@ -27,6 +27,32 @@ PREVIEW_JOB_ID = "0000000000000000000"
 #: each names every replica's host (~60 bytes), so a job of a billion replicas would build
 #: gigabytes in memory for one variable. 100,000 hosts is ~6 MB, past any real job.
 MAX_CLUSTER_REPLICAS = 100_000
+
+
+class Task(TypedDict):
+    """CLUSTER_SPEC's and TF_CONFIG's ``task``: this replica's pool (or TF task type) and index."""
+
+    type: str
+    index: int
+    trial: NotRequired[str]  # a tuning job's trial id
+
+
+class ClusterSpec(TypedDict):
+    """The CLUSTER_SPEC document: every pool's hosts by ``workerpoolK``; ``job`` the legacy JSON string."""
+
+    cluster: dict[str, list[str]]
+    environment: str
+    task: Task
+    job: str
+
+
+class TfConfig(TypedDict):
+    """The TF_CONFIG document: chief / worker / ps hosts; ``job`` the CustomJobSpec as a dictionary."""
+
+    cluster: dict[str, list[str]]
+    environment: str
+    task: Task
+    job: dict[str, object]
 
 
 def pool_replicas(job: Job) -> dict[int, int]:
@@ -58,9 +84,9 @@ def _is_reduction_server(job: Job, pool_index: int) -> bool:
 
 
 def cluster_spec(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica_index: int,
-                 hosts: Mapping[int, list[str]], trial: str | None = None) -> dict[str, Any]:
+                 hosts: Mapping[int, list[str]], trial: str | None = None) -> ClusterSpec:
     """The CLUSTER_SPEC document of one replica (every pool the job has, by slot)."""
-    task: dict[str, Any] = {"type": SLOTS[pool_index].cluster_key, "index": replica_index}
+    task: Task = {"type": SLOTS[pool_index].cluster_key, "index": replica_index}
     if trial is not None:
         task["trial"] = trial
     cluster = {SLOTS[k].cluster_key: list(hosts.get(k, [])) for k in sorted(pool_replicas(job))}
@@ -100,7 +126,7 @@ def tf_cluster(job: Job, hosts: Mapping[int, list[str]]) -> dict[str, list[str]]
 
 
 def tf_config(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica_index: int,
-              hosts: Mapping[int, list[str]], trial: str | None = None) -> dict[str, Any] | None:
+              hosts: Mapping[int, list[str]], trial: str | None = None) -> TfConfig | None:
     """The TF_CONFIG document of one replica; None when Vertex AI sets none.
 
     None for single-replica jobs and for Reduction Server replicas (not TF tasks).
@@ -111,7 +137,7 @@ def tf_config(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica_in
     """
     if not is_distributed(job) or _is_reduction_server(job, pool_index):
         return None
-    task: dict[str, Any] = {"type": TF_TASK_TYPES[pool_index], "index": replica_index}
+    task: Task = {"type": TF_TASK_TYPES[pool_index], "index": replica_index}
     if trial is not None:
         task["trial"] = trial
     return {"cluster": tf_cluster(job, hosts), "environment": "cloud", "task": task,

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TextIO, Union
+from typing import IO, Any, TextIO, TypedDict, Union
 
 from vxtrain import catalog, slots
 from vxtrain.errors import LocalRunError, VxtrainError
@@ -76,6 +76,28 @@ _FATAL_ROLES = ("chief", "workers", "parameter_servers")
 _VXTRAIN_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 
 
+class ReplicaJson(TypedDict):
+    """A replica in local-run's ``--output json``."""
+
+    name: str
+    role: str
+    pid: int | None
+    exit_code: int | None
+    stopped: bool
+    gpus: list[str]
+
+
+class RunJson(TypedDict):
+    """local-run's ``--output json`` for a job (a study's is runtime.study.StudyJson)."""
+
+    succeeded: bool
+    cancelled: bool
+    failed_replica: str | None
+    exit_code: int | None
+    message: str
+    replicas: list[ReplicaJson]
+
+
 @dataclass
 class ReplicaRun:
     """One replica process and how it ended."""
@@ -90,7 +112,7 @@ class ReplicaRun:
     stopped: bool = False  # ended by the runner, not by itself
     gpus: list[str] = field(default_factory=list)  # its CUDA_VISIBLE_DEVICES entries
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReplicaJson:
         """Plain-data form for ``--output json``."""
         return {"name": self.name, "role": self.role, "pid": self.pid,
                 "exit_code": self.exit_code, "stopped": self.stopped, "gpus": list(self.gpus)}
@@ -107,7 +129,7 @@ class LocalRunResult:
     replicas: list[ReplicaRun] = field(default_factory=list)
     cancelled: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RunJson:
         """Plain-data form for ``--output json``."""
         return {"succeeded": self.succeeded, "cancelled": self.cancelled,
                 "failed_replica": self.failed_replica, "exit_code": self.exit_code,
