@@ -12,8 +12,9 @@ Units: Gbps is 1e9 *bits* per second; gradient sizes are bytes.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from vxtrain import catalog
 from vxtrain import diagnostics as dx
@@ -25,6 +26,57 @@ from vxtrain.slots import TRAINING_ROLES
 
 BITS_PER_BYTE = 8
 UNKNOWN = "unknown"
+
+
+# --- plan's JSON (docs/cli.md, "plan -o json": the Contract's ``bandwidth``) ----------------
+
+class PoolBandwidthJson(TypedDict):
+    """One row of ``bandwidth.pools``."""
+
+    index: int
+    role: str
+    replicas: int | None
+    machine_type: str | None
+    accelerator_type: str | None
+    accelerator_count: int
+    gbps_per_node: float | None
+    total_gbps: float | None
+    confidence: str
+    source: str
+    gpu_network: str | None
+    gpu_network_source: str | None
+
+
+class ReductionServerJson(TypedDict):
+    """``bandwidth.reduction_server``."""
+
+    machine_type: str | None
+    replicas: int | None
+    gbps_per_replica: float | None
+    auto: bool
+    replicas_needed: int | None
+
+
+class AllReduceJson(TypedDict):
+    """``bandwidth.allreduce`` (with ``--gradient-size``)."""
+
+    gradient_bytes: float
+    training_nodes: int
+    node_gbps: float | None
+    ring_seconds: float | None
+    reduction_server_seconds: float | None
+    reduction_server_keeps_up: bool | None
+    speedup: float | None
+
+
+class BandwidthJson(TypedDict):
+    """The Contract's ``bandwidth`` object."""
+
+    training_gbps: float
+    server_gbps: float
+    reduction_server: ReductionServerJson | None
+    pools: list[PoolBandwidthJson]
+    allreduce: NotRequired[AllReduceJson]
 
 
 @dataclass(frozen=True)
@@ -52,7 +104,7 @@ class PoolBandwidth:
             return None
         return self.replicas * self.gbps_per_node
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PoolBandwidthJson:
         """One row of the Contract's ``bandwidth.pools``."""
         return {
             "index": self.index, "role": self.role, "replicas": self.replicas,
@@ -73,7 +125,7 @@ class ReductionServerPlan:
     auto: bool
     replicas_needed: int | None  # the smallest count that matches the training pools
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ReductionServerJson:
         """The Contract's ``bandwidth.reduction_server`` (plus ``auto``, ``replicas_needed``)."""
         return {"machine_type": self.machine_type, "replicas": self.replicas,
                 "gbps_per_replica": self.gbps_per_replica, "auto": self.auto,
@@ -91,7 +143,7 @@ class AllReduce:
     reduction_server_seconds: float | None
     reduction_server_keeps_up: bool | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AllReduceJson:
         """``bandwidth.allreduce``."""
         speedup = None
         if self.ring_seconds and self.reduction_server_seconds:
@@ -117,7 +169,7 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         """The Contract's ``bandwidth`` object."""
-        out: dict[str, Any] = {
+        out: BandwidthJson = {
             "training_gbps": self.training_gbps,
             "server_gbps": self.server_gbps,
             "reduction_server": self.reduction_server.to_json() if self.reduction_server else None,
@@ -125,7 +177,7 @@ class Plan:
         }
         if self.allreduce is not None:
             out["allreduce"] = self.allreduce.to_json()
-        return out
+        return dict(out)  # a plain dict: commands/diff.py holds it so (it is a BandwidthJson)
 
 
 # --- planning ------------------------------------------------------------------
@@ -248,7 +300,8 @@ def _unknown_message(result: Plan, rs: ReductionServerPlan) -> str:
             f"of replicas instead (pool 2's total bandwidth should match pools 0 + 1)")
 
 
-def _where(native: NativeSpec | None, path: tuple[str, ...]) -> dict[str, Any]:
+def _where(native: NativeSpec | None, path: tuple[str, ...]) -> Mapping[str, Any]:
+    """A diagnostic's location keywords (``NativeSpec.where``'s: path, file, line, column)."""
     return native.where(path) if native is not None else {"path": format_path(path)}
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from vxtrain import diagnostics as dx
 from vxtrain import catalog
@@ -63,6 +63,73 @@ _CONFIDENCE_ORDER = ("documented", "copied", "derived", "unverified", UNKNOWN)
 _DIGITS = 8  # the catalog's precision
 
 
+# --- plan's JSON (docs/cli.md, "plan -o json": the Contract's ``cost``) ---------------------
+
+class PriceLineJson(TypedDict):
+    """One entry of a pool's ``prices``."""
+
+    kind: str
+    name: str
+    count: int
+    usd_per_hour: float | None
+    confidence: str
+    source: str
+    as_of: str
+
+
+class UnknownJson(TypedDict):
+    """One entry of ``cost.unknown``."""
+
+    pool: int | None
+    role: str | None
+    kind: str
+    name: str | None
+    region: str | None
+    pricing: str
+
+
+class PoolCostJson(TypedDict):
+    """One row of ``cost.pools``."""
+
+    pool: int
+    role: str
+    replicas: int | None
+    hosts: int
+    machine_type: str | None
+    per_node_hour: float | None
+    per_hour: float | None
+    confidence: str
+    source: str
+    prices: list[PriceLineJson]
+
+
+class StudyCostJson(TypedDict):
+    """``cost.study``: a study's figures."""
+
+    per_trial_hour: float | None
+    max_trials: int | None
+    parallel_trials: int
+
+
+class CostJson(TypedDict):
+    """The Contract's ``cost`` object and the keys vxtrain adds."""
+
+    currency: str
+    region: str | None
+    per_hour: float | None
+    max_total: float | None
+    pools: list[PoolCostJson]
+    unknown: list[UnknownJson]
+    pricing: str
+    confidence: str
+    timeout_hours: float
+    timeout_default: bool
+    max_total_at_default_timeout: NotRequired[float | None]
+    billed_via: NotRequired[str]
+    source: NotRequired[str]
+    study: NotRequired[StudyCostJson]
+
+
 @dataclass(frozen=True)
 class PriceLine:
     """One priced item of a node: its machine, or its accelerators (``count`` per node)."""
@@ -80,7 +147,7 @@ class PriceLine:
         """count × the unit price (None when the price is unknown)."""
         return None if self.unit_usd_per_hour is None else self.count * self.unit_usd_per_hour
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PriceLineJson:
         """One entry of a pool's ``prices``."""
         return {"kind": self.kind, "name": self.name, "count": self.count,
                 "usd_per_hour": _round(self.unit_usd_per_hour), "confidence": self.confidence,
@@ -98,7 +165,7 @@ class Unknown:
     region: str | None
     pricing: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> UnknownJson:
         """One entry of ``cost.unknown``."""
         return {"pool": self.pool, "role": self.role, "kind": self.kind, "name": self.name,
                 "region": self.region, "pricing": self.pricing}
@@ -155,7 +222,7 @@ class PoolCost:
             return PERSISTENT_RESOURCE_BILLING
         return " ".join(dict.fromkeys(line.source for line in self.lines if line.source))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PoolCostJson:
         """One row of the Contract's ``cost.pools`` (plus the ``prices`` it sums and its ``hosts``)."""
         return {"pool": self.index, "role": self.role, "replicas": self.replicas, "hosts": self.hosts,
                 "machine_type": self.machine_type, "per_node_hour": _round(self.per_node_hour),
@@ -218,7 +285,7 @@ class Cost:
 
     def to_json(self) -> dict[str, Any]:
         """The Contract's ``cost`` object (plus ``pricing``, the timeout used and study figures)."""
-        out: dict[str, Any] = {
+        out: CostJson = {
             "currency": CURRENCY, "region": self.region, "per_hour": _round(self.per_hour),
             # The contract: null without a timeout. Vertex still stops such a job at its
             # 7-day default, so that bound is given beside it (an added key).
@@ -237,7 +304,7 @@ class Cost:
             out["study"] = {"per_trial_hour": _round(self.per_trial_hour),
                             "max_trials": self.max_trials,
                             "parallel_trials": self.parallel_trials or 1}
-        return out
+        return dict(out)  # a plain dict: commands/diff.py holds it so (it is a CostJson)
 
 
 def _round(value: float | None) -> float | None:
@@ -378,7 +445,8 @@ def _unknown_path(u: Unknown, native: NativeSpec | None) -> tuple[str | int, ...
     return written_at(data, u.role, key, *tail) or (u.role, key, *tail)
 
 
-def _where(native: NativeSpec | None, path: tuple[str | int, ...]) -> dict[str, Any]:
+def _where(native: NativeSpec | None, path: tuple[str | int, ...]) -> Mapping[str, Any]:
+    """A diagnostic's location keywords (``NativeSpec.where``'s: path, file, line, column)."""
     return native.where(path) if native is not None else {"path": format_path(path)}
 
 
