@@ -10,10 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 # The roles and their pool slots are the one table in vxtrain.slots.
 from vxtrain.slots import POOL_INDEX, ROLES
+
+if TYPE_CHECKING:  # annotations only (validate's path)
+    from vxtrain.vocab.jobjson import JsonObject
 DEFAULT_RS_MACHINE = "n1-highcpu-16"
 DEFAULT_DISK_TYPE = "pd-ssd"
 DEFAULT_DISK_GB = 100
@@ -247,6 +250,15 @@ class Scheduling:
     disable_retries: bool | None = None
 
 
+class RecoveryJson(TypedDict):
+    """plan's ``recovery`` object (docs/cli.md)."""
+
+    max_recoveries: int | None
+    on_exit_codes: list[int]
+    strategy: str
+    spot_to_standard_after: int | None
+
+
 @dataclass
 class Recovery:
     """``recovery:``: new attempts of a job that lost its machines after it started
@@ -257,7 +269,7 @@ class Recovery:
     strategy: str = "same"  # same: the rung that ran again | next: on down the fallback ladder
     spot_to_standard_after: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RecoveryJson:
         """plan's ``recovery`` object: the block as submit reads it."""
         return {"max_recoveries": self.max_recoveries, "on_exit_codes": list(self.on_exit_codes),
                 "strategy": self.strategy, "spot_to_standard_after": self.spot_to_standard_after}
@@ -324,7 +336,9 @@ class Job:
     scheduling: Scheduling | None = None
     local: LocalSpec | None = None
     study: Study | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: ``extra:`` as written: any CustomJob field, in its REST JSON (validation checks it
+    #: field by field against the protos; the compiler merges it over what it compiles).
+    extra: JsonObject = field(default_factory=dict)
     staging_bucket: str | None = None
     #: Where images built from ``build:`` are pushed: ``HOST/PATH`` (--image-repository overrides).
     image_repository: str | None = None
@@ -401,12 +415,8 @@ def _scalar_text(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _dict(v: Any) -> dict[str, Any]:
-    return dict(v) if isinstance(v, dict) else {}
-
-
-def _mapping(v: Any) -> dict[str, Any]:
-    """``v`` itself when it is a dict (not a copy: for reading only), else ``{}``."""
+def _mapping(v: object) -> Mapping[str, object]:
+    """``v`` itself when it is a mapping of the user's YAML (not a copy: for reading only), else ``{}``."""
     return v if isinstance(v, dict) else {}
 
 
@@ -418,8 +428,9 @@ CODE_KEYS: tuple[str, ...] = ("image", "python_package", "build")
 NO_DEFAULTS_ROLE = "reduction_server"
 
 
-def merge_defaults(defaults: Mapping[str, Any], pool: Mapping[str, Any]) -> dict[str, Any]:
-    """Pool keys override ``defaults``; ``env`` maps merge key by key."""
+def merge_defaults(defaults: Mapping[str, Any], pool: Mapping[str, Any]) -> JsonObject:
+    """The pool's YAML mapping over ``defaults``' (a new one): pool keys override ``defaults``;
+    ``env`` maps merge key by key."""
     merged = dict(defaults)
     for key, value in pool.items():
         if key in MERGED_BY_NAME and isinstance(value, dict) and isinstance(merged.get(key), dict):
@@ -447,11 +458,11 @@ EXTRA_JOB_FIELDS: dict[str, tuple[str, ...]] = {"persistent_resource": ("jobSpec
 
 def extra_machine_spec(data: Mapping[str, Any], role: str) -> Mapping[str, Any]:
     """``extra.jobSpec.workerPoolSpecs[POOL].machineSpec`` of ``role``'s pool ({} when not written)."""
-    pools = _dict(_dict(data.get("extra")).get("jobSpec")).get("workerPoolSpecs")
+    pools = _mapping(_mapping(data.get("extra")).get("jobSpec")).get("workerPoolSpecs")
     index = POOL_INDEX.get(role)
     if not isinstance(pools, list) or index is None or index >= len(pools) or not isinstance(pools[index], dict):
         return {}
-    return _dict(pools[index].get("machineSpec"))
+    return _mapping(pools[index].get("machineSpec"))
 
 
 def key_path_of(data: Mapping[str, Any], role: str, key: str, *tail: str | int) -> tuple[str | int, ...]:
@@ -472,7 +483,7 @@ def _extra_path(data: Mapping[str, Any], role: str, key: str, tail: tuple[str | 
 def job_written_at(data: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
     """Where the top-level ``key`` was written: in ``extra`` (which wins), else at the top, else None."""
     at = EXTRA_JOB_FIELDS.get(key)
-    if at is not None and at[-1] in _dict(_dict(data.get("extra")).get(at[0])):
+    if at is not None and at[-1] in _mapping(_mapping(data.get("extra")).get(at[0])):
         return ("extra", *at)
     return (key,) if key in data else None
 
@@ -554,7 +565,7 @@ def build_pool(role: str, raw: Mapping[str, Any]) -> Pool:
     )
 
 
-def _dicts(v: Any) -> list[dict[str, Any]]:
+def _dicts(v: object) -> list[Mapping[str, object]]:
     """The mappings of a list (a lenient read of a list of objects)."""
     return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
 
@@ -573,7 +584,7 @@ def _build_study(raw: Mapping[str, Any]) -> Study:
     metrics = [StudyMetric(_str(m.get("id")), _str(m.get("goal")))
                for m in metric_list if isinstance(m, dict)]
     params = []
-    for name, p in _dict(raw.get("parameters")).items():
+    for name, p in _mapping(raw.get("parameters")).items():
         if isinstance(p, dict):
             values = p.get("values")
             params.append(StudyParameter(
@@ -621,7 +632,7 @@ def build(data: Mapping[str, Any]) -> Job:
         tensorboard=_str(data.get("tensorboard")),
         enable_web_access=_bool(data.get("enable_web_access")), scheduling=scheduling,
         local=local, study=_build_study(study_raw) if isinstance(study_raw, dict) else None,
-        extra=_dict(data.get("extra")), staging_bucket=_str(data.get("staging_bucket")),
+        extra=dict(_mapping(data.get("extra"))), staging_bucket=_str(data.get("staging_bucket")),
         image_repository=_str(data.get("image_repository")),
         persistent_resource=_str(_lifted_job_value(data, "persistent_resource")),
         psc_interface=_build_psc(data.get("psc_interface")),
@@ -648,7 +659,7 @@ def _lifted_job_value(data: Mapping[str, Any], key: str) -> Any:
     at = job_written_at(data, key)
     if at is None or at[0] != "extra":
         return data.get(key)
-    return _dict(_dict(data.get("extra")).get(at[1])).get(at[2])
+    return _mapping(_mapping(data.get("extra")).get(at[1])).get(at[2])
 
 
 def _lift_extra(pool: Pool, machine_spec: Mapping[str, Any]) -> Pool:
