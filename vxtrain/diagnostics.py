@@ -9,9 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypedDict
 
 Severity = Literal["error", "warning"]
+
+
+class Location(TypedDict):
+    """Where a diagnostic points, as keywords for :func:`error` and :func:`warning`: the key
+    path as the user wrote it and its file, line and column (None where not known)."""
+
+    path: str
+    file: str | None
+    line: int | None
+    column: int | None
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ gcloud against a recording endpoint: what gcloud sends is the compiled job.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
 
 import typer
 import yaml
@@ -30,6 +31,9 @@ from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.formats import native_document
 from vxtrain.loading.document import NativeSpec
 from vxtrain.loading.fallback import FALLBACK_KEY
+
+if TYPE_CHECKING:  # annotations only
+    from vxtrain.vocab import jobjson
 
 
 class ConvertTarget(str, Enum):
@@ -61,9 +65,12 @@ def _yaml(data: Any) -> str:
 def convert(path: str, to: ConvertTarget, options: Options) -> int:
     """Print ``path`` in the target form; exit 1 (with diagnostics) when it is invalid."""
     result = api.load_job(path, options)
-    native, custom_job, job = result.native, result.custom_job, result.job
-    assert native is not None and custom_job is not None and job is not None  # load_job returns compiled results only
-    tuning_job = result.hyperparameter_tuning_job  # a spec with `study:`: what gcloud gets is the tuning job
+    native, job = result.native, result.job
+    assert native is not None and result.custom_job is not None and job is not None  # load_job returns compiled results only
+    # The compiler builds these two as jobjson's TypedDicts; pipeline.Result holds them as plain dicts.
+    custom_job = cast("jobjson.CustomJob", result.custom_job)
+    # a spec with `study:`: what gcloud gets is the tuning job
+    tuning_job = cast("jobjson.HyperparameterTuningJob | None", result.hyperparameter_tuning_job)
     if to is ConvertTarget.native:
         text = _yaml(native_document(native))
     elif to is ConvertTarget.gcloud:
@@ -115,7 +122,8 @@ def _watch_dropped(native: NativeSpec, key: str, to: ConvertTarget) -> Diagnosti
                    "carry it (`--to native` keeps it)", **native.where((key,)))
 
 
-def _empty_slot_refused(native: NativeSpec, pools: list[dict[str, Any]], index: int, what: str) -> Diagnostic:
+def _empty_slot_refused(native: NativeSpec, pools: list[jobjson.WorkerPoolSpec], index: int,
+                        what: str) -> Diagnostic:
     """The error that a job with an empty slot has a pool gcloud's flags cannot carry."""
     image = (pools[index].get("containerSpec") or {}).get("imageUri")
     role = slots.role_of(index, image)
@@ -130,7 +138,7 @@ def _empty_slot_refused(native: NativeSpec, pools: list[dict[str, Any]], index: 
 
 
 #: An empty worker pool slot of a compiled job (a gap before a later pool).
-EMPTY_SLOT: dict[str, Any] = {}
+EMPTY_SLOT: jobjson.WorkerPoolSpec = {}
 
 #: What a ``--worker-pool-spec`` flag says of a pool: compiled field path → the flag's key
 #: (https://cloud.google.com/sdk/gcloud/reference/ai/custom-jobs/create#--worker-pool-spec).
@@ -155,11 +163,11 @@ _JOB_WIDE: dict[tuple[str, str], str] = {
 }
 
 
-def _pool_flags(pools: list[dict[str, Any]]) -> tuple[list[str], tuple[int, str] | None]:
+def _pool_flags(pools: list[jobjson.WorkerPoolSpec]) -> tuple[list[str], tuple[int, str] | None]:
     """The ``--worker-pool-spec`` flags (an empty one per empty slot) and job-wide flags that
     make gcloud send exactly ``pools``; or the first pool they cannot say, and what of it."""
     flags: list[str] = []
-    wide: dict[str, tuple[Any, ...] | None] = {}
+    wide: dict[str, tuple[object, ...] | None] = {}
     for index, pool in enumerate(pools):
         if pool == EMPTY_SLOT:
             flags.append("--worker-pool-spec=")
@@ -190,7 +198,7 @@ def _pool_flags(pools: list[dict[str, Any]]) -> tuple[list[str], tuple[int, str]
                 if key != spec:
                     continue
                 value = pool[spec].get(field)
-                seen = tuple(value) if isinstance(value, list) else value
+                seen = tuple(value) if isinstance(value, list) else None
                 if flag in wide and wide[flag] != seen:
                     return [], (index, f"`{spec}.{field}`, which differs from another pool's "
                                        f"({flag} sets every pool's)")
@@ -218,7 +226,7 @@ def _arg_list(items: list[str], reserved: str) -> str:
     return f"^{delimiter}^" + delimiter.join(items)
 
 
-def gcloud_command(custom_job: dict[str, Any], project: str | None, region: str | None, stem: str) -> str:
+def gcloud_command(custom_job: jobjson.CustomJob, project: str | None, region: str | None, stem: str) -> str:
     """Shell lines that write the gcloud config and run ``gcloud ai custom-jobs create``.
 
     A job with an empty worker pool slot gets its pools as ``--worker-pool-spec`` flags
@@ -231,18 +239,19 @@ def gcloud_command(custom_job: dict[str, Any], project: str | None, region: str 
     if labels:
         argv.append("--labels=" + ",".join(f"{k}={v}" for k, v in labels.items()))
     spec = custom_job["jobSpec"]
+    body: Mapping[str, object] = spec
     pools = spec.get("workerPoolSpecs") or []
     if EMPTY_SLOT in pools:
         flags, refusal = _pool_flags(pools)
         if refusal is not None:
             raise ValueError(f"pool {refusal[0]}'s {refusal[1]} cannot be said in gcloud's flags")
         argv += flags
-        spec = {k: v for k, v in spec.items() if k != "workerPoolSpecs"}
+        body = {k: v for k, v in spec.items() if k != "workerPoolSpecs"}
     argv.append(f"--config={config}")
-    return _config_and_command(config, spec, argv)
+    return _config_and_command(config, body, argv)
 
 
-def gcloud_tuning_command(tuning_job: dict[str, Any], project: str | None, region: str | None, stem: str) -> str:
+def gcloud_tuning_command(tuning_job: jobjson.HyperparameterTuningJob, project: str | None, region: str | None, stem: str) -> str:
     """Shell lines that write the HyperparameterTuningJob config and run ``gcloud ai hp-tuning-jobs create``.
 
     The config is the whole compiled tuning job (its labels included: the flag would only
@@ -255,7 +264,7 @@ def gcloud_tuning_command(tuning_job: dict[str, Any], project: str | None, regio
     return _config_and_command(config, tuning_job, argv)
 
 
-def _create_argv(group: str, job: dict[str, Any], project: str | None, region: str | None) -> list[str]:
+def _create_argv(group: str, job: jobjson.CustomJob | jobjson.HyperparameterTuningJob, project: str | None, region: str | None) -> list[str]:
     """``gcloud ai GROUP create`` with the job's display name, and the region and project when known."""
     argv = ["gcloud", "ai", group, "create", f"--display-name={job['displayName']}"]
     if region:
@@ -265,7 +274,7 @@ def _create_argv(group: str, job: dict[str, Any], project: str | None, region: s
     return argv
 
 
-def _config_and_command(config: str, body: dict[str, Any], argv: list[str]) -> str:
+def _config_and_command(config: str, body: Mapping[str, object], argv: list[str]) -> str:
     """A here-document that writes ``body`` as YAML to ``config``, then ``argv`` shell-quoted."""
     marker = "VXTRAIN_CONFIG_EOF"
     return (f"cat > {shlex.quote(config)} <<'{marker}'\n{_yaml(body)}{marker}\n"

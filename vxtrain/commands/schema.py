@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -30,10 +30,13 @@ from vxtrain import catalog
 from vxtrain.commands import _common as c
 from vxtrain.validation.schema import schema as native_schema
 
+if TYPE_CHECKING:  # annotations only
+    from vxtrain.vocab.jobjson import JsonObject
+
 _MACHINE_KEYS = ("machine_type",)
 
 
-def enriched_schema() -> dict[str, Any]:
+def enriched_schema() -> JsonObject:
     """The shipped native schema plus catalog enums for editors (a new dict each call)."""
     out = copy.deepcopy(native_schema())
     machines = catalog.training_machine_types()
@@ -44,7 +47,7 @@ def enriched_schema() -> dict[str, Any]:
     return out
 
 
-def _properties_named(node: Any, names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+def _properties_named(node: Any, names: tuple[str, ...]) -> Iterator[JsonObject]:
     """Every property schema under ``node`` whose key is one of ``names``."""
     if isinstance(node, dict):
         for key, sub in (node.get("properties") or {}).items():

@@ -15,15 +15,18 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vxtrain.diagnostics import Diagnostic, error, warning
+from vxtrain.diagnostics import Diagnostic, Location, error, warning
 from vxtrain.loading.document import Document, Format, KeyPath, NativeSpec, format_path
 from vxtrain.model import merge_defaults
 
+if TYPE_CHECKING:  # annotations only (validate's path)
+    from vxtrain.vocab.jobjson import JsonObject
+
 # --- building a native dict with its origin map ------------------------------------
 
-def _set_path(root: dict[str, Any], path: KeyPath, value: Any) -> None:
+def _set_path(root: JsonObject, path: KeyPath, value: Any) -> None:
     """Set ``value`` at ``path``, creating dicts (str keys) and lists (int keys) on the way."""
     cur: Any = root
     for key, nxt in zip(path, path[1:]):
@@ -49,10 +52,11 @@ def suggest(key: str, allowed: Iterable[str]) -> str | None:
 
 @dataclass
 class Conversion:
-    """A native dict under construction, with its origin map and diagnostics."""
+    """A native dict under construction, with its origin map and diagnostics. ``data`` holds the
+    user's values as written (a YAML document in the native shape: checked later, by the schema)."""
 
     document: Document
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JsonObject = field(default_factory=dict)
     origin: dict[KeyPath, KeyPath] = field(default_factory=lambda: {(): ()})
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -76,7 +80,7 @@ class Conversion:
             for k in value:
                 self.link(native + (k,), source + (k,))
 
-    def where(self, source: KeyPath) -> dict[str, Any]:
+    def where(self, source: KeyPath) -> Location:
         """Diagnostic location keywords of a source key path."""
         pos = self.document.locate(source)
         return {"path": format_path(source), "file": pos.file if pos else self.document.file,

@@ -20,7 +20,7 @@ the experiment fields, ...) have native keys and map onto them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vxtrain import protos, slots
 from vxtrain.diagnostics import Diagnostic
@@ -29,6 +29,9 @@ from vxtrain.loading.document import Document, KeyPath, NativeSpec
 from vxtrain.model import (NO_DEFAULTS_ROLE, RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, build,
                            merge_defaults, written_at)
 from vxtrain.protos import MessageRef
+
+if TYPE_CHECKING:  # annotations only: the native document being built is the user's YAML
+    from vxtrain.vocab.jobjson import JsonObject
 
 #: Where each message a config may contain is declared: (module under aiplatform_v1/types/,
 #: class), and the fields vxtrain maps itself, used only when google-cloud-aiplatform
@@ -347,7 +350,7 @@ def _env(conv: Conversion, value: Any, base: KeyPath, src: KeyPath) -> None:
     if not isinstance(value, list):
         conv.error("wrong-type", f"env must be a list of {{name, value}} items, got {describe(value)}", src)
         return
-    env: dict[str, Any] = {}
+    env: dict[str, object] = {}  # name → value as written (the schema checks the values)
     for i, item in enumerate(value):
         raw = conv.mapping(item, src + (i,), f"env[{i}]")
         if raw is None:
@@ -457,7 +460,7 @@ def as_sent(native: NativeSpec) -> NativeSpec:
                       sent={**native.sent, **sent})
 
 
-def _sent_job_fields(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, KeyPath],
+def _sent_job_fields(native: NativeSpec, data: JsonObject, sent: dict[KeyPath, KeyPath],
                      spec: Mapping[str, Any]) -> None:
     """The network and the newer job fields ``extra.jobSpec`` sets, on their native keys (each
     replaces the spec's own: compile merges ``extra`` last, a list or scalar whole)."""
@@ -476,7 +479,7 @@ def _sent_job_fields(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPat
     sent.update({path: at for path, at in conv.origin.items() if path})
 
 
-def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, KeyPath],
+def _sent_pool(native: NativeSpec, data: JsonObject, sent: dict[KeyPath, KeyPath],
                raw: Mapping[str, Any], index: int) -> None:
     """Slot ``index``'s WorkerPoolSpec in ``extra`` onto its pool's native keys in ``data``."""
     conv = Conversion(native.source)
@@ -491,7 +494,7 @@ def _sent_pool(native: NativeSpec, data: dict[str, Any], sent: dict[KeyPath, Key
     # Slot 2 is the spec's parameter servers or Reduction Server, whichever it writes.
     own_role = next((r for r in slots.SLOTS[index].roles if isinstance(native.data.get(r), Mapping)), None)
     target = own_role or role
-    written: dict[str, Any] = conv.data.get(role, {})
+    written: JsonObject = conv.data.get(role, {})
     links = {(target, *path[1:]): at for path, at in conv.origin.items() if path[:1] == (role,)}
     if own_role is None:  # a pool only extra writes: nothing of defaults reaches it
         defaults = native.data.get("defaults")
@@ -557,7 +560,7 @@ def _sent_code(raw: Mapping[str, Any], merged: Mapping[str, Any], role: str) -> 
     return SENT_CODE_KEYS[given[0]] if compiled in (None, given[0]) else ()
 
 
-def _no_gpus(pool: dict[str, Any], merged: Mapping[str, Any], raw: Mapping[str, Any], src: KeyPath, role: str,
+def _no_gpus(pool: JsonObject, merged: Mapping[str, Any], raw: Mapping[str, Any], src: KeyPath, role: str,
              sent: dict[KeyPath, KeyPath]) -> None:
     """What ``extra`` sends when it takes GPUs away (compile merges it over the spec's own):
     ``acceleratorCount: 0`` under a type is 0 GPUs, which meets the native count's minimum of 1
@@ -607,7 +610,7 @@ def _zero_count(raw: Mapping[str, Any]) -> bool:
     return isinstance(machine, Mapping) and machine.get("acceleratorCount") in (0, "0")
 
 
-def _kept_build(native: NativeSpec, merged: Mapping[str, Any], own: Mapping[str, Any], pool: dict[str, Any],
+def _kept_build(native: NativeSpec, merged: Mapping[str, Any], own: Mapping[str, Any], pool: JsonObject,
                 role: str, sent: dict[KeyPath, KeyPath], keys: tuple[str, ...]) -> None:
     """A ``build:`` the pool inherits stays beside the image ``extra`` gives it (the pool's own
     code key would otherwise drop it from ``defaults``): both are sent, and the rules say so."""
@@ -620,7 +623,7 @@ def _kept_build(native: NativeSpec, merged: Mapping[str, Any], own: Mapping[str,
 
 def _sent_env(native: NativeSpec, sent: dict[KeyPath, KeyPath], raw: Mapping[str, Any], written: Mapping[str, Any],
               links: Mapping[KeyPath, KeyPath], merged: Mapping[str, Any], own: Mapping[str, Any],
-              pool: dict[str, Any], role: str) -> None:
+              pool: JsonObject, role: str) -> None:
     """The env ``extra`` gives the code the pool compiles to (compile merges it by name, as
     ``defaults``' env merges with the pool's), onto the pool's ``env``. Env given to the other
     kind of code is extra.py's conflict to report; the Reduction Server takes none."""

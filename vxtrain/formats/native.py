@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vxtrain.loading.document import NativeSpec
 from vxtrain.loading.fallback import FALLBACK_KEY
 from vxtrain.model import merge_defaults
+
+if TYPE_CHECKING:  # annotations only (validate's path)
+    from vxtrain.vocab.jobjson import JsonObject
 
 #: Pools that take ``defaults`` (the Reduction Server pool never does: a known bug class in peer tools).
 TRAINING_POOLS: tuple[str, ...] = ("chief", "workers", "parameter_servers", "evaluators")
@@ -29,8 +32,9 @@ NATIVE_ORDER: tuple[str, ...] = (
 
 
 
-def native_document(native: NativeSpec) -> dict[str, Any]:
-    """A clean native dict: empty values dropped, shared pool fields moved into ``defaults``.
+def native_document(native: NativeSpec) -> JsonObject:
+    """A clean native dict (the user's YAML document, values as written): empty values dropped,
+    shared pool fields moved into ``defaults``.
 
     A ``fallback:`` list is kept as written, its ``null``s included (each deletes a key
     for its rung), and then the pools and ``defaults`` are left as written too: an entry
@@ -42,7 +46,7 @@ def native_document(native: NativeSpec) -> dict[str, Any]:
     data = copy.deepcopy(native.data)
     ladder = data.pop(FALLBACK_KEY, None)
     if ladder is not None:
-        written: dict[str, Any] = _escape_references({**_drop_empty_but_pools(_ordered(data)),
+        written: JsonObject = _escape_references({**_drop_empty_but_pools(_ordered(data)),
                                                       FALLBACK_KEY: ladder})
         return written
     defaults = data.pop("defaults", None)
@@ -58,15 +62,15 @@ def native_document(native: NativeSpec) -> dict[str, Any]:
     chief = data.get("chief")
     if isinstance(chief, dict) and chief.get("replicas") == 1:
         del chief["replicas"]  # the default; Vertex requires exactly 1 primary replica
-    cleaned: dict[str, Any] = _escape_references(_drop_empty_but_pools(_ordered(data)))
+    cleaned: JsonObject = _escape_references(_drop_empty_but_pools(_ordered(data)))
     return cleaned
 
 
-def _drop_empty_but_pools(data: dict[str, Any]) -> dict[str, Any]:
+def _drop_empty_but_pools(data: JsonObject) -> JsonObject:
     """``data`` without empty values, except a pool written as ``{}`` (``chief: {}``): that is
     a pool of its own, one replica taking everything from ``defaults``, and without the key
     there is no pool at all."""
-    cleaned: dict[str, Any] = _drop_empty(data)  # a mapping stays a mapping
+    cleaned: JsonObject = _drop_empty(data)  # a mapping stays a mapping
     kept = [k for k, v in data.items() if k in POOLS and isinstance(v, Mapping) and k not in cleaned]
     return _ordered({**cleaned, **{k: {} for k in kept}}) if kept else cleaned
 
@@ -87,14 +91,14 @@ def _escape_references(value: Any) -> Any:
     return value
 
 
-def _ordered(data: dict[str, Any]) -> dict[str, Any]:
+def _ordered(data: JsonObject) -> JsonObject:
     """``data`` with its keys in NATIVE_ORDER, others after them."""
     ordered = {k: data[k] for k in NATIVE_ORDER if k in data}
     ordered.update({k: v for k, v in data.items() if k not in ordered})
     return ordered
 
 
-def _common_fields(pools: list[Mapping[str, Any]]) -> dict[str, Any]:
+def _common_fields(pools: list[Mapping[str, Any]]) -> JsonObject:
     """Fields equal (and non-empty) in every pool, when moving them saves lines."""
     if len(pools) < 2:
         return {}

@@ -27,8 +27,10 @@ Duration = str
 #: ``google.protobuf.Timestamp``: RFC 3339, UTC (``"2025-05-01T12:00:00.123Z"``).
 Timestamp = str
 #: A JSON object no one here gives a shape to: what a user writes under ``extra:`` (any
-#: CustomJob field, checked field by field by validation, not by a type), a YAML document
-#: before it is read, a ``google.protobuf.Any`` in an error's details. Use it only there.
+#: CustomJob field, checked field by field by validation, not by a type), the user's YAML
+#: document (or a piece of it) before the schema has checked it, JSON read from the
+#: environment, a JSON Schema document, a ``google.protobuf.Any`` in an error's details.
+#: Use it only there: data vxtrain makes or has checked has a TypedDict or a dataclass.
 JsonObject = dict[str, Any]
 
 
