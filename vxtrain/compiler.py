@@ -20,8 +20,22 @@ from vxtrain.model import (RESERVATION_AFFINITY, RESERVATION_NAME_KEY, Job, Lust
                            PscInterface, PythonPackage, Reservation, Scheduling, Study, StudyParameter)
 from vxtrain.vocab.kinds import CUSTOM, JOB_SPEC, TRIAL_JOB_SPEC
 
-if TYPE_CHECKING:  # annotations only: the validate path does not load the TypedDicts
+# Annotations only: validate imports this module, and a TypedDict class costs ~15 µs a field
+# to create (measured); a dict literal is a TypedDict without its class.
+if TYPE_CHECKING:
     from vxtrain.vocab import jobjson
+
+    class _Header(TypedDict, total=False):
+        """The fields CustomJob and HyperparameterTuningJob share, first in both."""
+
+        displayName: str
+        labels: dict[str, str]
+
+    class _ArgsEnv(TypedDict, total=False):
+        """The fields ContainerSpec and PythonPackageSpec share, last in both."""
+
+        args: list[str]
+        env: list[jobjson.EnvVar]
 
 _ALGORITHMS = {
     None: "ALGORITHM_UNSPECIFIED",  # Vertex's default: Bayesian optimization
@@ -38,13 +52,6 @@ _GOALS = {"maximize": "MAXIMIZE", "minimize": "MINIMIZE"}
 
 
 # --- CustomJob ---------------------------------------------------------------
-
-class _Header(TypedDict, total=False):
-    """The fields CustomJob and HyperparameterTuningJob share, first in both."""
-
-    displayName: str
-    labels: dict[str, str]
-
 
 def _set_header(out: _Header, job: Job) -> None:
     """displayName and labels set on ``out`` (a CustomJob or a HyperparameterTuningJob)."""
@@ -259,13 +266,6 @@ def _python_package_spec(pool: Pool, pkg: PythonPackage) -> jobjson.PythonPackag
         out["pythonModule"] = pkg.module
     _set_args_env(out, pool)
     return out
-
-
-class _ArgsEnv(TypedDict, total=False):
-    """The fields ContainerSpec and PythonPackageSpec share, last in both."""
-
-    args: list[str]
-    env: list[jobjson.EnvVar]
 
 
 def _set_args_env(out: _ArgsEnv, pool: Pool) -> None:

@@ -17,11 +17,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vxtrain.diagnostics import Diagnostic, Location, error, warning
+from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import Document, Format, KeyPath, NativeSpec, format_path
 from vxtrain.model import merge_defaults
 
 if TYPE_CHECKING:  # annotations only (validate's path)
+    from vxtrain.diagnostics import Location
     from vxtrain.vocab.jobjson import JsonObject
 
 # --- building a native dict with its origin map ------------------------------------

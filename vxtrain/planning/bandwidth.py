@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from vxtrain import catalog
 from vxtrain import diagnostics as dx
@@ -30,53 +30,56 @@ UNKNOWN = "unknown"
 
 # --- plan's JSON (docs/cli.md, "plan -o json": the Contract's ``bandwidth``) ----------------
 
-class PoolBandwidthJson(TypedDict):
-    """One row of ``bandwidth.pools``."""
+# Annotations only: a TypedDict class costs ~15 µs a field to create (measured), and validate and plan import
+# this module.
+if TYPE_CHECKING:
+    class PoolBandwidthJson(TypedDict):
+        """One row of ``bandwidth.pools``."""
 
-    index: int
-    role: str
-    replicas: int | None
-    machine_type: str | None
-    accelerator_type: str | None
-    accelerator_count: int
-    gbps_per_node: float | None
-    total_gbps: float | None
-    confidence: str
-    source: str
-    gpu_network: str | None
-    gpu_network_source: str | None
-
-
-class ReductionServerJson(TypedDict):
-    """``bandwidth.reduction_server``."""
-
-    machine_type: str | None
-    replicas: int | None
-    gbps_per_replica: float | None
-    auto: bool
-    replicas_needed: int | None
+        index: int
+        role: str
+        replicas: int | None
+        machine_type: str | None
+        accelerator_type: str | None
+        accelerator_count: int
+        gbps_per_node: float | None
+        total_gbps: float | None
+        confidence: str
+        source: str
+        gpu_network: str | None
+        gpu_network_source: str | None
 
 
-class AllReduceJson(TypedDict):
-    """``bandwidth.allreduce`` (with ``--gradient-size``)."""
+    class ReductionServerJson(TypedDict):
+        """``bandwidth.reduction_server``."""
 
-    gradient_bytes: float
-    training_nodes: int
-    node_gbps: float | None
-    ring_seconds: float | None
-    reduction_server_seconds: float | None
-    reduction_server_keeps_up: bool | None
-    speedup: float | None
+        machine_type: str | None
+        replicas: int | None
+        gbps_per_replica: float | None
+        auto: bool
+        replicas_needed: int | None
 
 
-class BandwidthJson(TypedDict):
-    """The Contract's ``bandwidth`` object."""
+    class AllReduceJson(TypedDict):
+        """``bandwidth.allreduce`` (with ``--gradient-size``)."""
 
-    training_gbps: float
-    server_gbps: float
-    reduction_server: ReductionServerJson | None
-    pools: list[PoolBandwidthJson]
-    allreduce: NotRequired[AllReduceJson]
+        gradient_bytes: float
+        training_nodes: int
+        node_gbps: float | None
+        ring_seconds: float | None
+        reduction_server_seconds: float | None
+        reduction_server_keeps_up: bool | None
+        speedup: float | None
+
+
+    class BandwidthJson(TypedDict):
+        """The Contract's ``bandwidth`` object."""
+
+        training_gbps: float
+        server_gbps: float
+        reduction_server: ReductionServerJson | None
+        pools: list[PoolBandwidthJson]
+        allreduce: NotRequired[AllReduceJson]
 
 
 @dataclass(frozen=True)

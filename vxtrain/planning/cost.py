@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from vxtrain import diagnostics as dx
 from vxtrain import catalog
@@ -65,69 +65,72 @@ _DIGITS = 8  # the catalog's precision
 
 # --- plan's JSON (docs/cli.md, "plan -o json": the Contract's ``cost``) ---------------------
 
-class PriceLineJson(TypedDict):
-    """One entry of a pool's ``prices``."""
+# Annotations only: a TypedDict class costs ~15 µs a field to create (measured), and plan imports
+# this module.
+if TYPE_CHECKING:
+    class PriceLineJson(TypedDict):
+        """One entry of a pool's ``prices``."""
 
-    kind: str
-    name: str
-    count: int
-    usd_per_hour: float | None
-    confidence: str
-    source: str
-    as_of: str
-
-
-class UnknownJson(TypedDict):
-    """One entry of ``cost.unknown``."""
-
-    pool: int | None
-    role: str | None
-    kind: str
-    name: str | None
-    region: str | None
-    pricing: str
+        kind: str
+        name: str
+        count: int
+        usd_per_hour: float | None
+        confidence: str
+        source: str
+        as_of: str
 
 
-class PoolCostJson(TypedDict):
-    """One row of ``cost.pools``."""
+    class UnknownJson(TypedDict):
+        """One entry of ``cost.unknown``."""
 
-    pool: int
-    role: str
-    replicas: int | None
-    hosts: int
-    machine_type: str | None
-    per_node_hour: float | None
-    per_hour: float | None
-    confidence: str
-    source: str
-    prices: list[PriceLineJson]
+        pool: int | None
+        role: str | None
+        kind: str
+        name: str | None
+        region: str | None
+        pricing: str
 
 
-class StudyCostJson(TypedDict):
-    """``cost.study``: a study's figures."""
+    class PoolCostJson(TypedDict):
+        """One row of ``cost.pools``."""
 
-    per_trial_hour: float | None
-    max_trials: int | None
-    parallel_trials: int
+        pool: int
+        role: str
+        replicas: int | None
+        hosts: int
+        machine_type: str | None
+        per_node_hour: float | None
+        per_hour: float | None
+        confidence: str
+        source: str
+        prices: list[PriceLineJson]
 
 
-class CostJson(TypedDict):
-    """The Contract's ``cost`` object and the keys vxtrain adds."""
+    class StudyCostJson(TypedDict):
+        """``cost.study``: a study's figures."""
 
-    currency: str
-    region: str | None
-    per_hour: float | None
-    max_total: float | None
-    pools: list[PoolCostJson]
-    unknown: list[UnknownJson]
-    pricing: str
-    confidence: str
-    timeout_hours: float
-    timeout_default: bool
-    max_total_at_default_timeout: NotRequired[float | None]
-    billed_via: NotRequired[str]
-    source: NotRequired[str]
-    study: NotRequired[StudyCostJson]
+        per_trial_hour: float | None
+        max_trials: int | None
+        parallel_trials: int
+
+
+    class CostJson(TypedDict):
+        """The Contract's ``cost`` object and the keys vxtrain adds."""
+
+        currency: str
+        region: str | None
+        per_hour: float | None
+        max_total: float | None
+        pools: list[PoolCostJson]
+        unknown: list[UnknownJson]
+        pricing: str
+        confidence: str
+        timeout_hours: float
+        timeout_default: bool
+        max_total_at_default_timeout: NotRequired[float | None]
+        billed_via: NotRequired[str]
+        source: NotRequired[str]
+        study: NotRequired[StudyCostJson]
 
 
 @dataclass(frozen=True)

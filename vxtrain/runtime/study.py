@@ -49,14 +49,34 @@ from vxtrain.errors import LocalRunError, VxtrainError
 # The study's words (search space, trials, metrics) are shared with submission's views and
 # render: their home is the vocabulary floor.
 from vxtrain.vocab.studies import (INFEASIBLE, SUCCEEDED, MetricGoal, Parameters, ParameterValue, SearchParam,
-                                   TrialJson, TrialResult, best_trial, discrete_number, grid_values, metric_goals,
-                                   search_space, trial_args)
+                                   TrialResult, best_trial, discrete_number, grid_values, metric_goals, search_space,
+                                   trial_args)
 
+# Annotations only: plan imports this module, and a TypedDict class costs ~15 µs a field to
+# create (measured).
 if TYPE_CHECKING:
     from vxtrain.vocab import jobjson
     from vxtrain.runtime.gpus import GpuOptions, GpuPlan, TrialGpus
     from vxtrain.runtime.runner import LocalRunResult, Output
     from vxtrain.model import Job
+    from vxtrain.vocab.studies import TrialJson
+
+    class StudyJson(TypedDict):
+        """A local study's outcome in ``--output json``."""
+
+        succeeded: bool
+        cancelled: bool
+        message: str
+        notes: list[str]
+        trials: list[TrialJson]
+        best_trial: TrialJson | None
+
+    class _Outputs(TypedDict, total=False):
+        """run_job's ``out`` and ``err``, passed only when the study has its own (else run_job's defaults)."""
+
+        out: Output
+        err: Output
+
 
 METRIC_FILE_ENV = "CLOUD_ML_HP_METRIC_FILE"
 DEFAULT_METRIC_FILE = "/tmp/hypertune/output.metrics"
@@ -284,17 +304,6 @@ def _result_of(future: futures.Future[TrialResult], trial: TrialResult) -> Trial
 
 # --- running a study with the local runner --------------------------------------------------
 
-class StudyJson(TypedDict):
-    """A local study's outcome in ``--output json``."""
-
-    succeeded: bool
-    cancelled: bool
-    message: str
-    notes: list[str]
-    trials: list[TrialJson]
-    best_trial: TrialJson | None
-
-
 @dataclass
 class StudyResult:
     """How a study ended: its trials, the best one, and why it failed (if it did)."""
@@ -375,13 +384,6 @@ class LocalTrials:
             return TrialResult(trial_id, params, INFEASIBLE, message=f"could not start: {exc}")
         measured = read_metrics(chief_metric_file(metrics_dir), [g.id for g in self.goals])
         return _trial_outcome(trial_id, params, run, measured)
-
-
-class _Outputs(TypedDict, total=False):
-    """run_job's ``out`` and ``err``, passed only when the study has its own (else run_job's defaults)."""
-
-    out: Output
-    err: Output
 
 
 def prefixed(out: Output, prefix: str) -> Callable[[str], None]:
