@@ -91,12 +91,18 @@ def load_command(name: str) -> TyperCommand:
     return command
 
 
+#: plan's options that are not the job's shape: the Action's summary never passes them on.
+_PLAN_ONLY = ("output", "endpoint", "check_quota", "html")
+
+
 def plan_arguments(command: str, argv: Sequence[str]) -> list[str]:
     """Of ``vxtrain COMMAND FILE ARGV``'s options, those ``plan`` takes too, as plan's own
     arguments: what the GitHub Action (action.yml) plans a ``submit`` with, so the step
     summary shows the job those options make (``--var``, ``--set``, ``-f``, ``--project``…)
     and leaves out what plan refuses (``--wait``, ``--idempotency-key``…). click parses
-    ``argv`` as COMMAND would; ``--output`` is left out, the Action chooses it."""
+    ``argv`` as COMMAND would; ``--output`` is left out, the Action chooses it, and so are
+    plan's own ``--endpoint``/``--check-quota``/``--html`` (submit's ``--endpoint`` is where it
+    sends the job; plan takes an endpoint only to read quota with ``--check-quota``)."""
     source, plan = load_command(command), load_command("plan")
     given: Any = source.make_context(command, ["FILE", *argv], resilient_parsing=True)
     out: list[str] = []
@@ -104,7 +110,7 @@ def plan_arguments(command: str, argv: Sequence[str]) -> list[str]:
         # click's documented attributes (param_type_name, get_parameter_source), not its classes:
         # typer vendors click privately (docs/decisions.md); an option is read as Any.
         option: Any = param
-        if option.param_type_name != "option" or option.name in (None, "output"):
+        if option.param_type_name != "option" or option.name in (None, *_PLAN_ONLY):
             continue
         source_of = given.get_parameter_source(option.name)
         if source_of is None or source_of.name != "COMMANDLINE":
