@@ -7,7 +7,10 @@
 - gcloud-command: a shell snippet that writes that config and runs the create
   command, every value shell-quoted. The config file is used (not
   ``--worker-pool-spec`` flags) because the flags cannot express per-pool
-  commands, env, disks, scheduling or empty pools.
+  commands, env, disks, scheduling or empty pools;
+- kfp, kfp-gcpc: a one-step Kubeflow / Vertex AI pipeline (compiled PipelineSpec YAML),
+  ``vxtrain.kfp.submit_op`` with the spec embedded, or CustomTrainingJobOp with the
+  compiled job (vxtrain.kfp.targets; kfp is imported for these targets only).
 
 tests/test_convert_gcloud.py runs every example's gcloud-command through the real
 gcloud against a recording endpoint: what gcloud sends is the compiled job.
@@ -28,6 +31,7 @@ from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain import slots
 from vxtrain.diagnostics import Diagnostic, error, warning
+from vxtrain.errors import UsageError
 from vxtrain.formats import native_document
 from vxtrain.loading.document import NativeSpec
 from vxtrain.loading.fallback import FALLBACK_KEY
@@ -42,6 +46,8 @@ class ConvertTarget(str, Enum):
     native = "native"
     gcloud = "gcloud"
     gcloud_command = "gcloud-command"
+    kfp = "kfp"
+    kfp_gcpc = "kfp-gcpc"
 
 
 def _yaml(data: Any) -> str:
@@ -71,6 +77,8 @@ def convert(path: str, to: ConvertTarget, options: Options) -> int:
     custom_job = cast("jobjson.CustomJob", result.custom_job)
     # a spec with `study:`: what gcloud gets is the tuning job
     tuning_job = cast("jobjson.HyperparameterTuningJob | None", result.hyperparameter_tuning_job)
+    if to in (ConvertTarget.kfp, ConvertTarget.kfp_gcpc):
+        return _pipeline(result, to)
     if to is ConvertTarget.native:
         text = _yaml(native_document(native))
     elif to is ConvertTarget.gcloud:
@@ -99,6 +107,26 @@ def convert(path: str, to: ConvertTarget, options: Options) -> int:
             **native.where(())))
     c.print_diagnostics(warnings)
     typer.echo(text, nl=not text.endswith("\n"))
+    return 0
+
+
+def _pipeline(result: api.Result, to: ConvertTarget) -> int:
+    """``--to kfp|kfp-gcpc``: print the pipeline, or the refusal (exit 1)."""
+    assert result.native is not None
+    try:
+        # lazy: kfp's compiler (~0.5 s) only for these targets; not installed without the extra
+        from vxtrain.kfp import targets
+    except ImportError as exc:
+        raise UsageError(f"--to {to.value} needs kfp ({exc}): pip install 'vxtrain[kfp]'") from None
+    if to is ConvertTarget.kfp:
+        written = targets.kfp(result, _yaml(native_document(result.native)))
+    else:
+        written = targets.kfp_gcpc(result)
+    warnings = [d for d in result.diagnostics if d.severity == "warning"]
+    c.print_diagnostics(warnings + written.diagnostics)
+    if written.text is None:
+        return 1
+    typer.echo(written.text, nl=not written.text.endswith("\n"))
     return 0
 
 
@@ -288,7 +316,8 @@ def register(app: typer.Typer) -> None:
     @c.spec_options
     def _cmd(
         path: Annotated[str, typer.Argument(metavar="FILE", help="Spec file in any format.")],
-        to: Annotated[ConvertTarget, typer.Option("--to", help="native, gcloud or gcloud-command.")],
+        to: Annotated[ConvertTarget, typer.Option(
+            "--to", help="native, gcloud, gcloud-command, kfp or kfp-gcpc (a Kubeflow/Vertex AI pipeline).")],
         package_path: Annotated[Optional[str], typer.Option(
             "--package-path", help="Legacy configs: the package folder gcloud's --package-path gave "
             "(written as python_package.source, relative to the spec).")] = None,
