@@ -164,7 +164,6 @@ def _download(uri: str, folder: Path) -> Path:
     """The object at ``uri``, downloaded into ``folder`` under its own name (exit 4 on storage errors)."""
     # lazy: google-cloud-storage (+250 ms) only for a gs:// spec
     from google.api_core import exceptions as gexc
-
     from vxtrain.packaging.upload import mapped_error, split_gs_uri, storage_client
 
     try:
