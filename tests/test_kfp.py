@@ -420,3 +420,32 @@ def test_the_compiled_op_is_google_cloud_pipeline_components_own() -> None:
     for document in (ours, theirs):
         document.pop("sdkVersion")
     assert ours == theirs
+
+
+def test_the_pipeline_in_the_docs_compiles_with_a_retried_keyed_submit(tmp_path: Path) -> None:
+    """docs/pipelines.md's example, run as a user runs it (its own process, VXTRAIN_KFP_IMAGE set)."""
+    text = (ROOT / "docs" / "pipelines.md").read_text()
+    (block,) = re.findall(r"<!-- tests/test_kfp.py compiles this block -->\n```python\n(.*?)```", text, re.S)
+    (tmp_path / "example.py").write_text(block)
+    done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "VXTRAIN_KFP_IMAGE": IMAGE})
+    assert done.returncode == 0, done.stderr
+    spec = yaml.safe_load((tmp_path / "train_and_report.yaml").read_text())
+    submit = spec["root"]["dag"]["tasks"]["submit-op"]
+    assert submit["inputs"]["parameters"]["key"]["runtimeValue"]["constant"] == \
+        "{{$.pipeline_job_uuid}}-{{$.pipeline_task_name}}"
+    assert submit["retryPolicy"]["maxRetryCount"] == 2
+    assert spec["deploymentSpec"]["executors"]["exec-submit-op"]["container"]["image"] == IMAGE
+
+
+def test_the_readmes_pipeline_compiles_with_the_component(tmp_path: Path) -> None:
+    """The README's example (not run by tests/test_readme.py: it is Python)."""
+    text = (ROOT / "README.md").read_text()
+    (block,) = re.findall(r"<!-- not run: tests/test_kfp.py compiles it -->\n```python\n(.*?)```", text, re.S)
+    script = block + "\nfrom kfp import compiler\ncompiler.Compiler().compile(nightly, 'nightly.yaml')\n"
+    (tmp_path / "example.py").write_text(script)
+    done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "VXTRAIN_KFP_IMAGE": IMAGE})
+    assert done.returncode == 0, done.stderr
+    (task,) = yaml.safe_load((tmp_path / "nightly.yaml").read_text())["root"]["dag"]["tasks"].values()
+    assert task["inputs"]["parameters"]["vars"] == {"runtimeValue": {"constant": {"IMAGE_TAG": "{{$.inputs.parameters['pipelinechannel--image_tag']}}"}}}
