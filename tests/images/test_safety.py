@@ -17,7 +17,7 @@ import requests
 from tests.images.bases import can_run, run_in, unpack
 from tests.images.conftest import BaseImage, get_blob, get_manifest, push_base
 from tests.incli import run
-from tests.sources.folders import KEY_BODY, SECRETS, private_key, write_leaky_links
+from tests.sources.folders import KEY_BODY, SECRETS, private_key, write_leaky_hard_links, write_leaky_links
 from vxtrain import api
 from vxtrain.images.layers import LayerError, code_files, write_layer
 from vxtrain.images.publish import publish
@@ -274,6 +274,32 @@ def test_an_image_carries_no_link_to_what_the_rules_leave_out(tmp_path: Path, re
     assert not any(f"opt/vxtrain/code/{name}".encode() in pushed_bytes for name in links)
     assert not any(secret in pushed_bytes for secret in SECRETS)
 
+
+
+def test_hard_links_of_what_the_rules_leave_out_are_a_warning_at_validate(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    links = write_leaky_hard_links(tmp_path / "src")
+    diagnostics = api.check_file(spec).diagnostics
+    assert [d.code for d in diagnostics if d.severity == "error"] == []
+    assert [d for d in diagnostics if d.code == "source-hard-links"] == []
+    [warned] = [d for d in diagnostics if d.code == "source-links"]
+    assert (warned.severity, warned.path, warned.line) == ("warning", "chief.build.source", 7)
+    for name, other in links.items():
+        assert f"{name} -> {other} (a hard link" in warned.message
+    [image] = api.plan(spec).images
+    assert image.source.files == 3  # trainer/task.py and the two ignore files
+
+
+@pytest.mark.slow
+def test_an_image_carries_no_hard_link_of_what_the_rules_leave_out(tmp_path: Path, registry: str) -> None:
+    base = push_base(registry, "base/hardlinks", "py310")
+    spec = _spec(tmp_path, base=base.ref, registry=registry)
+    links = write_leaky_hard_links(tmp_path / "src")
+    [pushed] = publish(api.plan(spec).images)
+    pushed_bytes = _pushed_bytes(registry, pushed.uri)
+    assert b"opt/vxtrain/code/trainer/task.py" in pushed_bytes
+    assert not any(f"opt/vxtrain/code/{name}".encode() in pushed_bytes for name in links)
+    assert not any(secret in pushed_bytes for secret in SECRETS)
 
 def test_a_private_key_by_content_is_refused_at_validate_unless_ignored(tmp_path: Path) -> None:
     spec = _spec(tmp_path)

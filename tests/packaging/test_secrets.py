@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.incli import run
-from tests.sources.folders import KEY_BODY, SECRETS, private_key, write_bare, write_leaky_links
+from tests.sources.folders import KEY_BODY, SECRETS, private_key, write_bare, write_leaky_hard_links, write_leaky_links
 from vxtrain import api
 from vxtrain.packaging.upload import split_gs_uri
 
@@ -60,6 +60,36 @@ def test_an_uploaded_package_carries_no_link_to_what_the_rules_leave_out(tmp_pat
     assert "trainer/settings.yaml" in names and not set(links) & set(names)
     assert not any(secret in uploaded for secret in SECRETS)
 
+
+
+def test_hard_links_of_what_the_rules_leave_out_are_a_warning_at_validate(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    links = write_leaky_hard_links(tmp_path / "code")
+    diagnostics = api.check_file(spec).diagnostics
+    assert [d.code for d in diagnostics if d.severity == "error"] == []
+    assert [d for d in diagnostics if d.code == "source-hard-links"] == []  # nothing is "outside the folder"
+    [warned] = [d for d in diagnostics if d.code == "source-links"]
+    assert (warned.severity, warned.path, warned.line) == ("warning", "chief.python_package.source", 8)
+    for name, other in links.items():
+        assert f"{name} -> {other} (a hard link: the same file as that name, which is left out)" in warned.message
+    [package] = api.plan(spec).packages
+    assert package.source.files == 6  # the four files of trainer/ and the two ignore files
+
+
+@pytest.mark.slow
+def test_an_uploaded_package_carries_no_hard_link_of_what_the_rules_leave_out(tmp_path: Path, gcs: Any,
+                                                                             bucket: str) -> None:
+    from vxtrain.packaging import sdists
+
+    spec = _spec(tmp_path, bucket)
+    links = write_leaky_hard_links(tmp_path / "code")
+    [package] = api.plan(spec).packages
+    [published] = sdists.publish([package], "vxtrain-test")
+    uploaded = gzip.decompress(gcs.bucket(bucket).get_blob(split_gs_uri(published.uri)[1]).download_as_bytes())
+    with tarfile.open(fileobj=io.BytesIO(uploaded)) as tar:
+        names = [name.split("/", 1)[1] for name in tar.getnames() if "/" in name]
+    assert "trainer/task.py" in names and not set(links) & set(names)
+    assert not any(secret in uploaded for secret in SECRETS)
 
 def test_a_private_key_by_content_is_refused_at_validate_unless_ignored(tmp_path: Path) -> None:
     spec = _spec(tmp_path)

@@ -82,3 +82,27 @@ def write_leaky_links(root: Any) -> list[str]:
     for name, target in links.items():
         (root / name).symlink_to(target)  # relative, as git checks links out
     return sorted(links)
+
+
+def write_leaky_hard_links(root: Any) -> dict[str, str]:
+    """Under ``root``, hard links of what the folder's rules leave out (issue 34's leftover: a
+    second name is the same file, so it pushed what the rules kept back): ``trainer/cfg.txt``
+    and ``.env.secret`` (``.vxtrainignore``d), ``gitcfg.txt`` and ``.git/config``, ``key.txt``
+    and a gitignored ``id_rsa``, ``conf.yaml`` and a file of an ignored folder, ``out.txt``
+    and the top ``build/token``. Returns each hard link's name → its left-out name."""
+    (root / "trainer").mkdir(parents=True, exist_ok=True)
+    (root / ".gitignore").write_text("id_rsa\nsecrets/\n")
+    (root / ".vxtrainignore").write_text(".env.secret\n")
+    (root / ".env.secret").write_text("API_KEY=secret\n")
+    (root / "id_rsa").write_text(private_key())
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text('[remote "origin"]\n\turl = https://me:ghp_TOKEN@github.com/me/x\n')
+    (root / "secrets").mkdir()
+    (root / "secrets" / "conf.yaml").write_text("API_KEY=secret\n")
+    (root / "build").mkdir()
+    (root / "build" / "token").write_text("ghp_TOKEN\n")
+    links = {"trainer/cfg.txt": ".env.secret", "gitcfg.txt": ".git/config", "key.txt": "id_rsa",
+             "conf.yaml": "secrets/conf.yaml", "out.txt": "build/token"}
+    for name, target in links.items():
+        (root / name).hardlink_to(root / target)
+    return dict(sorted(links.items()))

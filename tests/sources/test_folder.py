@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.sources.folders import KEY_BODY, SECRETS, private_key, write_bare, write_leaky_links, write_project
+from tests.sources.folders import (KEY_BODY, SECRETS, private_key, write_bare, write_leaky_hard_links, write_leaky_links,
+                                   write_project)
 from vxtrain.errors import VxtrainError
 from vxtrain.sources import folder as source
 from vxtrain.sources.folder import describe, module_file
@@ -234,7 +235,54 @@ def test_hard_links_to_names_outside_the_folder_are_packaged_and_listed(tmp_path
     os.link(root / "a.py", root / "b.py")  # both names inside: not listed
     found = source.survey(root)
     assert [str(f) for f in found.files] == ["a.py", "b.py", "secret.txt"]
-    assert [str(f) for f in found.hard_links] == ["secret.txt"]
+    assert [str(f) for f in found.hard_links] == ["secret.txt"] and found.searched and found.links == []
+
+
+def test_a_hard_link_of_a_name_the_rules_leave_out_is_left_out_too(tmp_path: Path) -> None:
+    """trainer/cfg.txt hard-linked to a .vxtrainignored .env.secret, gitcfg.txt to .git/config, key.txt
+    to a gitignored id_rsa, conf.yaml into an ignored folder, out.txt to the top build/: each is the
+    file its other name is, left out of the files, the size and the hash, and named with that name."""
+    root = write_bare(tmp_path / "code")
+    (root / ".gitignore").write_text("id_rsa\nsecrets/\n")
+    (root / ".vxtrainignore").write_text(".env.secret\n")
+    before = source.survey(root)
+    links = write_leaky_hard_links(root)
+    (root / "cfg-link.txt").symlink_to("trainer/cfg.txt")  # a link to a hard link left out: left out too
+    found = source.survey(root)
+    assert found.files == before.files and found.size == before.size and found.hard_links == []
+    assert [(str(link.path), link.target, link.why) for link in found.links] == [
+        ("cfg-link.txt", "trainer/cfg.txt", source.LINK_LEFT_OUT),
+        *((name, other, source.LINK_HARD) for name, other in links.items())]
+    for rel in found.files:
+        assert not any(secret in (root / rel).read_bytes() for secret in SECRETS)
+
+
+def test_a_hard_link_with_names_inside_and_outside_is_left_out(tmp_path: Path) -> None:
+    """A third name outside does not make the one left out inside count less."""
+    root = write_bare(tmp_path / "code")
+    (root / ".vxtrainignore").write_text(".env\n")
+    (root / ".env").write_text("API_KEY=secret\n")
+    os.link(root / ".env", root / "trainer" / "cfg.txt")
+    os.link(root / ".env", tmp_path / "elsewhere")
+    found = source.survey(root)
+    assert "trainer/cfg.txt" not in [str(f) for f in found.files] and found.hard_links == []
+    assert [(str(link.path), link.target) for link in found.links] == [("trainer/cfg.txt", ".env")]
+
+
+def test_the_search_for_a_hard_links_other_names_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the walk's bound of names in left-out folders, the search stops and says it did not see
+    everything: the file is kept with the warning, not called "outside" for sure."""
+    root = tmp_path / "code"
+    (root / "data").mkdir(parents=True)
+    (root / ".gitignore").write_text("data/\n")
+    for i in range(5):
+        (root / "data" / f"{i}.bin").write_text("")
+    (root / "a.py").write_text("a")
+    os.link(root / "a.py", tmp_path / "elsewhere.py")
+    assert source.survey(root).searched
+    monkeypatch.setenv(source.MAX_FILES_ENV, "4")
+    found = source.survey(root)
+    assert [str(f) for f in found.hard_links] == ["a.py"] and not found.searched
 
 
 def test_the_home_folder_itself_is_no_source_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -96,3 +96,4 @@ def test_a_file_hard_linked_from_outside_is_packaged_with_a_warning(tmp_path: Pa
     [found] = [d for d in result.diagnostics if d.code == "source-hard-links"]
     assert (found.severity, found.path, found.line) == ("warning", "chief.python_package.source", 7)
     assert "notes.txt" in found.message and result.valid
+    assert "hard-linked to another name outside the folder" in found.message

@@ -33,10 +33,19 @@ lists them with why, so validation can say so: a local run, which runs the folde
 in place, still sees them. A target the rules keep is checked as a file of its own
 (a credential in it is refused by its own name).
 
-Hard links: a file with a second name outside the folder is a file of the folder
-like any other (its bytes are there; nothing can tell the "original" name) and is
-packaged, but ``Survey.hard_links`` lists it so validation warns: unlike a copy, an
-edit made through the other name changes the package.
+Hard links: a packaged file with more names (``st_nlink``) than the package holds has
+another name somewhere. When one of them is in the folder but left out (ignored, under
+``.git/`` or another excluded folder, bytecode), the file is left out too, like a link
+to it would be (``trainer/cfg.txt`` hard-linked to a ``.vxtrainignore``d ``.env`` must
+not push what the rules kept back): ``left_out_links`` names it with that other name
+(LINK_HARD). The other names are looked for by one more walk of the whole folder,
+ignored and excluded folders included, without following links, and only when such a
+file exists; it stops past MAX_FILES names beside the packaged ones. A file whose other
+name is not found is packaged (its bytes are in the folder; nothing can tell the
+"original" name), but ``Survey.hard_links`` lists it so validation warns: unlike a
+copy, an edit made through the other name changes the package. ``Survey.searched``
+says whether that walk saw the whole folder, so the warning says "outside the folder"
+only when it is.
 
 Bounds (docs/decisions.md, issue 27): a source folder is code, so the walk stops
 past MAX_FILES files or MAX_BYTES bytes (raise them with VXTRAIN_SOURCE_MAX_FILES
@@ -49,6 +58,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -112,6 +122,7 @@ LINK_LEFT_OUT = "its target is left out"
 LINK_OUTSIDE = "outside the folder"
 LINK_FOLDER = "a folder"
 LINK_BROKEN = "broken"
+LINK_HARD = "a hard link: the same file as that name, which is left out"
 
 
 class SourceError(VxtrainError):
@@ -125,7 +136,8 @@ class SourceError(VxtrainError):
 
 class LeftOutLink(NamedTuple):
     """A link of a source folder that is not packaged: where it is, what it says, and why
-    (LINK_LEFT_OUT, LINK_OUTSIDE, LINK_FOLDER or LINK_BROKEN)."""
+    (LINK_LEFT_OUT, LINK_OUTSIDE, LINK_FOLDER or LINK_BROKEN; LINK_HARD for a hard link, whose
+    ``target`` is its other name in the folder)."""
 
     path: PurePosixPath
     target: str
@@ -139,7 +151,10 @@ class Survey:
     files: list[PurePosixPath]  # packaged, in byte order
     size: int  # their bytes
     links: list[LeftOutLink]  # links left out, in byte order
-    hard_links: list[PurePosixPath]  # packaged files with another name outside the folder
+    hard_links: list[PurePosixPath]  # packaged files with another name not found in the folder
+    #: Whether the search for those other names saw the whole folder (False: it stopped at its
+    #: bound, or a folder could not be listed), so they are outside it.
+    searched: bool = True
 
 
 @dataclass(frozen=True)
@@ -249,6 +264,12 @@ def survey(root: Path) -> Survey:
                                      else LINK_OUTSIDE))
         else:
             pending.append((rel, path, PurePosixPath(target.relative_to(real).as_posix()), info))
+    # A hard link of a name the rules leave out is left out too, before the links are decided:
+    # a link to it is then left out as well.
+    hidden, searched = _other_names(root, found)
+    for rel, other in hidden:
+        found.drop(rel)
+        links.append(LeftOutLink(rel, other.as_posix(), LINK_HARD))
     # Once the walk is done, every file the rules keep is known: a link counts only as one of them.
     kept = set(found.files)
     for rel, path, target_rel, info in pending:
@@ -258,7 +279,7 @@ def survey(root: Path) -> Survey:
             links.append(LeftOutLink(rel, os.readlink(path), LINK_LEFT_OUT))
     refuse_unsafe(root, found.files)
     return Survey(sorted(found.files, key=_byte_order), found.size,
-                  sorted(links, key=lambda link: _byte_order(link.path)), sorted(found.hard_links(), key=_byte_order))
+                  sorted(links, key=lambda link: _byte_order(link.path)), sorted(found.hard_links(), key=_byte_order), searched)
 
 
 @dataclass
@@ -273,6 +294,7 @@ class _Found:
     #: (device, inode) of each file that is no link → its names in the folder, and its link count.
     inodes: dict[tuple[int, int], list[PurePosixPath]] = field(default_factory=dict)
     names: dict[tuple[int, int], int] = field(default_factory=dict)
+    sizes: dict[PurePosixPath, int] = field(default_factory=dict)
 
     def add(self, rel: PurePosixPath, path: Path, info: os.stat_result, link: bool) -> None:
         """Package ``rel`` (at ``path``, whose target's stat is ``info``): SourceError when it cannot
@@ -280,6 +302,7 @@ class _Found:
         if not os.access(path, os.R_OK):
             raise _unreadable(path, self.root, PermissionError(13, "Permission denied"))
         self.files.append(rel)
+        self.sizes[rel] = info.st_size
         if not link:
             key = (info.st_dev, info.st_ino)
             self.inodes.setdefault(key, []).append(rel)
@@ -288,9 +311,73 @@ class _Found:
         if len(self.files) > self.max_files or self.size > self.max_bytes:
             raise _too_large(self.root, len(self.files), self.size, self.max_files, self.max_bytes)
 
+    def drop(self, rel: PurePosixPath) -> None:
+        """Leave out ``rel`` (a file that is no link), added before."""
+        self.files.remove(rel)
+        self.size -= self.sizes.pop(rel)
+        for key, rels in list(self.inodes.items()):
+            if rel in rels:
+                rels.remove(rel)
+                if not rels:
+                    del self.inodes[key], self.names[key]
+
     def hard_links(self) -> list[PurePosixPath]:
-        """The files with more names than the folder holds: hard-linked from outside it."""
+        """The files with more names than the package holds: hard-linked from elsewhere."""
         return [rel for key, rels in self.inodes.items() if self.names[key] > len(rels) for rel in rels]
+
+
+def _other_names(root: Path, found: _Found) -> tuple[list[tuple[PurePosixPath, PurePosixPath]], bool]:
+    """The packaged files of ``found`` that are hard links of a name of ``root`` left out, each
+    with that name (the first in byte order), and whether the search saw the whole folder.
+
+    Only when a packaged file has more names than the package holds: one more walk of the
+    whole folder (ignored and excluded folders too; links not followed), stopped past
+    ``found.max_files`` names beside the packaged ones (the walk's own bound) or once every
+    name is found. A folder it cannot list is passed over: the search is then incomplete."""
+    wanted = {key: rels for key, rels in found.inodes.items() if found.names[key] > len(rels)}
+    if not wanted:
+        return [], True
+    inodes = {ino for _, ino in wanted}
+    packaged = set(found.files)
+    others: dict[tuple[int, int], list[PurePosixPath]] = {}
+    missing = sum(found.names[key] - len(rels) for key, rels in wanted.items())
+    seen, complete = 0, True
+    # Breadth first: the names near the top (``.env``, ``.git/config``) before a large ignored tree.
+    queue = deque([(root, PurePosixPath())])
+    while queue and missing:
+        here, rel = queue.popleft()
+        try:
+            with os.scandir(here) as listing:
+                entries = list(listing)
+        except OSError:  # another user's folder, ignored: this search cannot see into it
+            complete = False
+            continue
+        for entry in entries:
+            name = rel / entry.name
+            if name in packaged:
+                continue
+            seen += 1
+            if seen > found.max_files:
+                return _hidden(wanted, others), False
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    queue.append((Path(entry.path), name))
+                elif entry.inode() in inodes:  # readdir's own number: a stat only for a likely match
+                    info = entry.stat(follow_symlinks=False)
+                    key = (info.st_dev, info.st_ino)
+                    if key in wanted and stat.S_ISREG(info.st_mode):
+                        others.setdefault(key, []).append(name)
+                        missing -= 1
+            except OSError:  # gone since the listing
+                complete = False
+    return _hidden(wanted, others), complete or not missing
+
+
+def _hidden(wanted: dict[tuple[int, int], list[PurePosixPath]], others: dict[tuple[int, int], list[PurePosixPath]]
+            ) -> list[tuple[PurePosixPath, PurePosixPath]]:
+    """Each packaged name of a file with a name left out (``others``), with the first such name."""
+    return [(rel, min(others[key], key=_byte_order)) for key, rels in wanted.items() if key in others
+            for rel in rels]
 
 
 def refuse_unsafe(root: Path, files: list[PurePosixPath]) -> None:

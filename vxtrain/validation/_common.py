@@ -14,7 +14,7 @@ from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, plural, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import NO_DEFAULTS_ROLE, Job, Pool, parse_duration, written_at
-from vxtrain.sources.folder import SourceError, Survey, source_folder, survey
+from vxtrain.sources.folder import SourceError, Survey, limits, source_folder, survey
 
 RS = NO_DEFAULTS_ROLE
 DISTRIBUTED_DOC = "https://cloud.google.com/vertex-ai/docs/training/distributed-training"
@@ -84,12 +84,16 @@ def source_folder_checked(source: str, base: Path, key: str, code: str, into: st
 def _source_links(found: Survey, key: str, into: str, native: NativeSpec, path: KeyPath) -> Iterator[Diagnostic]:
     """A warning naming the links under the source folder (written at ``key``) that are left
     out of ``into`` (the image, the package): outside the folder, to a directory, broken; and
-    one naming the files it packages that are hard links to a name outside the folder."""
+    one naming the files it packages that are hard links of a name not found in the folder (outside it;
+    or, when the search stopped short, perhaps in the part it did not see)."""
     if found.hard_links:
         shown = ", ".join(str(rel) for rel in found.hard_links[:LINKS_SHOWN])
         more = f" and {len(found.hard_links) - LINKS_SHOWN} more" if len(found.hard_links) > LINKS_SHOWN else ""
-        yield warning("source-hard-links", f"{key} has {plural(len(found.hard_links), 'file')} hard-linked to a "
-                      f"name outside the folder, packaged into {into} as they are now: {shown}{more}; copy them "
+        where = ("another name outside the folder" if found.searched else
+                 f"another name not found in the folder (the search for it stopped past {limits()[0]:,} names, or "
+                 "at a folder it cannot list: the name may be outside, or in a left-out folder)")
+        yield warning("source-hard-links", f"{key} has {plural(len(found.hard_links), 'file')} hard-linked to "
+                      f"{where}, packaged into {into} as they are now: {shown}{more}; copy them "
                       "if the other name may change them", **native.where(path))
     links = found.links
     if not links:
@@ -97,7 +101,8 @@ def _source_links(found: Survey, key: str, into: str, native: NativeSpec, path: 
     shown = ", ".join(f"{link.path} -> {link.target} ({link.why})" for link in links[:LINKS_SHOWN])
     more = f" and {len(links) - LINKS_SHOWN} more" if len(links) > LINKS_SHOWN else ""
     yield warning("source-links", f"{key} has {plural(len(links), 'link')} left out of {into} (a link is followed "
-                  f"only to a file of the folder that is packaged itself, not ignored nor under .git/; a local run "
+                  f"only to a file of the folder that is packaged itself, not ignored nor under .git/, and a hard link of a "
+                  f"name left out is left out too; a local run "
                   f"still sees them): {shown}{more}; copy what the job needs into the folder", **native.where(path))
 
 
