@@ -35,7 +35,7 @@ from tests.incli import run
 from tests.processes import stop
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.auth import GCLOUD_TOKEN_FILE_ENV, authorize, private
-from vxtrain.backends.tokens import TOKEN_ENV, token_file, token_folder
+from vxtrain.backends.tokens import TOKEN_ENV, find_token, token_file, token_folder
 from vxtrain.backends.vertex import emulator_channel
 from vxtrain.errors import VxtrainError
 
@@ -179,6 +179,56 @@ def test_the_token_file_is_private_and_removed_on_stop() -> None:
         handle.stop()
     assert not path.exists()
 
+
+
+@pytest.mark.usefixtures("file_token")
+def test_a_token_file_others_can_read_is_not_sent_and_says_how_to_get_a_new_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A token file others may read (a chmod, a copy made under umask 022) is no secret: the
+    client sends none (the emulator refuses the call: exit 4) and says why, once, with the fix."""
+    listing = ("list", "--project", "p", "--region", "us-central1", "-o", "json")
+    with start_emulator(out=io.StringIO(), environ={}) as handle:
+        assert handle.token is not None and handle.token.file is not None
+        path = handle.token.file
+        assert run(capsys, *listing, "--endpoint", handle.address)[0] == 0
+        path.chmod(0o644)
+        code, _, err = run(capsys, *listing, "--endpoint", handle.address)
+        assert code == 4 and "Traceback" not in err
+        assert (f"vxtrain: warning: the emulator's token in {path} is not used: other users may read or change it "
+                f"(mode 0644); stop the emulator on port {handle.port}, remove the file and start it again") in err
+        code, _, err = run(capsys, *listing, "--endpoint", handle.address)
+        assert code == 4 and "is not used" not in err  # said once
+        path.chmod(0o600)
+        assert run(capsys, *listing, "--endpoint", handle.address)[0] == 0
+
+
+@pytest.mark.usefixtures("file_token")
+def test_a_token_file_that_is_a_link_or_another_users_is_not_read(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    port = 1  # no emulator: the file alone is read
+    path = token_file(port)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    real = tmp_path / "token"
+    real.write_text("t0ken")
+    real.chmod(0o600)
+    try:
+        path.write_text("t0ken")
+        path.chmod(0o600)
+        assert find_token(port) == "t0ken"
+        path.unlink()
+        path.symlink_to(real)
+        assert find_token(port) is None
+        assert f"the emulator's token in {path} is not used: it is a link, not a file" in capsys.readouterr().err
+        if os.geteuid() != 0:
+            pytest.skip("giving a file to another user needs root")
+        path.unlink()
+        path.write_text("t0ken")
+        path.chmod(0o600)
+        os.chown(path, 65534, 65534)  # nobody's: nobody chose the token vxtrain would send
+        assert find_token(port) is None
+        assert find_token(port, {**os.environ, TOKEN_ENV: "given"}) == "given"  # the variable is not a file
+    finally:
+        path.unlink(missing_ok=True)
 
 def test_a_token_given_in_the_environment_is_never_written(emulator: EmulatorHandle) -> None:
     assert emulator.token is not None and emulator.token.value == os.environ[TOKEN_ENV]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.otheruser import NOBODY, need_another_user, shared_folder
+from tests.otheruser import NOBODY, need_another_user, shared_folder, write_as_nobody
 from vxtrain import private
 
 
@@ -85,3 +85,30 @@ def test_a_link_another_user_owns_on_the_way_is_named_wherever_it_leads() -> Non
             why = private.problem(base / way / "vxtrain") or ""
             assert f"{base / 'link'} is a link of another user's (uid {NOBODY})" in why, why
         assert private.problem(real / "vxtrain") is None  # the folder itself, named directly, is fine
+
+
+def test_a_secret_others_can_read_is_refused_once_with_the_fix(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    secret = tmp_path / "secret"
+    assert private.read_secret(secret, "the secret", "make a new one") is None  # absent: nothing said
+    assert capsys.readouterr().err == ""
+    secret.write_bytes(b"s")
+    secret.chmod(0o600)
+    assert private.read_secret(secret, "the secret", "make a new one") == b"s"
+    secret.chmod(0o640)
+    assert private.read_secret(secret, "the secret", "make a new one") is None
+    assert private.read_secret(secret, "the secret", "make a new one") is None
+    assert capsys.readouterr().err == (f"vxtrain: warning: the secret in {secret} is not used: other users may "
+                                       "read or change it (mode 0640); make a new one\n")
+    os.mkfifo(tmp_path / "fifo", 0o600)
+    assert private.read_secret(tmp_path / "fifo", "the secret", "fix") is None  # at once, not blocked
+    assert "it is not a regular file" in capsys.readouterr().err
+
+
+def test_a_secret_another_user_wrote_is_refused() -> None:
+    need_another_user()
+    with shared_folder() as base:
+        base.chmod(0o1777)
+        assert write_as_nobody(base / "token", b"theirs").returncode == 0
+        (base / "token").chmod(0o600)  # root may; nobody still owns it
+        assert private.read_secret(base / "token", "the token", "fix") is None

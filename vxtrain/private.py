@@ -52,8 +52,8 @@ else:
         except ImportError:
             from hashlib import sha256
 
-__all__ = ["KEY_FILE", "MAC_SIZE", "cache_home", "folder_key", "mac", "open_own", "problem", "read_own", "sha256",
-           "trusted", "verified", "write_private"]
+__all__ = ["KEY_FILE", "MAC_SIZE", "cache_home", "folder_key", "mac", "open_own", "problem", "read_own", "read_secret",
+           "sha256", "trusted", "verified", "write_private"]
 
 #: The file in each private folder holding its signing key.
 KEY_FILE = ".vxtrain-key"
@@ -214,6 +214,51 @@ def open_own(path: Path, *, secret: bool = False) -> BinaryIO | None:
         os.close(fd)
         return None
     return os.fdopen(fd, "rb")
+
+
+def read_secret(path: Path, what: str, fix: str) -> bytes | None:
+    """The bytes of ``path``, a secret (``what``, e.g. "the emulator's token"), when it is a regular
+    file of this user's that nobody else can read or write, opened without following a link (the
+    rule of :func:`open_own` with ``secret``, which ssh applies to a private key); None when it is
+    absent. One that is there but not so is not read: None, with a warning on stderr, once per
+    file and process, saying why and ``fix`` (what makes a new one, since others may have read it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP: a link (O_NOFOLLOW); EACCES: not ours to read
+        _refused(path, what, "it is a link, not a file" if os.path.islink(path)
+                 else f"it cannot be read ({exc.strerror or exc})", fix)
+        return None
+    with os.fdopen(fd, "rb") as opened:
+        why = _not_secret(os.fstat(fd))
+        try:
+            data = opened.read() if why is None else None
+        except OSError as exc:
+            why = f"it cannot be read ({exc.strerror or exc})"
+    if why is not None:
+        _refused(path, what, why, fix)
+        return None
+    return data
+
+
+def _not_secret(info: os.stat_result) -> str | None:
+    """Why a file of this ``fstat`` is not a secret of this user's (None: it is)."""
+    uid, mode = os.geteuid(), stat.S_IMODE(info.st_mode)
+    if not stat.S_ISREG(info.st_mode):
+        return "it is not a regular file"
+    if info.st_uid != uid:
+        return f"it belongs to another user (uid {info.st_uid}), not to this one (uid {uid}), who chose what it holds"
+    if mode & 0o077:
+        return f"other users may read or change it (mode {mode:04o})"
+    return None
+
+
+def _refused(path: Path, what: str, why: str, fix: str) -> None:
+    """Say (once per file and process) that ``what`` in ``path`` is not used, and why."""
+    if str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        sys.stderr.write(f"vxtrain: warning: {what} in {path} is not used: {why}; {fix}\n")
 
 
 def read_own(path: Path, *, secret: bool = False) -> bytes | None:

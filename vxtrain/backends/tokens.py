@@ -17,7 +17,10 @@ user's (:func:`own_socket`). A loopback endpoint's port names the socket
 The token a client sends is, in this order: the one its caller hands over (``--target
 local``'s private one, which the code that started the emulator passes along),
 ``VXTRAIN_EMULATOR_TOKEN`` (tests, CI), or the file the emulator on that port wrote
-(:func:`token_file`), which only the user who started it can read.
+(:func:`token_file`), which only the user who started it can read. That file is read only
+when it is so: a regular file (not a link) of this user's that nobody else may read or
+write, as ssh reads a private key (vxtrain.private.read_secret); another is not used, and
+a warning says why and how to get a new one, since a token others could read is no secret.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from vxtrain.private import problem
+from vxtrain.private import problem, read_secret
 
 #: The token, when given: the emulator serves with it and clients send it.
 TOKEN_ENV = "VXTRAIN_EMULATOR_TOKEN"
@@ -93,14 +96,19 @@ def own_socket(port: int, environ: Mapping[str, str] | None = None) -> Path | No
 
 def find_token(port: int, environ: Mapping[str, str] | None = None) -> str | None:
     """The token to send to the emulator on ``port`` when the caller has none in hand:
-    ``VXTRAIN_EMULATOR_TOKEN``, else the file it wrote; None when there is none to be found."""
+    ``VXTRAIN_EMULATOR_TOKEN``, else the file it wrote, when that is this user's own and private
+    (others may neither read nor write it; else a warning once, with the fix); None when there
+    is none to be found."""
     env = os.environ if environ is None else environ
     given = env.get(TOKEN_ENV, "").strip()
     if given:
         return given
+    path = token_file(port, env)
+    data = read_secret(path, "the emulator's token", f"stop the emulator on port {port}, remove the file and start "
+                       "it again: it writes a new token, mode 0600 (chmod alone keeps a token others may have read)")
     try:
-        return token_file(port, env).read_text(encoding="utf-8").strip() or None
-    except (OSError, UnicodeDecodeError):  # no emulator of this user's there, or not readable by us
+        return None if data is None else data.decode("utf-8").strip() or None
+    except UnicodeDecodeError:  # not a token the emulator wrote
         return None
 
 

@@ -134,6 +134,7 @@ def test_another_users_listener_on_a_port_without_an_emulator_never_hears_the_to
         path = token_file(spy.port)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.write_text(token)
+        path.chmod(0o600)  # as the emulator writes it: a file vxtrain would read (find_token)
     try:
         run(capsys, *LISTING, "--endpoint", endpoint.format(port=spy.port))
     finally:
