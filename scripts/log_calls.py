@@ -84,7 +84,7 @@ def measure(seconds: float) -> dict[str, dict[str, Any]]:
         for job, every in JOBS.items():
             for mode in ("stream", "poll"):
                 name = submit(_spec(Path(tmp), seconds, every / scale), endpoint=emu.address,
-                              quota_check=False, say=lambda _m: None)["name"]
+                              quota_check=False)["name"]
                 before, started = emu.calls.snapshot(), time.monotonic()
                 lines = _follow(emu.address, name, scale, stream=mode == "stream")
                 after, elapsed = emu.calls.snapshot(), time.monotonic() - started

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,8 +28,10 @@ class Hook:
 
 
 @contextmanager
-def webhook(statuses: Sequence[int] = (), path: str = "/services/T000/B000/secret") -> Iterator[Hook]:
-    """Serve a hook on a free port of 127.0.0.1 for the block; yield it."""
+def webhook(statuses: Sequence[int] = (), path: str = "/services/T000/B000/secret",
+            delay: float = 0.0) -> Iterator[Hook]:
+    """Serve a hook on a free port of 127.0.0.1 for the block; yield it. ``delay``: seconds it
+    takes before answering each POST (a slow hook), the POST recorded first."""
     hook = Hook(url="", statuses=list(statuses))
 
     class Handler(BaseHTTPRequestHandler):
@@ -37,6 +40,7 @@ def webhook(statuses: Sequence[int] = (), path: str = "/services/T000/B000/secre
             with hook.lock:
                 hook.posts.append((self.path, dict(self.headers.items()), json.loads(raw)))
                 status = hook.statuses.pop(0) if hook.statuses else 200
+            time.sleep(delay)
             self.send_response(status)
             self.send_header("Content-Length", "2")
             self.end_headers()

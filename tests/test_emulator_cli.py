@@ -77,19 +77,19 @@ def test_stockout_and_pending_flags_as_a_user_starts_them() -> None:
     job = {"displayName": "short", "jobSpec": {"workerPoolSpecs": [{
         "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
         "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/t:1", "command": ["true"]}}]}}
-    from vxtrain import submission  # here: only this test talks to a job API
+    from tests.submission.helpers import session, submit_job  # here: only this test talks to a job API
 
     with emulator("--simulate", "0.2", "--stockout", "us-east1", "--stockout-after", "0.2",
                   "--pending", "europe-west4") as address:
-        failed = submission.submit(job, project="p", region="us-east1", endpoint=address, wait=True, check=False)
-        pending = submission.submit(job, project="p", region="europe-west4", endpoint=address)
-        later = submission.wait_job(pending["name"], endpoint=address, timeout=0.6,
-                                    until=lambda view, elapsed: elapsed >= 0.5)
-        submission.cancel(pending["name"], endpoint=address)
+        failed = submit_job(address, job, region="us-east1", wait=True, check=False, retry=None)
+        pending = submit_job(address, job, region="europe-west4", retry=None)
+        with session(address, retry=None) as s:
+            later = s.wait(pending["name"], timeout=0.6, until=lambda view, elapsed: elapsed >= 0.5)
+            s.cancel(pending["name"])
     assert failed["state"] == "JOB_STATE_FAILED"
     assert failed["error"] == {"code": 8, "message": "Resources are insufficient in region: us-east1. "
                                                      "Please try a different region."}
-    assert later["state"] == "JOB_STATE_PENDING"
+    assert later.state == "JOB_STATE_PENDING"
 
 
 @pytest.mark.parametrize("argv", [["--port", "70000"], ["--port", "-1"], ["--simulate", "-5"],

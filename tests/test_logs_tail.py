@@ -36,8 +36,8 @@ def patient_opening(monkeypatch: pytest.MonkeyPatch) -> None:
     (5 s) first: on a loaded machine a stream may take that long to answer, and the catch-up
     read it would add is correct but would make the counts below depend on the load.
     (tests/backends/test_logging_service.py tests the opening timeout itself.)"""
-    # submission.jobs picks the emulator's cadence by this name when it follows
-    monkeypatch.setattr("vxtrain.submission.jobs.LOCAL_LOGS", dataclasses.replace(joblogs.LOCAL_LOGS, opening=120.0))
+    # submission.session picks the emulator's cadence by this name when it follows
+    monkeypatch.setattr("vxtrain.submission.session.LOCAL_LOGS", dataclasses.replace(joblogs.LOCAL_LOGS, opening=120.0))
 
 
 def list_calls_of_one_stream(count: int) -> bool:

@@ -13,11 +13,12 @@ import yaml
 
 from tests.incli import run
 from vxtrain import errors
-from vxtrain import submission
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.vertex import GoogleEndpointBlocked, VertexBackend, connect
 from vxtrain.planning.quota import Need
-from vxtrain.submission.quota import QuotaReport, limit_in, report
+from vxtrain.submission import Session
+from vxtrain.submission.quota import QuotaReport, check_quota, limit_in, preflight, report
+from tests.submission.helpers import heard
 
 T4 = "aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus"
 T4_SPOT = "aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_t4_gpus"
@@ -257,11 +258,12 @@ def test_preflight_and_check_quota_per_region(tmp_path: Path, emu: EmulatorHandl
 
     job = api.load_job(spec(tmp_path)).custom_job
     said: list[str] = []
-    with connect(endpoint=emu.address) as backend:
-        here = submission.preflight(backend, job, project="p", region="us-central1", say=said.append)
-        there = submission.preflight(backend, job, project="p", region="europe-west4", say=said.append)
+    with connect(endpoint=emu.address) as backend, heard(said.append):
+        session = Session(backend=backend)
+        here = preflight(session, job, project="p", region="us-central1")
+        there = preflight(session, job, project="p", region="europe-west4")
         with pytest.raises(errors.NoCapacity) as short:
-            submission.check_quota(backend, job, project="p", region="us-central1", say=said.append)
+            check_quota(session, job, project="p", region="us-central1")
     assert isinstance(here, QuotaReport) and not here.fits and [r.metric for r in here.short] == [T4]
     assert there.fits and all(r.limit is None for r in there.rows)  # no limits given there
     assert short.value.exit_code == 5 and short.value.report == here and said == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import vxtrain
-from vxtrain import api, rungs
+from vxtrain import api, jobplan
 from vxtrain.formats import package_flags
 from vxtrain.loading.document import STDIN, Document, spec_folder
 
@@ -61,7 +61,7 @@ def test_validation_and_packaging_resolve_source_against_the_current_directory(s
 
 
 def test_a_local_submit_runs_in_the_current_directory(stdin_spec: Path) -> None:
-    assert rungs.local_run(vxtrain.plan(STDIN)).base_dir == str(stdin_spec)
+    assert jobplan.local_run(vxtrain.plan(STDIN)).base_dir == str(stdin_spec)
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 
 ``validate``, ``plan``, ``compile_job``, ``load`` and ``load_job`` run the check
 pipeline (vxtrain.pipeline; many files at once through vxtrain.bulk); ``submit`` and
-``quota`` make a checked spec into rungs (vxtrain.rungs) and hand them to
+``quota`` make a checked spec into its plan (vxtrain.jobplan) and hand it to
 vxtrain.submission; ``logs`` reads a job's lines; ``local_run`` runs a job's replicas
 as processes here (vxtrain.runtime).
 
@@ -13,6 +13,7 @@ submission, the backends or the runtime: their imports wait in the verbs that ne
 from __future__ import annotations
 
 import io
+import shlex
 import sys
 import threading
 import uuid
@@ -38,11 +39,12 @@ if TYPE_CHECKING:
     from vxtrain.runtime.gpus import GpuOptions
     from vxtrain.runtime.runner import LocalRunResult
     from vxtrain.runtime.study import StudyResult
-    from vxtrain.submission import ProgressFn, QuotaReport, Say
-    from vxtrain.submission.ladder import Ladder, Rung
+    from vxtrain.submission import Hooks, Session
+    from vxtrain.submission.events import ProgressFn
+    from vxtrain.submission.quota import QuotaReport
 
 __all__ = ["Options", "Result", "check_file", "compile_job", "load", "load_job", "local_run",
-           "logs", "plan", "quota", "submit", "validate"]
+           "logs", "plan", "quota", "reconcile", "submit", "validate"]
 
 
 def validate(paths: Sequence[str | Path], options: Options | None = None) -> list[Result]:
@@ -69,26 +71,26 @@ def compile_job(path: str | Path, options: Options | None = None) -> dict[str, A
 
 def submit(path: str | Path, options: Options | None = None, *, target: str = "vertex",
            endpoint: str | None = None, idempotency_key: str | None = None, wait: bool = False,
-           progress: ProgressFn | None = None, logs: LogSink | None = None, say: Say | None = None,
+           progress: ProgressFn | None = None, logs: LogSink | None = None,
            upload_progress: UploadProgress | None = None, until_running: bool = False,
            max_pending: float | None = None, quota_check: bool = True,
            gpus: GpuOptions | None = None, notify: Sequence[str] = (),
            warnings: Callable[[Sequence[Diagnostic]], None] | None = None) -> dict[str, Any]:
     """Create the spec's job exactly once (vxtrain.submission) and return its view, with
-    ``attempts``: what each rung of the spec's ``fallback:`` ladder came to
-    (vxtrain.submission.ladder; a spec without one is a ladder of one rung), and
-    ``images`` when the spec builds images: what was pushed.
+    ``attempts``: what each rung of the spec's ``fallback:`` ladder came to (a spec without
+    one is a ladder of one rung), and ``images`` when the spec builds images: what was pushed.
 
     ``target``: "vertex" (the regional endpoint, or ``endpoint`` HOST:PORT of an
     emulator) or "local" (an in-process emulator running the job here, always
-    followed to the end). ``logs``: while following, a callable that gets the job's
-    new log lines (lists of vxtrain.joblogs.Entry) as they arrive. ``say``: where
-    retries and notices go, one line at a time (default: the ``vxtrain`` logger).
+    followed to the end). ``progress``: while following, each poll's view
+    (vxtrain.submission.JobView) and the seconds since following began; ``logs``: the job's
+    new log lines (lists of vxtrain.joblogs.Entry) as they arrive. vxtrain's own lines
+    (retries, notices) go to the ``vxtrain.submission`` logger.
     ``upload_progress``: watches each large python_package.source upload
     (vxtrain.packaging.upload.UploadProgress; the CLI's draws a bar).
     ``until_running``: without ``wait``, follow the job until it is RUNNING (so a
     stockout before start moves the ladder on). ``max_pending``: seconds a followed job
-    may stay QUEUED/PENDING before it is cancelled and the next rung tried.
+    may stay QUEUED/PENDING (from its create time) before it is cancelled and the next rung tried.
     ``quota_check``: set each rung's needs against the project's quota limits before its
     create (vxtrain.submission.quota); a need above a limit moves the ladder on with
     nothing created. ``gpus``: how a ``local`` run hands out this host's GPUs
@@ -98,21 +100,22 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     when the quota preflight found a need above a limit, nothing created).
 
     With ``recovery:`` in the spec, a followed job that loses its machines after it
-    started gets a new attempt (vxtrain.submission.recovery), and the view has
+    started gets a new attempt (vxtrain.submission.decide), and the view has
     ``recoveries`` and ``cost`` (a followed job's has them in any case); when the
     recoveries are spent: NoCapacity after a capacity loss, else JobFailedError.
     ``notify``: http(s) URLs (beside the spec's ``notify:``) that get one JSON object per
     event while the job is followed (vxtrain.submission.notify).
 
     The spec's warnings (what ``validate`` prints) are given to ``warnings`` once the spec
-    is checked, before anything is pushed or created (without it: to ``say``, one
-    ``FILE:LINE:COL: warning: …`` line each), and are the view's ``diagnostics``. A ``build:``
+    is checked, before anything is pushed or created (without it: to the ``vxtrain.submission``
+    logger, one ``FILE:LINE:COL: warning: …`` line each), and are the view's ``diagnostics``. A ``build:``
     base whose own config or files do not confirm the image's Python raises SpecError at
     the spec's ``build.python`` (or ``build.base``) line (vxtrain.images.publish.check_python).
     """
-    # lazy: vxtrain.submission (and rungs, over it) cost ~130 ms of imports (-X importtime),
+    # lazy: vxtrain.submission (and jobplan, over it) cost ~130 ms of imports (-X importtime),
     # more than half of validate's start-up; validate and plan never need them
-    from vxtrain import submission
+    from vxtrain.submission import Hooks
+    from vxtrain.submission.events import LOGGER
     from vxtrain.submission.notify import check_url
 
     _check_urls(notify, check_url)
@@ -126,47 +129,36 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
         warnings(said)
     else:
         for diagnostic in said:
-            (say or submission.log_say)(diagnostic.render())
-    view = _submit(result, target=target, endpoint=endpoint, idempotency_key=idempotency_key, wait=wait,
-                   progress=progress, logs=logs, say=say, upload_progress=upload_progress,
-                   until_running=until_running, max_pending=max_pending, quota_check=quota_check, gpus=gpus,
-                   notify=notify)
+            LOGGER.warning("%s", diagnostic.render())
+    send = _Send(result, idempotency_key, notify, wait=wait or target == "local", until_running=until_running,
+                 max_pending=max_pending, quota_check=quota_check)
+    send.command = _command(path, options or Options(), endpoint)
+    view = _submit(send, target, endpoint, Hooks(progress, logs, upload_progress), gpus)
     return {**view, "diagnostics": [d.to_json() for d in said]}
 
 
-def _submit(result: Result, *, target: str, endpoint: str | None,
-            idempotency_key: str | None, wait: bool, progress: ProgressFn | None, logs: LogSink | None,
-            say: Say | None, upload_progress: UploadProgress | None, until_running: bool,
-            max_pending: float | None, quota_check: bool, gpus: GpuOptions | None,
-            notify: Sequence[str]) -> dict[str, Any]:
-    """submit() past the checks: the ladder of ``result``'s rungs, followed as asked."""
+def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: GpuOptions | None) -> dict[str, Any]:
+    """submit() past the checks: the life of the spec's plan, carried as asked."""
     # lazy: as in submit()
-    from vxtrain import rungs, submission
+    from vxtrain import jobplan
     from vxtrain.images.pythons import BasePythonError
-    from vxtrain.submission import ladder as ladders
+    from vxtrain.submission import Session
 
-    local_target = target == "local"
-    follow = ladders.Follow.end if wait or local_target else (
-        ladders.Follow.until_running if until_running else ladders.Follow.none)
-    ladder = ladders.Ladder(key=idempotency_key or uuid.uuid4().hex, explicit=idempotency_key is not None,
-                            follow=follow, max_pending=max_pending, endpoint=endpoint, progress=progress,
-                            logs=logs, say=say or submission.log_say, quota_check=quota_check,
-                            upload_progress=upload_progress)
-    watch = _Watch(result, ladder, notify)
+    result = send.result
     try:
-        if local_target:
-            return _submit_local(result, watch, gpus)
-        return watch.follow(rungs.rungs(result, emulated=endpoint is not None))
+        if target == "local":
+            return _submit_local(result, send, hooks, gpus)
+        with Session(endpoint=endpoint, hooks=hooks) as session:
+            return send.carry(session, emulated=endpoint is not None)
     except BasePythonError as exc:  # found at push time, but a mistake of the spec: at its line
         raise SpecError([_located(result, exc, d) for d in exc.diagnostics]) from exc
     except InvalidArgumentError as exc:  # reworded: its class and the ladder's attempts kept
-        raise exc.reworded(f"{exc}{rungs.spec_location(result, str(exc))}") from exc
+        raise exc.reworded(f"{exc}{jobplan.spec_location(result, str(exc))}") from exc
     except NoCapacity as exc:
         if exc.report is None:  # the ladder ran out: its attempts say where
             raise
         # the quota preflight of a spec without fallback: point at the first pool that needs it
-        raise NoCapacity(f"{exc}{rungs.spec_location(result, str(exc))}", exc.report, exc.attempts,
-                         exc.details) from exc
+        raise exc.reworded(f"{exc}{jobplan.spec_location(result, str(exc))}") from exc
 
 
 def _located(result: Result, exc: BasePythonError, diagnostic: Diagnostic) -> Diagnostic:
@@ -189,44 +181,69 @@ def _check_urls(urls: Sequence[str], check: Callable[[str], str | None]) -> None
             raise UsageError(f"--notify: {problem}")
 
 
-class _Watch:
-    """What follows the submit's rungs: the spec's ``recovery:`` policy and the notifier of the
-    spec's ``notify:`` and ``--notify`` URLs (vxtrain.submission.recovery.follow)."""
+def _command(path: str | Path, options: Options, endpoint: str | None) -> str:
+    """``vxtrain submit PATH`` with every option that shapes the job (and the endpoint), as a
+    resume line repeats them: a re-run with the key must send the same job."""
+    flags: list[str] = [str(path)]
+    flags += [arg for overlay in options.overlays for arg in ("-f", str(overlay))]
+    flags += [arg for value in options.sets for arg in ("--set", value)]
+    flags += [arg for name, value in options.variables.items() for arg in ("--var", f"{name}={value}")]
+    for flag, value in (("--project", options.project), ("--region", options.region),
+                        ("--display-name", options.display_name), ("--staging-bucket", options.staging_bucket),
+                        ("--image-repository", options.image_repository), ("--endpoint", endpoint)):
+        if value:
+            flags += [flag, value]
+    return " ".join(["vxtrain", "submit", *map(shlex.quote, flags)])
 
-    def __init__(self, result: Result, ladder: Ladder, notify: Sequence[str]) -> None:
-        assert result.job is not None  # a valid result has its model
-        self.ladder, self.recovery = ladder, result.job.recovery
-        self.urls = list(dict.fromkeys([*result.job.notify, *notify]))
 
-    def follow(self, rungs: list[Rung]) -> dict[str, Any]:
-        """Climb ``rungs``, recovering and notifying as the spec and options ask."""
+class _Send:
+    """One submit of a checked spec: its key, how far it follows, its notification hooks."""
+
+    def __init__(self, result: Result, key: str | None, notify: Sequence[str], *, wait: bool, until_running: bool,
+                 max_pending: float | None, quota_check: bool) -> None:
         # lazy: as in submit()
-        from vxtrain.submission import recovery
+        from vxtrain.submission.decide import Follow, Watch
+
+        assert result.job is not None  # a valid result has its model
+        self.result, self.key = result, key or uuid.uuid4().hex
+        follow = Follow.end if wait else Follow.until_running if until_running else Follow.none
+        self.watch = Watch(follow, max_pending, explicit=key is not None)
+        self.urls = list(dict.fromkeys([*result.job.notify, *notify]))
+        self.quota_check = quota_check
+        self.command = "vxtrain submit SPEC"
+
+    def carry(self, session: Session, *, emulated: bool, in_place: bool = False) -> dict[str, Any]:
+        """The spec's life carried through ``session`` (vxtrain.submission.carry)."""
+        # lazy: as in submit()
+        from vxtrain import jobplan, submission
         from vxtrain.submission.notify import Notifier
 
-        policy = recovery.Policy.of(self.recovery) if self.recovery is not None else None
-        notifier = Notifier(self.urls, self.ladder.say) if self.urls else None
-        return recovery.follow(rungs, self.ladder, policy, notifier)
+        plan, rigging = jobplan.plan_of(self.result, self.key, emulated=emulated, in_place=in_place)
+        with Notifier(self.urls, session.log, key=self.key) as notifier:  # flushed however the submit ends
+            options = submission.CarryOptions(self.watch, self.quota_check, notifier if self.urls else None,
+                                              self.command)
+            return submission.submit(session, plan, rigging, options)
 
 
-def _submit_local(result: Result, watch: _Watch, gpus: GpuOptions | None) -> dict[str, Any]:
+def _submit_local(result: Result, send: _Send, hooks: Hooks, gpus: GpuOptions | None) -> dict[str, Any]:
     """An in-process emulator running the job with the local runner, followed to the end.
     With ``logs``, the job's lines reach it through the emulator's Logging service
     only (as on Vertex AI), not also straight from the replicas. The job is checked
     against this host's GPUs first: too few, and nothing is created (GpuShortageError)."""
     # lazy: the backends and the runtime, as in submit()
-    from vxtrain import rungs
+    from vxtrain import jobplan
     from vxtrain.backends import open_backend
     from vxtrain.runtime.gpus import GpuOptions, resolve
+    from vxtrain.submission import Session
 
     gpus = gpus or GpuOptions()
     assert result.job is not None  # a valid result has its model
     resolve(result.job, gpus)  # the emulator hands out the same GPUs: refuse here, before a create
-    local = rungs.local_run(result)
+    local = jobplan.local_run(result)
     with open_backend("local", workdir=local.base_dir, gpus=gpus,
-                      job_output=_Discard() if watch.ladder.logs is not None else None) as backend:
-        watch.ladder.backend = backend
-        return watch.follow(rungs.rungs(result, emulated=True, in_place=True))
+                      job_output=_Discard() if hooks.logs is not None else None) as backend, \
+            Session(backend=backend, hooks=hooks) as session:
+        return send.carry(session, emulated=True, in_place=True)
 
 
 class _Discard(io.StringIO):
@@ -236,25 +253,38 @@ class _Discard(io.StringIO):
         return len(text)
 
 
-def quota(path: str | Path, options: Options | None = None, *, endpoint: str | None = None,
-          say: Say | None = None) -> QuotaReport:
+def quota(path: str | Path, options: Options | None = None, *, endpoint: str | None = None) -> QuotaReport:
     """The spec's quota needs against the project's limits in its region (Cloud Quotas API, or
-    the emulator at ``endpoint``): a vxtrain.submission.QuotaReport, with one report per rung of
-    ``fallback:`` in its ``fallback``. A refused read is said through ``say`` and leaves the
-    limits unknown. Raises SpecError and UsageError."""
+    the emulator at ``endpoint``): a vxtrain.submission.quota.QuotaReport, with one report per
+    rung of ``fallback:`` in its ``fallback``. A refused read is said (the ``vxtrain.submission``
+    logger) and leaves the limits unknown. Raises SpecError and UsageError."""
     # lazy: as in submit()
-    from vxtrain import rungs, submission
-    from vxtrain.backends import open_backend
+    from vxtrain import jobplan
+    from vxtrain.submission import Session
+    from vxtrain.submission.quota import preflight
 
     result = load_job(path, options)
     reads: dict[str, Any] = {}  # one read of the limits per project, for every rung
-    reports = []
-    for target in rungs.targets(result, local=endpoint is not None):
-        with open_backend(region=target.region, endpoint=endpoint) as backend:
-            reports.append(submission.preflight(backend, target.job, project=target.project,
-                                                region=target.region, say=say or submission.log_say,
-                                                reads=reads))
+    with Session(endpoint=endpoint) as session:
+        reports = [preflight(session, rung.job, project=rung.project, region=rung.region, reads=reads)
+                   for rung in jobplan.spec_rungs(result, local=endpoint is not None)]
     return replace(reports[0], fallback=tuple(reports[1:]))
+
+
+def reconcile(bucket: str, *, project: str | None = None, endpoint: str | None = None) -> dict[str, Any]:
+    """One pass over every unfinished plan kept in ``bucket`` (``gs://B[/PREFIX]``; of ``project``
+    when given): each life's next steps taken, as ``vxtrain reconcile`` does
+    (vxtrain.submission.reconcile). Its document: ``{"plans": [{"key", "state", "attempt", "rung",
+    "job", "action", "cost_usd"}], "created", "cancelled", "finished"}``, with ``errors`` when an
+    API error outlived its retries (the pass acted on every plan it could)."""
+    # lazy: as in submit(); the plans bring google-cloud-storage
+    from vxtrain.submission import Session
+    from vxtrain.submission.reconcile import reconcile as one_pass
+
+    if not bucket.startswith("gs://"):
+        raise UsageError(f"--bucket takes gs://BUCKET[/PREFIX], got {bucket!r}")
+    with Session(endpoint=endpoint) as session:
+        return one_pass(session, bucket, project).to_json()
 
 
 def logs(name: str, *, endpoint: str | None = None, replica: str | None = None,
@@ -264,11 +294,12 @@ def logs(name: str, *, endpoint: str | None = None, replica: str | None = None,
     emulator at ``endpoint``. ``replica``: ``workerpoolK-I``; ``since``: a duration
     back (``10m``) or an RFC 3339 time."""
     # lazy: as in submit()
-    from vxtrain import submission
     from vxtrain.joblogs import parse_since
+    from vxtrain.submission import Session
 
     start = parse_since(since) if since else None
-    return [e.to_json() for e in submission.read_logs(name, endpoint=endpoint, replica=replica, since=start)]
+    with Session(endpoint=endpoint) as session:
+        return [e.to_json() for e in session.logs(name, replica=replica, since=start)]
 
 
 def local_run(path: str | Path, options: Options | None = None, *, trial: str | None = None,

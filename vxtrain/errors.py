@@ -5,6 +5,7 @@ line (or a list of diagnostics) and an exit code, never a traceback::
 
     VxtrainError                      base of everything raised on purpose (exit 1)
     ├── SpecError                     the spec is invalid; carries diagnostics (exit 1)
+    ├── SpecChanged                   a key already names a job of another spec (exit 1)
     ├── GpuShortageError              a local run's host has fewer GPUs than the job needs (exit 1)
     ├── UsageError                    bad flags or arguments (exit 2)
     ├── LocalRunError                 a local replica failed (exit 3)
@@ -13,6 +14,7 @@ line (or a list of diagnostics) and an exit code, never a traceback::
     │                                 preflight found a need above a limit, or every rung
     │                                 of fallback: ran out of capacity
     └── ApiError                      the Job API refused or kept failing (exit 4)
+    (Interrupted, a KeyboardInterrupt: Ctrl-C part-way, with what was known; exit 130)
         ├── QuotaError                RESOURCE_EXHAUSTED naming a quota
         ├── PermissionError_          PERMISSION_DENIED / UNAUTHENTICATED
         ├── InvalidArgumentError      INVALID_ARGUMENT / FAILED_PRECONDITION
@@ -56,6 +58,13 @@ class SpecError(VxtrainError):
         super().__init__(first)
 
 
+class SpecChanged(VxtrainError):
+    """An idempotency key already names a job of another spec (or other options that shape it):
+    attempts of one key run the same job as sent, so nothing was created."""
+
+    exit_code = 1
+
+
 class GpuShortageError(VxtrainError):
     """A local run's host has GPUs, but fewer than the job asks for; nothing was started."""
 
@@ -83,6 +92,10 @@ class JobFailedError(VxtrainError):
         super().__init__(message)
         self.job = job or {}
 
+    def reworded(self, message: str) -> JobFailedError:
+        """The same error (its job) with another message."""
+        return type(self)(message, self.job)
+
 
 class NoCapacity(VxtrainError):  # noqa: N818 - the Contract's JSON error type is "NoCapacity"
     """The job cannot get its machines: the quota preflight found a need above a limit
@@ -100,6 +113,20 @@ class NoCapacity(VxtrainError):  # noqa: N818 - the Contract's JSON error type i
         self.report = report
         self.attempts = [dict(a) for a in attempts]
         self.details = dict(details or {})
+
+    def reworded(self, message: str) -> NoCapacity:
+        """The same error (its report, attempts and details) with another message."""
+        return type(self)(message, self.report, self.attempts, self.details)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped a command part-way (exit 130, as any Ctrl-C); ``document`` is
+    what it knew then (submit: the job it followed, its state, and the line that resumes it),
+    which ``--output json`` writes so that stdout is still one document."""
+
+    def __init__(self, document: Mapping[str, object]) -> None:
+        super().__init__()
+        self.document = dict(document)
 
 
 class ApiError(VxtrainError):

@@ -263,9 +263,9 @@ class Scheduling:
 @dataclass
 class Recovery:
     """``recovery:``: new attempts of a job that lost its machines after it started
-    (vxtrain.submission.recovery)."""
+    (vxtrain.submission.decide)."""
 
-    max_recoveries: int | None = None
+    max_recoveries: int
     on_exit_codes: list[int] = field(default_factory=list)
     strategy: str = "same"  # same: the rung that ran again | next: on down the fallback ladder
     spot_to_standard_after: int | None = None
@@ -646,11 +646,15 @@ def build(data: Mapping[str, Any]) -> Job:
 
 
 def _build_recovery(raw: Any) -> Recovery | None:
-    """The ``recovery:`` block (None when absent or not a mapping)."""
+    """The ``recovery:`` block (None when absent, not a mapping, or without its required
+    ``max_recoveries``: the schema says so)."""
     if not isinstance(raw, dict):
         return None
     codes = raw.get("on_exit_codes")
-    return Recovery(_int(raw.get("max_recoveries")),
+    max_recoveries = _int(raw.get("max_recoveries"))
+    if max_recoveries is None:
+        return None
+    return Recovery(max_recoveries,
                     [c for c in map(_int, codes) if c is not None] if isinstance(codes, list) else [],
                     _str(raw.get("strategy")) or "same", _int(raw.get("spot_to_standard_after")))
 

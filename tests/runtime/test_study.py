@@ -382,14 +382,14 @@ def test_study_through_the_emulator_and_status(tmp_path: Path, capsys: pytest.Ca
     from vxtrain.backends import vertex
     from vxtrain.backends.emulator import start_emulator
     from vxtrain.vocab.kinds import TUNING
-    from vxtrain.submission import LABEL_KEY, submit
+    from vxtrain.submission.names import LABEL_KEY
+    from tests.submission.helpers import submit_job
 
     result = api.load_job(EXAMPLE, Options(sets=["study.max_trials=8"]))
     with start_emulator(workdir=EXAMPLE.parent, out=io.StringIO()) as handle:
         handle.emulator.register_local({LABEL_KEY: "study-e2e"}, result.job.local)
         with vertex.connect(endpoint=handle.address) as backend:
-            view = submit(result.hyperparameter_tuning_job, project="p", region="us-central1", backend=backend,
-                          idempotency_key="study-e2e", wait=True)
+            view = submit_job(backend, result.hyperparameter_tuning_job, key="study-e2e", wait=True, retry=None)
             stored = backend.get(TUNING, view["name"])
         assert view["state"] == "JOB_STATE_SUCCEEDED"
         assert [t["id"] for t in stored["trials"]] == [str(i) for i in range(1, 9)]
@@ -432,15 +432,15 @@ def test_cancelling_a_study_stops_its_trials(monkeypatch: pytest.MonkeyPatch) ->
     from vxtrain.backends import vertex
     from vxtrain.backends.emulator import start_emulator
     from vxtrain.vocab.kinds import TUNING
-    from vxtrain.submission import LABEL_KEY, submit
+    from vxtrain.submission.names import LABEL_KEY
+    from tests.submission.helpers import submit_job
 
     monkeypatch.setenv("STUDY_SLEEP", "30")
     result = api.load_job(EXAMPLE)
     with start_emulator(workdir=EXAMPLE.parent, out=io.StringIO()) as handle:
         handle.emulator.register_local({LABEL_KEY: "cancel-me"}, result.job.local)
         with vertex.connect(endpoint=handle.address) as backend:
-            view = submit(result.hyperparameter_tuning_job, project="p", region="us-central1", backend=backend,
-                          idempotency_key="cancel-me")
+            view = submit_job(backend, result.hyperparameter_tuning_job, key="cancel-me", retry=None)
             wait_for(lambda: len(backend.get(TUNING, view["name"]).get("trials", [])) >= 3,
                      10, "the study to start its 3 trials", interval=0.05)
             started = time.monotonic()

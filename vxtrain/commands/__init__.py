@@ -42,6 +42,8 @@ COMMANDS: dict[str, Entry] = {
                           "FAILED/CANCELLED/EXPIRED."),
     "cancel": Entry("jobs", "Ask for a job to be cancelled."),
     "list": Entry("jobs", "List jobs (filters: --filter, --label, --state)."),
+    "reconcile": Entry("reconcile", "Carry every unfinished job life kept in a bucket one step on (recovery, "
+                                    "duplicates, the end); --loop repeats it."),
     "logs": Entry("logs", "A job's log lines, each after its replica (workerpoolK-I), oldest first "
                           "(Cloud Logging, or the emulator's)."),
     "env": Entry("env", "Print the environment Vertex AI sets for one replica (CLUSTER_SPEC, TF_CONFIG, AIP_*)."),

@@ -246,7 +246,8 @@ def on_job(name: str, project: str | None, region: str | None, endpoint: str | N
            operation: Callable[[str], T]) -> T:
     """``operation`` on the job ``name``. A bare id does not say its kind: it is a
     CustomJob's, else (NOT_FOUND) a HyperparameterTuningJob's."""
-    from vxtrain.submission import TUNING, resolve_name  # lazy: as in where()
+    from vxtrain.submission import resolve_name  # lazy: as in where()
+    from vxtrain.vocab.kinds import TUNING
 
     project, region = where(project, region, endpoint)
     full = resolve_name(name, project=project, region=region)

@@ -13,17 +13,20 @@ import typer
 
 from vxtrain.commands import _common as c
 from vxtrain.errors import JobFailedError, UsageError
-from vxtrain.render.progress import say
-from vxtrain.submission import build_filter, get, list_jobs, wait_job
-from vxtrain.submission import cancel as cancel_job
+from vxtrain.render.progress import reporting
+from vxtrain.submission import Hooks, JobView, Session, build_filter
+from vxtrain.submission.decide import lost_hint
+from vxtrain.submission.names import LABEL_KEY
+from vxtrain.submission.views import job_view
 
 
 def status(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Print the job's state and its cost so far (list prices × run time); 0 (whatever the state:
     use ``wait`` for an exit code)."""
-    c.print_view(c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint, say=say, priced=True)),
-                 output)
+    with reporting(), Session(endpoint=endpoint) as session:
+        view = c.on_job(name, project, region, endpoint, lambda full: session.get(full, priced=True))
+    c.print_view(view.to_json(), output)
     return 0
 
 
@@ -32,24 +35,32 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
          timeout: float | None = None, logs: bool = True) -> int:
     """Follow the job to its end, its log lines on stderr (unless not ``logs``):
     0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
-    with c.progress(True) as progress:
-        sink = progress.log if logs else None
+    with reporting(), c.progress(True) as progress:
+        hooks = Hooks(progress, progress.log if logs else None)
         try:
-            view = c.on_job(name, project, region, endpoint, lambda full: wait_job(
-                full, endpoint=endpoint, progress=progress, timeout=timeout, logs=sink, say=say, priced=True))
+            with Session(endpoint=endpoint, hooks=hooks) as session:
+                view = c.on_job(name, project, region, endpoint,
+                                lambda full: session.wait(full, timeout=timeout, priced=True))
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
+            key = exc.job.get("idempotency_key")
+            hint = lost_hint(job_view({"name": exc.job.get("name"), "state": exc.job.get("state"),
+                                       "startTime": exc.job.get("start_time"), "error": exc.job.get("error"),
+                                       "labels": {LABEL_KEY: key} if key else {}}))
+            if hint is not None:  # preempted: not a failure of the code; say how recovery carries it on
+                raise exc.reworded(f"{exc}; {hint}") from exc
             raise
-    c.print_view(view, output)
+    c.print_view(view.to_json(), output)
     return 0
 
 
 def cancel(name: str, *, project: str | None = None, region: str | None = None,
            endpoint: str | None = None, output: c.OutputFormat = c.OutputFormat.text) -> int:
     """Ask for the job to be cancelled and print its state (CANCELLING, later CANCELLED)."""
-    c.print_view(c.on_job(name, project, region, endpoint, lambda full: cancel_job(full, endpoint=endpoint, say=say)),
-                 output)
+    with reporting(), Session(endpoint=endpoint) as session:
+        view = c.on_job(name, project, region, endpoint, session.cancel)
+    c.print_view(view.to_json(), output)
     return 0
 
 
@@ -62,21 +73,21 @@ def list_(*, project: str | None = None, region: str | None = None, endpoint: st
     if not project or not region:
         raise UsageError("list needs a project and a region: pass --project/--region or export "
                          "GOOGLE_CLOUD_PROJECT/CLOUD_ML_REGION")
-    views = list_jobs(project=project, region=region, endpoint=endpoint, tuning=tuning,
-                      filter=build_filter(filter_, labels, state), say=say)
+    with reporting(), Session(endpoint=endpoint) as session:
+        views = session.jobs(project, region, build_filter(filter_, labels, state), tuning=tuning)
     if output is c.OutputFormat.json:
-        c.emit_json({"jobs": views})
+        c.emit_json({"jobs": [v.to_json() for v in views]})
     else:
         _print_table(views)
     return 0
 
 
-def _print_table(views: Sequence[dict[str, Any]]) -> None:
+def _print_table(views: Sequence[JobView]) -> None:
     if not views:
         typer.echo("no jobs", err=True)
     for view in views:
-        job_id = view["name"].rsplit("/", 1)[-1]
-        typer.echo(f"{job_id}\t{view['state']}\t{view['display_name']}\t{view.get('create_time') or ''}")
+        job_id = view.name.rsplit("/", 1)[-1]
+        typer.echo(f"{job_id}\t{view.state.value}\t{view.display_name}\t{view.create_time or ''}")
 
 
 def register(app: typer.Typer) -> None:

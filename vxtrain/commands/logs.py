@@ -18,8 +18,8 @@ import typer
 
 from vxtrain.commands import _common as c
 from vxtrain.joblogs import check_replica, parse_since
-from vxtrain.render.progress import say
-from vxtrain.submission import get, read_logs, wait_job
+from vxtrain.render.progress import reporting
+from vxtrain.submission import Hooks, Session
 
 
 def logs(name: str, *, project: str | None = None, region: str | None = None, endpoint: str | None = None,
@@ -31,17 +31,17 @@ def logs(name: str, *, project: str | None = None, region: str | None = None, en
     start = parse_since(since) if since else None
     # Getting the job first says NOT_FOUND for a wrong name (a log query would say
     # nothing at all) and, for a bare id, finds its kind.
-    job = c.on_job(name, project, region, endpoint, lambda full: get(full, endpoint=endpoint, say=say))
-    full = job["name"]
-    if not follow:
-        entries = read_logs(full, endpoint=endpoint, replica=replica, since=start, say=say)
-        if output is c.OutputFormat.json:
-            c.emit_json({"name": full, "entries": [e.to_json() for e in entries]})
-        else:
-            _print_lines(entries)
-        return 0
     sink = _print_json_lines if output is c.OutputFormat.json else _print_lines
-    wait_job(full, endpoint=endpoint, check=False, logs=sink, replica=replica, since=start, say=say)
+    with reporting(), Session(endpoint=endpoint, hooks=Hooks(logs=sink if follow else None)) as session:
+        full = c.on_job(name, project, region, endpoint, session.get).name
+        if not follow:
+            entries = session.logs(full, replica=replica, since=start)
+            if output is c.OutputFormat.json:
+                c.emit_json({"name": full, "entries": [e.to_json() for e in entries]})
+            else:
+                _print_lines(entries)
+            return 0
+        session.wait(full, check=False, replica=replica, since=start)
     return 0
 
 

@@ -24,7 +24,7 @@ from vxtrain.errors import NoCapacity, UsageError, VxtrainError
 from vxtrain.model import parse_size
 
 if TYPE_CHECKING:
-    from vxtrain.submission import QuotaReport
+    from vxtrain.submission.quota import QuotaReport
 
 def plan(path: str, options: Options, output: c.ReportFormat = c.ReportFormat.text, *,
          html: str | None = None, check_quota: bool = False, endpoint: str | None = None) -> int:
@@ -75,9 +75,10 @@ def plan(path: str, options: Options, output: c.ReportFormat = c.ReportFormat.te
 def _quota(path: str, options: Options, endpoint: str | None) -> QuotaReport:
     """The needs against the limits, as ``vxtrain quota`` reads them (a refused read is said on
     stderr and leaves the limits unknown)."""
-    from vxtrain.render.progress import say  # lazy: as the quota read itself
+    from vxtrain.render.progress import reporting  # lazy: as the quota read itself
 
-    return api.quota(path, options, endpoint=endpoint, say=say)
+    with reporting():
+        return api.quota(path, options, endpoint=endpoint)
 
 
 def _html_target(html: str) -> Path:

@@ -12,14 +12,15 @@ from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
 from vxtrain.errors import NoCapacity
-from vxtrain.render.progress import say
+from vxtrain.render.progress import reporting
 from vxtrain.render.quota import quota_text
 
 
 def quota(path: str, options: Options, *, output: c.OutputFormat = c.OutputFormat.text,
           endpoint: str | None = None) -> int:
     """Print the quota report; 5 when a need is above a limit."""
-    report = api.quota(path, options, endpoint=endpoint, say=say)
+    with reporting():
+        report = api.quota(path, options, endpoint=endpoint)
     if output is c.OutputFormat.json:
         c.emit_json(report.to_json())
     else:

@@ -17,9 +17,9 @@ import typer
 from vxtrain import api
 from vxtrain.api import Options
 from vxtrain.commands import _common as c
-from vxtrain.errors import JobFailedError, SpecError, UsageError
+from vxtrain.errors import Interrupted, JobFailedError, SpecError, UsageError
 from vxtrain.render.packaging import upload_bar
-from vxtrain.render.progress import say
+from vxtrain.render.progress import reporting, say
 from vxtrain.runtime.gpus import GpuOptions
 from vxtrain.runtime.signals import interrupt_on_signals
 
@@ -44,7 +44,8 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
         say("--target local runs the job in this process: following it to the end")
     # Locally the job's processes are ours: a stop signal must stop them, not orphan them.
     # --until-running follows the job too (to RUNNING): its states show as they change.
-    with interrupt_on_signals() if local else nullcontext(), c.progress(wait or local or until_running) as progress:
+    with interrupt_on_signals() if local else nullcontext(), reporting(), \
+            c.progress(wait or local or until_running) as progress:
         sink = progress.log if progress is not None and logs else None
         if local and sink is None:
             # Given no sink, the in-process emulator prints the replicas' output to
@@ -53,12 +54,16 @@ def submit(path: str, options: Options, *, output: c.OutputFormat = c.OutputForm
         try:
             view = api.submit(path, options, target=target.value, endpoint=endpoint,
                               idempotency_key=idempotency_key, wait=wait, progress=progress, logs=sink,
-                              say=say, upload_progress=upload_bar, quota_check=quota_check, gpus=gpus,
+                              upload_progress=upload_bar, quota_check=quota_check, gpus=gpus,
                               until_running=until_running, max_pending=pending, notify=notify,
                               warnings=c.print_diagnostics)  # as validate prints them, before anything is sent
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
+            raise
+        except Interrupted as stopped:  # Ctrl-C: stdout is still one document, with the resume line
+            if output is c.OutputFormat.json:
+                c.emit_json(stopped.document)
             raise
         except SpecError as exc:
             # Submission's checks against the Job API's state (a persistent resource the job

@@ -74,6 +74,11 @@ class ImageBuild:
         return f"{self.repository.rstrip('/')}/{self.name}:{self.tag}"
 
     @property
+    def repository_set(self) -> bool:
+        """Whether a repository was given (else the URI only shows where one goes)."""
+        return not self.repository.startswith(UNSET_REPOSITORY)
+
+    @property
     def base_pinned(self) -> bool:
         """True when the base is given by digest (a moved tag cannot change the image)."""
         return "@sha256:" in self.base
@@ -84,7 +89,7 @@ class ImageBuild:
                 "source": self.spec_source, "path": str(self.source.path), "files": self.source.files,
                 "requirements": self.spec_requirements, "python": self.python, "platform": self.platform,
                 "tag": self.tag,
-                "repository_set": not self.repository.startswith(UNSET_REPOSITORY)}
+                "repository_set": self.repository_set}
 
 
 def resolve(job: Job, base: Path, repository: str | None,

@@ -52,12 +52,17 @@ class Package:
             return "pypa build of the project"
         return "pypa build of a generated setup.py (a bare package folder)"
 
+    @property
+    def bucket_set(self) -> bool:
+        """Whether a staging bucket was given (else the URI only shows where one goes)."""
+        return not self.uri.startswith(UNSET_BUCKET)
+
     def to_json(self) -> dict[str, Any]:
         """The ``packages`` entry of ``plan --output json``."""
         return {"source": self.spec_source, "path": str(self.source.path), "pools": self.roles,
                 "name": self.source.name, "hash": self.source.digest, "files": self.source.files,
                 "build": self.source.kind, "uri": self.uri,
-                "bucket_set": not self.uri.startswith(UNSET_BUCKET)}
+                "bucket_set": self.bucket_set}
 
 
 def resolve(job: Job, base: Path, staging_bucket: str | None,

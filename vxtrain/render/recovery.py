@@ -2,7 +2,7 @@
 ``wait`` add to a job's text (plain text, no rich: the lines also go to log files); and
 what ``plan`` shows of a spec's ``recovery:`` block.
 
-The figures are data (vxtrain.submission.views.cost_json, vxtrain.submission.recovery);
+The figures are data (vxtrain.submission.views.cost_json, vxtrain.submission.carry);
 money is worded as the cost plan words it (vxtrain.planning.cost.usd).
 """
 from __future__ import annotations
@@ -39,16 +39,20 @@ def recovery_lines(view: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+#: Where each recovery strategy (vxtrain.submission.decide.STRATEGIES) starts the next attempt.
+_WHERE = {"same": "the rung that ran", "next": "the next fallback rung"}
+
+
 def plan_line(recovery: Recovery) -> str:
     """plan's line for ``recovery:``: what submit --wait does when the job loses its machines."""
     ends = ["preempted or stocked out", "an internal error"]
     if recovery.on_exit_codes:
         ends.append("a replica exiting " + ", ".join(str(c) for c in recovery.on_exit_codes))
-    where = "the rung that ran" if recovery.strategy == "same" else "the next fallback rung"
+    where = _WHERE[recovery.strategy]
     line = (f"recovery: up to {recovery.max_recoveries} new job(s) under submit --wait when the job ends after "
             f"it started ({'; '.join(ends)}), each on {where}, resuming from base_output_dir")
     if recovery.spot_to_standard_after is not None:
         line += f"; STANDARD VMs after {recovery.spot_to_standard_after} Spot preemption(s)"
     # the cost plan prices one job: each new one is billed for its own run time besides
-    jobs = (recovery.max_recoveries or 0) + 1
+    jobs = recovery.max_recoveries + 1
     return line + f"; the cost above is per job, and up to {jobs} jobs may run in turn"

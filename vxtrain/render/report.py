@@ -26,7 +26,7 @@ from vxtrain.render.cost import source_lines, total_lines
 from vxtrain.vocab.studies import search_space
 
 if TYPE_CHECKING:
-    from vxtrain.submission import QuotaReport
+    from vxtrain.submission.quota import QuotaReport
 
 _STYLE = """
 :root { color-scheme: light; --ink: #1f2328; --dim: #59636e; --line: #d1d9e0; --tint: #f6f8fa;

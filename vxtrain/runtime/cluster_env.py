@@ -178,7 +178,7 @@ def replica_env(job: Job, job_spec: Mapping[str, Any], pool_index: int, replica_
     env = dict(_pool_env(job, pool_index))
     if job.recovery is not None:
         # submit sends attempt N of a recovering job with VXTRAIN_ATTEMPT=N in every pool's env
-        # (vxtrain.submission.recovery.attempt_job); here, as on Vertex AI, the first is 0, so a
+        # (vxtrain.submission.decide.attempt_job); here, as on Vertex AI, the first is 0, so a
         # trainer that reads it runs alike in local-run and `env` (a job run from a CustomJob,
         # as the emulator's are, has no recovery: and keeps the number its env was sent with)
         env[ATTEMPT_ENV] = "0"

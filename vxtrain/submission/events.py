@@ -1,28 +1,40 @@
 """How submission reports what happens while it happens, without printing anything itself.
 
-Submission is a library layer: it prints nothing. The command line decides how
-its reports look (vxtrain.render.progress implements them; the commands pass
-them in); a Python caller that passes none gets them on the ``vxtrain`` logger. Three
-channels, each a plain callable (the types: :mod:`vxtrain.vocab.callbacks`):
+Submission is a library layer: it prints nothing. Its own lines (a retry and its wait, a
+notice such as "listing again for 2.0 s before creating another") go to the
+``vxtrain.submission`` logger (:data:`LOGGER`), worded without the ``vxtrain:`` prefix the
+command line's handler adds (vxtrain.render.progress.reporting); a Python caller routes
+them like its other logs (with no handler configured, Python prints WARNING lines on stderr).
 
-* ``Say``: one line of vxtrain's own as it happens (a retry and its wait, a
-  notice such as "listing again for 2.0 s before creating another"), worded
-  without the ``vxtrain:`` prefix the reporter adds;
-* ``ProgressFn``: a followed job's view after every poll, with the seconds since
-  following began;
-* ``LogSink`` (vxtrain.joblogs): a followed job's new log lines.
+A session (vxtrain.submission.session.Session) carries two more channels, each a plain
+callable, as an HTTP client carries its event hooks (:class:`Hooks`):
+
+* ``progress`` (``ProgressFn``): a followed job's view after every poll, with the seconds
+  since following began;
+* ``logs`` (``LogSink``, vxtrain.joblogs): a followed job's new log lines;
+* ``upload`` (``UploadProgress``): each large upload of a publication.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
-#: Where a Python API call given no ``Say`` reports.
-LOGGER = logging.getLogger("vxtrain")
+from vxtrain.joblogs import LogSink
+from vxtrain.packaging.upload import UploadProgress
+from vxtrain.submission.views import JobView
+
+#: Where submission's own lines go (WARNING: a retry never looks like a hang).
+LOGGER = logging.getLogger("vxtrain.submission")
+#: A followed job's view after each poll, and the seconds since following began.
+ProgressFn = Callable[[JobView, float], None]
 
 
-def log_say(line: str) -> None:
-    """The ``Say`` of a Python API call given none: the line goes to the ``vxtrain`` logger
-    at WARNING, so a retry never looks like a hang (Python prints it on stderr where
-    logging is not configured) and an application routes it like its other logs. The
-    command line passes vxtrain.render.progress's reporter instead."""
-    LOGGER.warning("%s", line)
+@dataclass(frozen=True)
+class Hooks:
+    """What a followed job's watcher is told beside the log: each poll's view, the job's
+    log lines, the uploads' progress (None: nobody listens)."""
+
+    progress: ProgressFn | None = None
+    logs: LogSink | None = None
+    upload: UploadProgress | None = None

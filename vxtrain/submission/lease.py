@@ -1,8 +1,9 @@
 """The lease: with a bucket, one create per key, however many submits race
 (docs/submitting.md, "Submitting exactly once").
 
-Before creating, a submit takes ``gs://BUCKET/vxtrain/leases/<project>/<region>/<key>``
-(``/rung-N`` after it for a fallback rung) with a create-if-absent precondition
+Before creating, a submit takes ``gs://BUCKET/vxtrain/leases/<project>/<region>/<key>/<attempt>``
+(the recovery attempt's number, 0 for the first; ``/rung-N`` after it for a fallback rung
+above 0) with a create-if-absent precondition
 (``ifGenerationMatch=0``, https://cloud.google.com/storage/docs/request-preconditions):
 Cloud Storage lets one writer make the object, so one submit holds the lease. The holder
 lists the key (a job a gone holder made is adopted, not made again), creates exactly once
@@ -16,10 +17,10 @@ generation (one waiter wins). A holder whose create fails deletes its lease, so 
 submit need not wait for it to expire.
 
 A lease that cannot be used (the bucket missing, no permission, storage unreachable) is
-said through ``say``, and the submit goes on under the label protocol alone.
+said (the session's logger), and the submit goes on under the label protocol alone.
 
 It imports google-cloud-storage's retry and google.api_core's exceptions at its top:
-vxtrain.submission.jobs imports this module only for a submit that takes a lease (a key
+vxtrain.submission.carry imports this module only for a submit that takes a lease (a key
 the caller chose, and a bucket), so ``status``, ``wait`` and a submit without a bucket
 never load them.
 """
@@ -30,7 +31,6 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -39,13 +39,14 @@ from google.api_core import exceptions as gexc
 from google.cloud.storage.retry import DEFAULT_RETRY
 
 from vxtrain import errors
-from vxtrain.backends.base import JobBackend, JobDict, LocalRun
+from vxtrain.backends.base import JobDict
+from vxtrain.model import ATTEMPT_LABEL, RUNG_LABEL
 from vxtrain.packaging.upload import storage_client
-from vxtrain.submission.create import Created, create_once, elect, find_labelled
-from vxtrain.submission.names import LABEL_KEY, label_value
-from vxtrain.submission.retry import Backoff, retrying
-from vxtrain.vocab.callbacks import Say
-from vxtrain.vocab.kinds import kind_of_job, kind_of_name
+from vxtrain.submission.create import Created, Request, create_once, elect, oldest
+from vxtrain.submission.names import LABEL_KEY
+from vxtrain.submission.retry import Backoff
+from vxtrain.submission.session import Session
+from vxtrain.vocab.kinds import kind_of_name
 from vxtrain.vocab.timestamps import format_time
 
 if TYPE_CHECKING:
@@ -55,12 +56,13 @@ if TYPE_CHECKING:
 LEASE_PREFIX = "vxtrain/leases"
 
 
-def lease_path(parent: str, key: str, labels: Mapping[str, str] | None = None) -> str:
-    """``vxtrain/leases/<project>/<region>/<key>`` (the key as its label value), then
-    ``/<label>-<value>`` for each further label that names the job (a fallback rung)."""
-    project, region = parent.split("/")[1], parent.split("/")[3]
-    extra = "".join(f"/{k.replace('vxtrain_', '')}-{v}" for k, v in sorted((labels or {}).items()))
-    return f"{LEASE_PREFIX}/{project}/{region}/{label_value(key)}{extra}"
+def lease_path(request: Request) -> str:
+    """``vxtrain/leases/<project>/<region>/<key>/<attempt>`` (the key as its label value; the
+    attempt 0 without recovery), then ``/rung-N`` for a fallback rung above 0."""
+    project, region = request.parent.split("/")[1], request.parent.split("/")[3]
+    rung = request.labels.get(RUNG_LABEL, "0")
+    tail = f"/rung-{rung}" if rung != "0" else ""
+    return f"{LEASE_PREFIX}/{project}/{region}/{request.label}/{request.labels.get(ATTEMPT_LABEL, '0')}{tail}"
 
 
 def lease_seconds(backoff: Backoff) -> float:
@@ -87,23 +89,22 @@ class _Lease:
         return json.dumps({"key": key, "holder": self.holder, "taken": taken, "name": name})
 
 
-def create_leased(backend: JobBackend, job: JobDict, *, parent: str, key: str, bucket: str,
-                  backoff: Backoff, say: Say, local: LocalRun | None = None,
-                  labels: Mapping[str, str] | None = None) -> Created:
-    """``job`` created once for ``key`` under the lease in ``bucket`` (see the module
+def create_leased(session: Session, request: Request, bucket: str) -> Created:
+    """The request's job created once under the lease in ``bucket`` (see the module
     docstring), or the job the lease's holder created, adopted; the label protocol alone
     when the lease cannot be used."""
+    project = request.parent.split("/")[1]
     try:
-        client = storage_client(parent.split("/")[1], purpose="take the submit's lease")
+        client = storage_client(project, purpose="take the submit's lease")
     except errors.ApiError as exc:
-        say(f"warning: no lease in gs://{bucket} ({exc}); submitting under the label protocol alone")
-        return create_once(backend, job, parent=parent, key=key, backoff=backoff, say=say, local=local,
-                           labels=labels)
+        session.log.warning("warning: no lease in gs://%s (%s); submitting under the label protocol alone",
+                            bucket, exc)
+        return create_once(session, request)
     try:
-        lease = _Lease(client.bucket(bucket), lease_path(parent, key, labels),
+        lease = _Lease(client.bucket(bucket), lease_path(request),
                        f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}",
-                       retry=_storage_retry(backoff))
-        return _Leased(backend, job, parent, key, lease, backoff, say, local, labels).run()
+                       retry=_storage_retry(session.retry_policy))
+        return _Leased(session, request, lease).run()
     finally:
         client.close()
 
@@ -117,16 +118,12 @@ def _storage_retry(backoff: Backoff) -> Any:
 class _Leased:
     """One submit under a lease: take it and create, or wait for its holder's job."""
 
-    def __init__(self, backend: JobBackend, job: JobDict, parent: str, key: str, lease: _Lease,
-                 backoff: Backoff, say: Say, local: LocalRun | None,
-                 labels: Mapping[str, str] | None) -> None:
-        self.backend, self.job, self.parent, self.key, self.lease = backend, job, parent, key, lease
-        self.backoff, self.say, self.local, self.labels = backoff, say, local, labels
-        self.kind = kind_of_job(job)
+    def __init__(self, session: Session, request: Request, lease: _Lease) -> None:
+        self.session, self.request, self.lease = session, request, lease
+        self.key = request.key
         self.uri = f"gs://{lease.bucket.name}/{lease.path}"
 
     def run(self) -> Created:
-
         try:
             if self._take(0):
                 return self._hold()
@@ -134,10 +131,9 @@ class _Leased:
         except (gexc.GoogleAPICallError, gexc.RetryError, OSError) as exc:  # storage refused or unreachable
             if self.lease.generation:
                 self._release()
-            self.say(f"warning: the lease {self.uri} cannot be used ({exc}); submitting under the "
-                     "label protocol alone")
-            return create_once(self.backend, self.job, parent=self.parent, key=self.key, backoff=self.backoff,
-                               say=self.say, local=self.local, labels=self.labels)
+            self.session.log.warning("warning: the lease %s cannot be used (%s); submitting under the "
+                                     "label protocol alone", self.uri, exc)
+            return create_once(self.session, self.request)
 
     def _take(self, generation: int) -> bool:
         """Write the lease if its generation is still ``generation`` (0: it does not exist);
@@ -176,17 +172,13 @@ class _Leased:
     def _hold(self) -> Created:
         """The holder: adopt the job the key already labels (a gone holder made it), else
         create once; write its name into the lease. A create that fails releases the lease."""
-        label = label_value(self.key)
         named = False
         try:
-            existing = retrying(lambda: find_labelled(self.backend, self.kind, self.parent, label, self.labels),
-                                self.backoff, f"list jobs labelled {LABEL_KEY}={label}", self.say)
+            existing = self._existing()
             if existing is not None:
-                made = elect(self.backend, self.kind, self.parent, label, existing, adopted=True,
-                             backoff=self.backoff, say=self.say, extra=self.labels)
+                made = elect(self.session, self.request, existing, adopted=True)
             else:
-                made = create_once(self.backend, self.job, parent=self.parent, key=self.key, backoff=self.backoff,
-                                   say=self.say, local=self.local, labels=self.labels)
+                made = create_once(self.session, self.request)
             self._name(str(made.job.get("name")))
             named = True
             return made
@@ -203,12 +195,12 @@ class _Leased:
                 self.lease.body(self.key, name), content_type="application/json",
                 if_generation_match=self.lease.generation, retry=self.lease.retry)
         except gexc.PreconditionFailed:
-            self.say(f"the lease {self.uri} was taken over while {name} was being created (it had "
-                     "expired): the label protocol keeps the key's oldest job")
+            self.session.log.warning("the lease %s was taken over while %s was being created (it had "
+                                     "expired): the label protocol keeps the key's oldest job", self.uri, name)
             self.lease.generation = 0  # not ours to release any more
         except (gexc.GoogleAPICallError, gexc.RetryError, OSError) as exc:
-            self.say(f"warning: could not write {name} into the lease {self.uri} ({exc}); the others "
-                     "adopt it by its label once the lease expires")
+            self.session.log.warning("warning: could not write %s into the lease %s (%s); the others adopt it "
+                                     "by its label once the lease expires", name, self.uri, exc)
 
     def _release(self) -> None:
         """Delete the lease this submit holds, so the next submit need not wait for it to expire."""
@@ -226,8 +218,9 @@ class _Leased:
         """Read the lease until it names the job, and adopt that job. A lease that is gone is
         taken; one unchanged without a name for ``lease_seconds`` is expired: the key is
         listed, its job adopted, and only when there is none is the lease taken over."""
-        expiry = lease_seconds(self.backoff)
-        interval = min(self.backoff.maximum, max(self.backoff.initial * 4, 0.2))
+        policy = self.session.retry_policy
+        expiry = lease_seconds(policy)
+        interval = min(policy.maximum, max(policy.initial * 4, 0.2))
         watched: tuple[int, float] | None = None  # the generation seen, since when (monotonic)
         said = False
         while True:
@@ -242,34 +235,30 @@ class _Leased:
             if watched is None or watched[0] != generation:
                 watched = (generation, time.monotonic())
             if not said:
-                self.say(f"the lease {self.uri} is held by another submit with this key ({data.get('holder')}): "
-                         f"waiting for its job (it expires after {expiry:.0f} s without one)")
+                self.session.log.warning("the lease %s is held by another submit with this key (%s): waiting "
+                                         "for its job (it expires after %.0f s without one)", self.uri,
+                                         data.get("holder"), expiry)
                 said = True
             if time.monotonic() - watched[1] >= expiry:
-                taken = self._take_over(generation)
-                if isinstance(taken, Created):
-                    return taken
-                if taken:
+                existing = self._existing()
+                if existing is not None:  # its holder made the job, and did not name it
+                    return elect(self.session, self.request, existing, adopted=True)
+                self.session.log.warning("the lease %s expired and no job carries %s=%s: taking it over",
+                                         self.uri, LABEL_KEY, self.request.label)
+                if self._take(generation):
                     return self._hold()
                 watched = None
                 continue
             time.sleep(interval)
 
-    def _take_over(self, generation: int) -> Created | bool:
-        """The lease at ``generation`` expired: the job the key labels, adopted, if there is one;
-        else whether this submit took the lease over (conditional on ``generation``)."""
-        label = label_value(self.key)
-        existing = retrying(lambda: find_labelled(self.backend, self.kind, self.parent, label, self.labels),
-                            self.backoff, f"list jobs labelled {LABEL_KEY}={label}", self.say)
-        if existing is not None:
-            return elect(self.backend, self.kind, self.parent, label, existing, adopted=True,
-                         backoff=self.backoff, say=self.say, extra=self.labels)
-        self.say(f"the lease {self.uri} expired and no job carries {LABEL_KEY}={label}: taking it over")
-        return self._take(generation)
+    def _existing(self) -> JobDict | None:
+        """The oldest job of the request's labels, or None."""
+        label = f"{LABEL_KEY}={self.request.label}"
+        return oldest(self.session.call(lambda: self.request.jobs(self.session), f"list jobs labelled {label}"))
 
     def _adopt(self, name: str) -> Created:
-        """The job the lease names, adopted (its key listed once more: vxtrain.submission.create.elect)."""
+        """The job the lease names, adopted (its labels listed once more: vxtrain.submission.create.elect)."""
         kind = kind_of_name(name)
-        found: JobDict = retrying(lambda: self.backend.get(kind, name), self.backoff, f"get {name}", self.say)
-        return elect(self.backend, kind, self.parent, label_value(self.key), found, adopted=True,
-                     backoff=self.backoff, say=self.say, extra=self.labels)
+        api = self.session.api(self.request.parent.split("/")[3])
+        found: JobDict = self.session.call(lambda: api.get(kind, name), f"get {name}")
+        return elect(self.session, self.request, found, adopted=True)

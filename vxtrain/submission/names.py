@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 
 from vxtrain import errors
 from vxtrain.model import IDEMPOTENCY_LABEL
@@ -78,3 +79,24 @@ def bucket_name(staging_bucket: str | None) -> str | None:
         return split_gs_uri(staging_bucket)[0]
     except ValueError:
         return None  # not a gs:// URI: validation says so where packages need it
+
+
+def build_filter(filter_: str | None = None, labels: Mapping[str, str] | None = None,
+                 state: str | None = None) -> str:
+    """One list filter: the raw one AND each ``labels.k="v"`` AND ``state=...``."""
+    parts = [f"({filter_})"] if filter_ else []
+    parts += [f'labels.{k}="{_quoted(v)}"' for k, v in (labels or {}).items()]
+    if state:
+        parts.append(f'state="{normalize_state(state)}"')
+    return " AND ".join(parts)
+
+
+def _quoted(value: str) -> str:
+    """``value`` escaped for a double-quoted AIP-160 string."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def normalize_state(state: str) -> str:
+    """``running`` / ``RUNNING`` / ``JOB_STATE_RUNNING`` → ``JOB_STATE_RUNNING``."""
+    upper = state.strip().upper()
+    return upper if upper.startswith("JOB_STATE_") else f"JOB_STATE_{upper}"

@@ -40,14 +40,12 @@ from typing import Any
 
 from vxtrain import errors
 from vxtrain import diagnostics as dx
-from vxtrain.backends.base import JobBackend, JobDict, ResourceDict
+from vxtrain.backends.base import JobDict, ResourceDict
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.model import DEFAULT_DISK_GB, DEFAULT_DISK_TYPE
 from vxtrain.slots import role_of
-from vxtrain.submission.events import log_say
 from vxtrain.submission.names import parent_of
-from vxtrain.submission.retry import Backoff, retrying
-from vxtrain.vocab.callbacks import Say
+from vxtrain.submission.session import Session
 from vxtrain.vocab.kinds import job_spec_of, kind_of_job
 from vxtrain.vocab.resources import PERSISTENT_RESOURCE_ID
 
@@ -266,12 +264,11 @@ def _describe(shape: Mapping[str, Any]) -> str:
             f"{shape['diskSpec.bootDiskSizeGb']} GB")
 
 
-def check_placement(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff,
-                    say: Say = log_say) -> ResourceDict | None:
+def check_placement(session: Session, job: JobDict, *, project: str, region: str) -> ResourceDict | None:
     """Read the persistent resource ``job`` names (None when it names none) and raise
     SpecError (exit 1) when the job cannot run on it; nothing is created either way.
     An in-process emulator (``--target local``) runs the job on this host: the resource is
-    not read, and ``say`` tells so."""
+    not read, and the session's logger says so."""
     resource_id = resource_id_of(job)
     if resource_id is None:
         return None
@@ -282,13 +279,13 @@ def check_placement(backend: JobBackend, job: JobDict, *, project: str, region: 
             "lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen "
             f"({PERSISTENT_RESOURCE_ID.pattern}), not a resource path; nothing was created", path)])
     name = resource_name(project, region, resource_id)
+    backend = session.api(region)
     if backend.in_process:
-        say(f"the job names persistent resource {name}: --target local runs it on this host instead "
-            f"(the resource is not read)")
+        session.log.warning("the job names persistent resource %s: --target local runs it on this host instead "
+                            "(the resource is not read)", name)
         return None
     try:
-        resource = retrying(lambda: backend.get_persistent_resource(name), backoff,
-                            f"get persistent resource {name}", say)
+        resource = session.call(lambda: backend.get_persistent_resource(name), f"get persistent resource {name}")
     except errors.NotFoundError as exc:
         raise errors.SpecError([dx.error(
             "persistent-resource-not-found", f"persistent resource {name} does not exist: create it in project "
@@ -298,5 +295,5 @@ def check_placement(backend: JobBackend, job: JobDict, *, project: str, region: 
     if problems:
         raise errors.SpecError(problems)
     for note in notes:
-        say(f"warning: {note}")
+        session.log.warning("warning: %s", note)
     return resource

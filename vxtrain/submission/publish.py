@@ -1,7 +1,7 @@
 """What a job needs in place before its create: its ``build:`` images pushed and its
 ``python_package.source`` packages uploaded, each only where it is missing.
 
-A ``Publication`` is plain data, made from a checked spec (vxtrain.rungs) and carried
+A ``Publication`` is plain data, made from a checked spec (vxtrain.jobplan) and carried
 by each rung of the ladder: the images and packages, and the refusal to give when a
 repository or bucket is not set. ``publish`` runs once a job is to be created, after
 the checks that can still refuse it (the persistent resource, the quota): nothing is
@@ -9,7 +9,7 @@ pushed for a job that is not created, nor for a re-submit that adopts its job.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +17,7 @@ from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import SpecError
 from vxtrain.images.recipe import ImageBuild
 from vxtrain.packaging import sdists as packages
-from vxtrain.packaging.upload import UploadProgress
-from vxtrain.vocab.callbacks import Say
+from vxtrain.submission.session import Session
 
 if TYPE_CHECKING:
     from vxtrain.images.publish import Pushed
@@ -36,28 +35,32 @@ class Publication:
     no_bucket: Diagnostic | None = None
 
 
-def publish(publication: Publication | None, project: str, say: Say,
-            progress: UploadProgress | None = None) -> list[Pushed]:
+def publish(session: Session, publication: Publication | None, project: str) -> list[Pushed]:
     """Push the images, then upload the packages, where they are missing; the images as
-    pushed (or found already there). Raises SpecError, with nothing pushed, when the
-    images have no repository; with the images pushed, when the packages have no bucket."""
+    pushed (or found already there). Their steps go to the session's logger, large uploads
+    to its ``upload`` hook. Raises SpecError, with nothing pushed, when the images have no
+    repository; with the images pushed, when the packages have no bucket."""
     if publication is None:
         return []
-    pushed = _push_images(publication, say, progress) if publication.images else []
+    say = _say(session)
+    progress = session.hooks.upload
+    pushed: list[Pushed] = []
+    if publication.images:
+        _refuse(publication.no_repository)
+        # lazy: images.publish brings requests and dxf, ~100 ms of imports (-X importtime) that
+        # only a submit with build: images needs (status, wait, logs never do)
+        from vxtrain.images.publish import publish as push
+
+        pushed = push(list(publication.images), say=say, progress=progress)
     if publication.packages:
         _refuse(publication.no_bucket)
         packages.publish(list(publication.packages), project, say=say, progress=progress)
     return pushed
 
 
-def _push_images(publication: Publication, say: Say, progress: UploadProgress | None) -> list[Pushed]:
-    """Build and push every image whose tag is not in its repository."""
-    _refuse(publication.no_repository)
-    # lazy: images.publish brings requests and dxf, ~100 ms of imports (-X importtime) that
-    # only a submit with build: images needs (status, wait, logs never do)
-    from vxtrain.images.publish import publish as push
-
-    return push(list(publication.images), say=say, progress=progress)
+def _say(session: Session) -> Callable[[str], None]:
+    """The images' and packages' line sink: the session's logger."""
+    return lambda line: session.log.warning("%s", line)
 
 
 def _refuse(refusal: Diagnostic | None) -> None:

@@ -10,7 +10,7 @@ that it will start (docs/capacity.md).
 
 * :func:`preflight`: the :class:`QuotaReport` of one job in one region; a read
   that is refused (permission, API disabled, not served) or keeps failing is
-  reported through ``say`` and leaves every limit unknown;
+  reported (the session's logger) and leaves every limit unknown;
 * :func:`check_quota`: the preflight, raising ``errors.NoCapacity`` (exit 5)
   when a need is above a limit; ``submit`` calls it before anything is created
   or uploaded, and a fallback ladder can call it once per rung.
@@ -30,9 +30,8 @@ from typing import Any
 from vxtrain import catalog, errors
 from vxtrain.backends.base import JobBackend, JobDict, QuotaInfoDict
 from vxtrain.planning.quota import PREEMPTIBLE_STRATEGIES, Need, needs, strategy_of
-from vxtrain.submission.events import log_say
-from vxtrain.submission.retry import LOCAL_RETRY, Backoff, default_backoff, retrying
-from vxtrain.vocab.callbacks import Say
+from vxtrain.submission.retry import LOCAL_RETRY, Backoff, retrying
+from vxtrain.submission.session import Session
 
 #: Reading limits on Google: a short, bounded retry (the limit is advice, the submit goes on without it).
 QUOTA_READ_RETRY = Backoff(initial=1.0, maximum=8.0, deadline=30.0, unresolved=10.0)
@@ -184,11 +183,11 @@ def _by_metric(infos: Iterable[QuotaInfoDict]) -> dict[str, QuotaInfoDict]:
 Read = list[QuotaInfoDict] | str
 
 
-def preflight(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
-              say: Say = log_say, reads: dict[str, Read] | None = None) -> QuotaReport:
+def preflight(session: Session, job: JobDict, *, project: str, region: str,
+              reads: dict[str, Read] | None = None) -> QuotaReport:
     """The QuotaReport of the compiled ``job`` (CustomJob or HyperparameterTuningJob REST JSON)
     in ``project``/``region``. Never raises for an API error: a refused or failing read is
-    said (``say``) and leaves the limits unknown, since the service decides anyway.
+    said (the session's logger) and leaves the limits unknown, since the service decides anyway.
     ``reads``: the reads already made, by parent (the limits are global to a project: the
     rungs of a ladder share one read, and a failing one is not retried for each)."""
     found = needs(job)
@@ -197,7 +196,7 @@ def preflight(backend: JobBackend, job: JobDict, *, project: str, region: str, b
     parent = quota_parent(project)
     reads = {} if reads is None else reads
     if parent not in reads:
-        reads[parent] = _read(backend, parent, default_backoff(backend, backoff, LOCAL_RETRY, QUOTA_READ_RETRY), say)
+        reads[parent] = _read(session, session.api(region), parent)
     read = reads[parent]
     if isinstance(read, str):
         found_report = report(found, [], project=project, region=region, unreadable=read)
@@ -206,19 +205,21 @@ def preflight(backend: JobBackend, job: JobDict, *, project: str, region: str, b
     return replace(found_report, strategy=strategy_of(job))
 
 
-def _read(backend: JobBackend, parent: str, retry: Backoff, say: Say) -> Read:
+def _read(session: Session, backend: JobBackend, parent: str) -> Read:
     """Every QuotaInfo under ``parent``, or (said as a warning) why they could not be read."""
+    retry = LOCAL_RETRY if session.emulated else QUOTA_READ_RETRY
     try:
-        return list(retrying(lambda: backend.list_quota_infos(parent), retry, f"list quota infos of {parent}", say))
+        return list(retrying(lambda: backend.list_quota_infos(parent), retry, f"list quota infos of {parent}",
+                             session.log))
     except errors.ApiError as exc:
-        say(f"warning: could not read the quota limits, so they are not checked: {exc}")
+        session.log.warning("warning: could not read the quota limits, so they are not checked: %s", exc)
         return str(exc)
 
 
-def check_quota(backend: JobBackend, job: JobDict, *, project: str, region: str, backoff: Backoff | None = None,
-                say: Say = log_say, reads: dict[str, Read] | None = None) -> QuotaReport:
+def check_quota(session: Session, job: JobDict, *, project: str, region: str,
+                reads: dict[str, Read] | None = None) -> QuotaReport:
     """:func:`preflight`, raising ``errors.NoCapacity`` (exit 5) when a need is above a limit."""
-    found = preflight(backend, job, project=project, region=region, backoff=backoff, say=say, reads=reads)
+    found = preflight(session, job, project=project, region=region, reads=reads)
     if not found.fits:
         raise errors.NoCapacity(f"{found.message()}; nothing was created (--no-quota-check skips "
                                 f"this check: the limits are advice, the service decides)", found)

@@ -3,15 +3,14 @@
 only, reporting every retry (what failed, the attempt, the wait) as it happens."""
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 from vxtrain import errors
-from vxtrain.backends.base import JobBackend
-from vxtrain.submission.events import log_say
-from vxtrain.vocab.callbacks import Say
+from vxtrain.submission.events import LOGGER
 
 T = TypeVar("T")
 
@@ -59,8 +58,8 @@ class _RetryReport:
     """Decides and reports each retry of one call: what failed, the attempt, the
     wait before the next, so a slow failure never looks like a hang."""
 
-    def __init__(self, what: str, backoff: Backoff, say: Say) -> None:
-        self.what, self.backoff, self.say = what, backoff, say
+    def __init__(self, what: str, backoff: Backoff, log: logging.Logger) -> None:
+        self.what, self.backoff, self.log = what, backoff, log
         self.start = time.monotonic()
         self.attempt = 0
         self.last: Exception | None = None
@@ -95,20 +94,20 @@ class _RetryReport:
                 delay = max(0.0, min(delay, b.unresolved - self.elapsed()))
             if b.deadline is None or self.elapsed() + delay <= b.deadline:
                 failure = str(self.last).removesuffix("; try again later")
-                self.say(f"{self.what}: attempt {self.attempt} failed: {failure}; "
-                         f"retrying in {delay:.1f} s")
+                self.log.warning("%s: attempt %d failed: %s; retrying in %.1f s", self.what, self.attempt,
+                                 failure, delay)
             yield delay
 
 
 def retrying(call: Callable[[], T], backoff: Backoff, what: str = "the call",
-             say: Say = log_say) -> T:
+             log: logging.Logger = LOGGER) -> T:
     """Run ``call`` under google.api_core.retry, retrying transient ApiErrors only and
-    reporting every retry through ``say``; ``what`` names the call in reports."""
+    reporting every retry to ``log``; ``what`` names the call in reports."""
     # Lazy: google.api_core costs start-up time, and only a call to an API retries.
     from google.api_core import exceptions as gexc
     from google.api_core.retry import retry_target
 
-    report = _RetryReport(what, backoff, say)
+    report = _RetryReport(what, backoff, log)
     try:
         result: T = retry_target(call, report.should_retry, report.delays(), timeout=backoff.deadline,
                                  on_error=report.failed)
@@ -131,11 +130,3 @@ def _unresolved_hint(host: str) -> str:
         return (f"is the region {host[:-len(suffix)]!r} spelled right? (Vertex AI regions: "
                 "https://cloud.google.com/vertex-ai/docs/general/locations)")
     return "check the host in --endpoint"
-
-
-def default_backoff(backend: JobBackend, backoff: Backoff | None, local: Backoff,
-                     vertex: Backoff) -> Backoff:
-    """``backoff`` when given, else ``local`` for an emulator, ``vertex`` for Vertex AI."""
-    if backoff is not None:
-        return backoff
-    return local if backend.emulated else vertex

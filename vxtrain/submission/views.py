@@ -4,6 +4,7 @@ end states that make ``wait`` fail."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -11,7 +12,7 @@ from vxtrain import errors
 from vxtrain.backends.base import JobDict
 from vxtrain.model import ATTEMPT_LABEL
 from vxtrain.submission.names import LABEL_KEY, console_url, split_name
-from vxtrain.vocab.kinds import FAILED_STATES, TUNING
+from vxtrain.vocab.kinds import TUNING, JobState
 from vxtrain.vocab.studies import TrialResult, best_trial, metric_goals, search_space
 from vxtrain.vocab.timestamps import parse_time
 
@@ -19,54 +20,103 @@ from vxtrain.vocab.timestamps import parse_time
 COST_BASIS = "list prices × run time"
 
 
-def job_view(job: JobDict, *, emulated: bool = False, adopted: bool = False) -> dict[str, Any]:
-    """What submit/status/wait print: name, state, console_url, display_name, create_time, …"""
-    view: dict[str, Any] = {
-        "name": job.get("name", ""),
-        "state": job.get("state", "JOB_STATE_UNSPECIFIED"),
-        "console_url": console_url(job["name"]) if job.get("name") else None,
-        "display_name": job.get("displayName", ""),
-        "create_time": job.get("createTime"),
-        "adopted": adopted,
-        "emulated": emulated,
-    }
-    for source, target in (("startTime", "start_time"), ("endTime", "end_time"), ("error", "error")):
-        if job.get(source):
-            view[target] = job[source]
-    key = (job.get("labels") or {}).get(LABEL_KEY)
-    if key:
-        view["idempotency_key"] = key
-    if TUNING.spec_key in job or "studySpec" in job:  # a HyperparameterTuningJob: its trials, the best one
-        view.update(study_fields(job))
-    return view
+@dataclass(frozen=True)
+class JobView:
+    """What submit, status, wait, cancel and list say of one job (``to_json``: the JSON
+    document's keys, in the order the contract's readers know)."""
+
+    name: str
+    state: JobState
+    display_name: str = ""
+    create_time: str | None = None
+    #: Whether this submit found the job its key names rather than creating it.
+    adopted: bool = False
+    #: Whether the job is an emulator's, not Vertex AI's.
+    emulated: bool = False
+    start_time: str | None = None
+    end_time: str | None = None
+    #: The job's ``error`` (a google.rpc.Status as REST JSON: ``code``, ``message``).
+    error: Mapping[str, Any] | None = None
+    #: The idempotency key's label value, when the job carries one.
+    idempotency_key: str | None = None
+    #: A tuning job's ``{"trials", "best_trial"}`` (vxtrain.submission.views.study_fields).
+    study: Mapping[str, Any] | None = None
+    #: What the job cost as it ran (``cost_json``), when it was priced (status, wait).
+    cost: Mapping[str, Any] | None = None
+    #: The job's labels (its rung, its recovery attempt), not printed.
+    labels: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def console_url(self) -> str | None:
+        """The job's page in the Cloud console."""
+        return console_url(self.name) if self.name else None
+
+    @property
+    def error_message(self) -> str:
+        """The error's message, or ``""``."""
+        return str((self.error or {}).get("message") or "")
+
+    def label_number(self, key: str) -> int | None:
+        """A numeric label's value (``vxtrain_rung``, ``vxtrain_attempt``), or None."""
+        value = self.labels.get(key, "")
+        return int(value) if value.isdecimal() else None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "state", "console_url", "display_name", "create_time", "adopted", "emulated"}``,
+        then what the job has of ``start_time``, ``end_time``, ``error``, ``idempotency_key``,
+        a tuning job's ``trials`` and ``best_trial``, and ``cost``."""
+        doc: dict[str, Any] = {"name": self.name, "state": self.state.value, "console_url": self.console_url,
+                               "display_name": self.display_name, "create_time": self.create_time,
+                               "adopted": self.adopted, "emulated": self.emulated}
+        for key, value in (("start_time", self.start_time), ("end_time", self.end_time), ("error", self.error),
+                           ("idempotency_key", self.idempotency_key)):
+            if value:
+                doc[key] = value
+        if self.study is not None:
+            doc.update(self.study)
+        if self.cost is not None:
+            doc["cost"] = self.cost
+        return doc
 
 
-def raise_for_state(view: Mapping[str, Any]) -> None:
-    """Raise JobFailedError when the job ended FAILED, CANCELLED or EXPIRED."""
-    if view.get("state") in FAILED_STATES:
-        reason = (view.get("error") or {}).get("message") or "no error message"
-        raise errors.JobFailedError(f"{view['name']} ended {view['state']}: {reason}", job=dict(view))
+def job_view(job: JobDict, *, emulated: bool = False, adopted: bool = False) -> JobView:
+    """The view of a job as the API gives it (REST JSON)."""
+    labels = {str(k): str(v) for k, v in (job.get("labels") or {}).items()}
+    study = study_fields(job) if TUNING.spec_key in job or "studySpec" in job else None
+    return JobView(str(job.get("name", "")), JobState.of(job.get("state", JobState.UNSPECIFIED)),
+                   str(job.get("displayName", "")), job.get("createTime"), adopted, emulated,
+                   job.get("startTime") or None, job.get("endTime") or None, job.get("error") or None,
+                   labels.get(LABEL_KEY) or None, study, labels=labels)
+
+
+def raise_for_state(view: JobView, document: Mapping[str, Any] | None = None) -> None:
+    """Raise JobFailedError when the job ended FAILED, CANCELLED or EXPIRED; its ``job`` is
+    ``document`` (what the command prints), else the view's own JSON."""
+    if view.state.failed:
+        reason = view.error_message or "no error message"
+        raise errors.JobFailedError(f"{view.name} ended {view.state.value}: {reason}",
+                                    job=dict(document if document is not None else view.to_json()))
 
 
 # --- what jobs cost as they ran (submit's attempts, status, wait) ---------------------------
 
-def run_hours(view: Mapping[str, Any], now: datetime | None = None) -> float:
+def run_hours(view: JobView, now: datetime | None = None) -> float:
     """Hours the job ran: ``start_time`` to ``end_time`` (to ``now`` while it runs; 0 before it started)."""
-    start, end = view.get("start_time"), view.get("end_time")
+    start, end = view.start_time, view.end_time
     if not start:
         return 0.0
     until = parse_time(str(end)) if end else (now or datetime.now(timezone.utc))
     return max((until - parse_time(str(start))).total_seconds(), 0.0) / 3600
 
 
-def attempt_cost(attempt: int, view: Mapping[str, Any], per_hour: float | None,
+def attempt_cost(attempt: int, view: JobView, per_hour: float | None,
                  now: datetime | None = None) -> dict[str, Any]:
     """One entry of ``cost.attempts``: ``{"attempt", "name", "hours", "per_hour", "usd"}``
     (``usd`` null when ``per_hour`` is and the job ran: an unknown price is never guessed;
     a job that never started is billed nothing, whatever its machines cost)."""
     hours = run_hours(view, now)
     usd = 0.0 if hours == 0 else None if per_hour is None else round(per_hour * hours, 8)
-    return {"attempt": attempt, "name": view.get("name"), "hours": round(hours, 6), "per_hour": per_hour,
+    return {"attempt": attempt, "name": view.name or None, "hours": round(hours, 6), "per_hour": per_hour,
             "usd": usd}
 
 
@@ -88,9 +138,8 @@ def job_cost(job: JobDict) -> dict[str, Any]:
 
     name = str(job.get("name", ""))
     region = split_name(name)[1] if name else None
-    attempt = str((job.get("labels") or {}).get(ATTEMPT_LABEL, "0"))
     view = job_view(job)
-    return cost_json([attempt_cost(int(attempt) if attempt.isdecimal() else 0, view, job_per_hour(job, region))])
+    return cost_json([attempt_cost(view.label_number(ATTEMPT_LABEL) or 0, view, job_per_hour(job, region))])
 
 
 # --- a tuning job's trials, read back from an API -------------------------------------------

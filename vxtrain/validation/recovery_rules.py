@@ -59,7 +59,7 @@ def _spot_to_standard(job: Job, recovery: Recovery, native: NativeSpec) -> Itera
         yield warning("spot-to-standard-not-spot", f"recovery.spot_to_standard_after: {after} counts "
                       f"preemptions of Spot VMs, and the job's scheduling.strategy is {strategy or 'STANDARD'}: "
                       "it does nothing; remove it, or set scheduling.strategy: SPOT", **where)
-    elif recovery.max_recoveries is not None and after > recovery.max_recoveries:
+    elif after > recovery.max_recoveries:
         yield warning("spot-to-standard-unreached", f"recovery.spot_to_standard_after: {after} is more than "
                       f"max_recoveries: {recovery.max_recoveries}, so the job never moves to STANDARD VMs: "
                       f"give at most {recovery.max_recoveries}", **where)

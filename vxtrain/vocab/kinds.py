@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Final
 
 
@@ -51,11 +52,60 @@ TUNING = JobKind("hpt", "hyperparameterTuningJobs", "HyperparameterTuningJob", "
 #: Every kind, by its short name.
 KINDS: dict[str, JobKind] = {kind.key: kind for kind in (CUSTOM, TUNING)}
 
-#: States after which a job never changes again (``JobState`` names).
-TERMINAL_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
-                             "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED"})
-#: Terminal states in which a job did not do its work (``wait`` exits 3).
-FAILED_STATES = frozenset({"JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
+class JobState(StrEnum):
+    """A job's state, as the Job API names it (``google.cloud.aiplatform.v1.JobState``,
+    https://cloud.google.com/vertex-ai/docs/reference/rest/v1/JobState). Each member is its
+    API name as a string, so it compares, hashes and serializes as the name."""
+
+    UNSPECIFIED = "JOB_STATE_UNSPECIFIED"
+    QUEUED = "JOB_STATE_QUEUED"
+    PENDING = "JOB_STATE_PENDING"
+    RUNNING = "JOB_STATE_RUNNING"
+    SUCCEEDED = "JOB_STATE_SUCCEEDED"
+    FAILED = "JOB_STATE_FAILED"
+    CANCELLING = "JOB_STATE_CANCELLING"
+    CANCELLED = "JOB_STATE_CANCELLED"
+    PAUSED = "JOB_STATE_PAUSED"
+    EXPIRED = "JOB_STATE_EXPIRED"
+    UPDATING = "JOB_STATE_UPDATING"
+    PARTIALLY_SUCCEEDED = "JOB_STATE_PARTIALLY_SUCCEEDED"
+
+    @classmethod
+    def of(cls, name: object) -> JobState:
+        """The state an API answer names; one this table does not know yet is UNSPECIFIED."""
+        try:
+            return cls(str(name))
+        except ValueError:
+            return cls.UNSPECIFIED
+
+    @property
+    def terminal(self) -> bool:
+        """A job in this state never changes again."""
+        return self in _TERMINAL
+
+    @property
+    def failed(self) -> bool:
+        """A terminal state in which the job did not do its work (``wait`` exits 3)."""
+        return self in _FAILED
+
+    @property
+    def waiting(self) -> bool:
+        """The job has not got its machines yet (QUEUED or PENDING)."""
+        return self in (JobState.QUEUED, JobState.PENDING)
+
+    @property
+    def alive(self) -> bool:
+        """Neither ended nor being cancelled: the job holds, or waits for, machines."""
+        return not self.terminal and self is not JobState.CANCELLING
+
+
+_TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED,
+                       JobState.PARTIALLY_SUCCEEDED})
+_FAILED = frozenset({JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED})
+#: States after which a job never changes again (``JobState.terminal``; the emulator reads this set).
+TERMINAL_STATES: frozenset[str] = frozenset(_TERMINAL)
+#: Terminal states in which a job did not do its work (``JobState.failed``).
+FAILED_STATES: frozenset[str] = frozenset(_FAILED)
 #: google.rpc.Code.RESOURCE_EXHAUSTED: the ``error.code`` of a job that failed for capacity
 #: (what the emulator's stockouts set, and what the fallback ladder moves on for).
 RESOURCE_EXHAUSTED = 8

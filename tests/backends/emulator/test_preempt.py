@@ -17,7 +17,8 @@ from tests.test_emulator_cli import emulator
 from vxtrain.backends.emulator.stockouts import Preemption, Preemptions, parse_preempt, stockout_message
 from vxtrain.cli import main
 from vxtrain.errors import UsageError
-from vxtrain.submission.ladder import Outcome, capacity_outcome
+from vxtrain.submission.decide import Outcome, capacity_outcome
+from vxtrain.submission.views import job_view
 
 EAST, WEST = "projects/p/locations/us-east1", "projects/p/locations/us-west1"
 #: A replica that writes its pid, then runs far longer than any test waits.
@@ -51,7 +52,7 @@ def test_a_running_job_loses_its_machines_after_the_seconds_given(make_emulator:
     assert (job.end_time - job.start_time).total_seconds() >= 0.5
     assert not _alive(pid)  # the replica was stopped, as a cancel stops it
     # The fallback ladder reads it as a capacity failure (a Spot job that was preempted).
-    view = {"state": "JOB_STATE_FAILED", "error": {"code": 8, "message": job.error.message}}
+    view = job_view({"name": name, "state": "JOB_STATE_FAILED", "error": {"code": 8, "message": job.error.message}})
     assert capacity_outcome(view) is Outcome.stockout
 
 
@@ -132,14 +133,14 @@ def test_bad_values_are_usage_errors(text: str, says: str) -> None:
 def test_the_flag_as_a_user_starts_it() -> None:
     """`vxtrain emulator --simulate 1 --preempt us-east1:0.2:1`: the real client (through vxtrain's
     submission) sees the first job there end FAILED for capacity after it started, the next succeed."""
-    from vxtrain import submission  # here: only this test talks to a job API through it
+    from tests.submission.helpers import submit_job  # here: only this test talks to a job API through it
 
     job = {"displayName": "spot", "jobSpec": {"workerPoolSpecs": [{
         "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
         "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/t:1", "command": ["true"]}}]}}
     with emulator("--simulate", "1", "--preempt", "us-east1:0.2:1") as address:
-        lost = submission.submit(job, project="p", region="us-east1", endpoint=address, wait=True, check=False)
-        kept = submission.submit(job, project="p", region="us-east1", endpoint=address, wait=True, check=False)
+        lost = submit_job(address, job, region="us-east1", wait=True, check=False, retry=None)
+        kept = submit_job(address, job, region="us-east1", wait=True, check=False, retry=None)
     assert (lost["state"], lost["error"]["code"], bool(lost.get("start_time"))) == ("JOB_STATE_FAILED", 8, True)
     assert kept["state"] == "JOB_STATE_SUCCEEDED"
 

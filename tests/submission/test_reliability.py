@@ -10,6 +10,7 @@ import io
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -23,15 +24,18 @@ import pytest
 
 from vxtrain import errors
 from vxtrain import submission as api
+from vxtrain.submission.names import LABEL_KEY
+from vxtrain.submission.retry import VERTEX_RETRY, Backoff, retrying
+from tests.submission.helpers import heard, submit_job
 from vxtrain.backends import open_backend
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
 from vxtrain.vocab.kinds import CUSTOM
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT, REGION = "p", "us-central1"
 #: Fast retries, and the emulator's grace for a create that timed out.
-QUICK = api.Backoff(initial=0.02, maximum=0.2, deadline=15.0, unresolved=2.0, commit_grace=4.0)
+QUICK = Backoff(initial=0.02, maximum=0.2, deadline=15.0, unresolved=2.0, commit_grace=4.0)
 CANCELLED = ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
 
 
@@ -53,7 +57,7 @@ def job(name: str = "reliable") -> dict[str, Any]:
 def with_key(handle: EmulatorHandle, key: str) -> list[Any]:
     """Stored jobs labelled with ``key``."""
     value = api.label_value(key)
-    return [j for j in handle.jobs() if j.labels.get(api.LABEL_KEY) == value]
+    return [j for j in handle.jobs() if j.labels.get(LABEL_KEY) == value]
 
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -65,7 +69,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_status_reports_each_retry_on_stderr(emulator: EmulatorHandle) -> None:
-    name = api.submit(job(), project=PROJECT, region=REGION, endpoint=emulator.address)["name"]
+    name = submit_job(emulator.address, job())["name"]
     emulator.add_fault("get:unavailable:2")
     done = _cli("status", name, "--endpoint", emulator.address, "--output", "json")
     assert done.returncode == 0, done.stderr
@@ -110,15 +114,15 @@ def _resolve_directly(host: str) -> dict[str, str]:
 @pytest.mark.slow
 def test_the_unresolved_limit_is_the_backoffs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Python API: the limit comes from the Backoff (Vertex's is 30 s)."""
-    assert api.VERTEX_RETRY.unresolved == 30.0
+    assert VERTEX_RETRY.unresolved == 30.0
     for name, value in _resolve_directly("no-such-host.invalid").items():
         monkeypatch.setenv(name, value)
     said: list[str] = []
     started = time.monotonic()
     with pytest.raises(errors.UnavailableError, match="cannot reach no-such-host.invalid"):
         with open_backend(endpoint="no-such-host.invalid:443") as backend:
-            api.retrying(lambda: backend.get(CUSTOM, "projects/p/locations/l/customJobs/1"),
-                         QUICK, "get", said.append)
+            with heard(said.append):
+                retrying(lambda: backend.get(CUSTOM, "projects/p/locations/l/customJobs/1"), QUICK, "get")
     assert time.monotonic() - started < QUICK.unresolved + 3
     assert said and all("retrying in" in s for s in said)
 
@@ -128,24 +132,22 @@ def test_the_unresolved_limit_is_the_backoffs(monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.slow
 def test_a_create_that_commits_after_its_deadline_makes_one_job(emulator: EmulatorHandle,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
-    """Given no ``say``, the API reports the grace on the ``vxtrain`` logger."""
+    """The grace is reported on the ``vxtrain.submission`` logger."""
     emulator.add_fault("create:deadline-commit-late:1")
-    view = api.submit(job(), project=PROJECT, region=REGION, endpoint=emulator.address,
-                      idempotency_key="late-1")
+    view = submit_job(emulator.address, job(), key="late-1", retry=None)
     time.sleep(LATE_COMMIT_SECONDS + 0.5)  # anything still to commit has committed
     stored = with_key(emulator, "late-1")
     assert [j.name for j in stored] == [view["name"]] and view["adopted"]
     assert any("a create that timed out can still commit" in r.getMessage()
-               for r in caplog.records if r.name == "vxtrain" and r.levelname == "WARNING")
+               for r in caplog.records if r.name == "vxtrain.submission" and r.levelname == "WARNING")
 
 
 @pytest.mark.slow
 def test_without_the_grace_the_late_commit_makes_a_second_job(emulator: EmulatorHandle) -> None:
     """The window the grace closes (one empty list taken as proof): shown, so the test above means something."""
     emulator.add_fault("create:deadline-commit-late:1")
-    no_grace = api.Backoff(initial=0.02, maximum=0.2, deadline=15.0, commit_grace=0.0)
-    api.submit(job(), project=PROJECT, region=REGION, endpoint=emulator.address,
-               idempotency_key="late-2", backoff=no_grace)
+    no_grace = Backoff(initial=0.02, maximum=0.2, deadline=15.0, commit_grace=0.0)
+    submit_job(emulator.address, job(), key="late-2", retry=no_grace)
     time.sleep(LATE_COMMIT_SECONDS + 0.5)
     assert len(with_key(emulator, "late-2")) == 2
 
@@ -163,8 +165,7 @@ def test_two_submits_with_one_key_at_once_keep_one_job(emulator: EmulatorHandle)
 
         def submit_now() -> dict[str, Any]:
             barrier.wait()
-            return api.submit(job(), project=PROJECT, region=REGION, endpoint=emulator.address,  # noqa: B023
-                              idempotency_key=key, backoff=QUICK)  # noqa: B023
+            return submit_job(emulator.address, job(), key=key, retry=QUICK)  # noqa: B023
 
         with ThreadPoolExecutor(2) as pool:
             views = list(pool.map(lambda _: submit_now(), range(2)))
@@ -192,8 +193,7 @@ def test_chaos_each_submit_ends_with_one_job_or_a_clear_error_and_none(emulator:
 
     def one(key: str) -> dict[str, Any] | errors.ApiError:
         try:
-            return api.submit(job(key), project=PROJECT, region=REGION, endpoint=emulator.address,
-                              idempotency_key=key, backoff=QUICK)
+            return submit_job(emulator.address, job(key), key=key, retry=QUICK)
         except errors.ApiError as exc:
             return exc
 
@@ -211,3 +211,21 @@ def test_chaos_each_submit_ends_with_one_job_or_a_clear_error_and_none(emulator:
         else:
             assert [j.name for j in stored] == [outcome["name"]], key
     assert 0 < failed < len(keys)  # the faults did bite, and not every submit failed
+
+
+def test_an_endpoint_with_nothing_listening_is_exit_4_at_once(tmp_path: Path) -> None:
+    """Issue 34: a refused connection sent nothing, so there is nothing to retry or adopt:
+    exit 4 at once, naming the endpoint and how to start an emulator there; never "may have
+    been created" after a minute of retries."""
+    with socket.socket() as sock:  # a port nothing listens on (bound, then closed)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    spec = tmp_path / "job.yaml"
+    spec.write_text(json.dumps({"display_name": "nobody", "chief": {
+        "machine_type": "n1-standard-4", "image": "gcr.io/p/train:1", "command": ["true"]}}))
+    started = time.monotonic()
+    done = _cli("submit", str(spec), "--endpoint", f"127.0.0.1:{port}", "--project", PROJECT, "--region", REGION)
+    assert done.returncode == 4, done.stderr
+    assert time.monotonic() - started < 15  # start-up alone: no retries
+    assert f"nothing listens at 127.0.0.1:{port}" in done.stderr and f"vxtrain emulator --port {port}" in done.stderr
+    assert "may have been created" not in done.stderr and "retrying" not in done.stderr

@@ -28,12 +28,12 @@ from vxtrain.backends import vertex
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.vertex import VertexBackend
 from vxtrain.render.progress import PlainProgress
-from vxtrain.vocab.kinds import JobKind
+from vxtrain.submission.create import Request, create_once, oldest
+from vxtrain.submission.names import LABEL_KEY
+from vxtrain.submission.retry import Backoff
+from vxtrain.vocab.kinds import CUSTOM, JobKind, JobState
 from tests.incli import run
-
-PROJECT, REGION = "p", "us-central1"
-PARENT = f"projects/{PROJECT}/locations/{REGION}"
-FAST = api.Backoff(initial=0.01, maximum=0.05, deadline=5.0)
+from tests.submission.helpers import FAST, PARENT, PROJECT, REGION, job, session, submit_job
 
 
 @pytest.fixture
@@ -42,24 +42,18 @@ def backend(emulator: EmulatorHandle) -> Iterator[VertexBackend]:
         yield client
 
 
-def job(code: str = "pass", name: str = "unit") -> dict[str, Any]:
-    """A CustomJob (REST JSON) whose chief runs ``python -c code`` on this host."""
-    return {"displayName": name, "jobSpec": {"workerPoolSpecs": [{
-        "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
-        "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/train:1",
-                          "command": [sys.executable, "-c", code]}}]}}
-
-
 def labelled(emulator: EmulatorHandle, key: str) -> list[Any]:
     """Stored jobs carrying the idempotency label for ``key``."""
     value = api.label_value(key)
-    return [j for j in emulator.jobs() if j.labels.get(api.LABEL_KEY) == value]
+    return [j for j in emulator.jobs() if j.labels.get(LABEL_KEY) == value]
 
 
 def submit(backend: VertexBackend, **kwargs: Any) -> dict[str, Any]:
-    kwargs.setdefault("backoff", FAST)
-    return api.submit(kwargs.pop("custom_job", None) or job(), project=PROJECT, region=REGION,
-                      backend=backend, **kwargs)
+    if "idempotency_key" in kwargs:
+        kwargs["key"] = kwargs.pop("idempotency_key")
+    if "backoff" in kwargs:
+        kwargs["retry"] = kwargs.pop("backoff")
+    return submit_job(backend, kwargs.pop("custom_job", None), **kwargs)
 
 
 # --- the Python API, end to end ------------------------------------------------------
@@ -73,12 +67,13 @@ def test_submit_status_wait_list(backend: VertexBackend) -> None:
     assert view["console_url"] == (f"https://console.cloud.google.com/vertex-ai/locations/{REGION}"
                                    f"/training/{job_id}/cpu?project={PROJECT}")
     assert view["display_name"] == "unit" and view["create_time"]
-    assert api.get(view["name"], backend=backend)["name"] == view["name"]
-    done = api.wait_job(view["name"], backend=backend)
-    assert done["state"] == "JOB_STATE_SUCCEEDED" and "error" not in done
-    assert [v["name"] for v in api.list_jobs(project=PROJECT, region=REGION, backend=backend)] == [view["name"]]
-    succeeded = api.build_filter(state="succeeded")
-    assert len(api.list_jobs(project=PROJECT, region=REGION, backend=backend, filter=succeeded)) == 1
+    with session(backend) as s:
+        assert s.get(view["name"]).name == view["name"]
+        done = s.wait(view["name"])
+        assert done.state is JobState.SUCCEEDED and done.error is None and "error" not in done.to_json()
+        assert [v.name for v in s.jobs(PROJECT, REGION)] == [view["name"]]
+        succeeded = api.build_filter(state="succeeded")
+        assert len(s.jobs(PROJECT, REGION, succeeded)) == 1
 
 
 def test_submit_with_wait_follows_to_the_end(backend: VertexBackend) -> None:
@@ -104,17 +99,19 @@ def test_a_failed_job_raises_with_its_error(backend: VertexBackend) -> None:
 
 def test_cancel_a_running_job(backend: VertexBackend) -> None:
     view = submit(backend, custom_job=job("import time; time.sleep(60)"))
-    cancelled = api.cancel(view["name"], backend=backend)
-    assert cancelled["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
-    with pytest.raises(errors.JobFailedError, match="CANCELLED"):
-        api.wait_job(view["name"], backend=backend)
+    with session(backend) as s:
+        cancelled = s.cancel(view["name"])
+        assert cancelled.state in (JobState.CANCELLING, JobState.CANCELLED)
+        with pytest.raises(errors.JobFailedError, match="CANCELLED"):
+            s.wait(view["name"])
 
 
 def test_wait_gives_up_after_its_timeout(backend: VertexBackend) -> None:
     view = submit(backend, custom_job=job("import time; time.sleep(60)"))
-    with pytest.raises(errors.ApiError, match="still JOB_STATE_"):
-        api.wait_job(view["name"], backend=backend, timeout=0.2)
-    api.cancel(view["name"], backend=backend)
+    with session(backend) as s:
+        with pytest.raises(errors.ApiError, match="still JOB_STATE_"):
+            s.wait(view["name"], timeout=0.2)
+        s.cancel(view["name"])
 
 
 def test_a_study_submits_a_hyperparameter_tuning_job(backend: VertexBackend, emulator: EmulatorHandle) -> None:
@@ -142,8 +139,19 @@ def test_same_explicit_key_twice_makes_one_job(backend: VertexBackend, emulator:
 
 def test_explicit_key_returns_the_job_in_any_state(backend: VertexBackend) -> None:
     failed = submit(backend, custom_job=job("raise SystemExit(1)"), idempotency_key="k", wait=True, check=False)
-    again = submit(backend, idempotency_key="k")
+    again = submit(backend, custom_job=job("raise SystemExit(1)"), idempotency_key="k")
     assert again["name"] == failed["name"] and again["state"] == "JOB_STATE_FAILED"
+
+
+def test_another_job_under_a_key_in_use_is_refused_naming_what_differs(backend: VertexBackend,
+                                                                       emulator: EmulatorHandle) -> None:
+    """Attempts of one key run the same job as sent (issue 34): a re-run whose spec or options
+    changed the job (here the command, as `--set` would) is exit 1, nothing created."""
+    first = submit(backend, custom_job=job("print(1)"), idempotency_key="same")
+    with pytest.raises(errors.SpecChanged, match=r"jobSpec\.workerPoolSpecs\[0\]\.containerSpec\.command\[2\]") as info:
+        submit(backend, custom_job=job("print(2)"), idempotency_key="same")
+    assert info.value.exit_code == 1 and first["name"] in str(info.value)
+    assert len(emulator.jobs()) == 1
 
 
 def test_without_a_key_each_submit_makes_a_job(backend: VertexBackend, emulator: EmulatorHandle) -> None:
@@ -155,7 +163,7 @@ def test_without_a_key_each_submit_makes_a_job(backend: VertexBackend, emulator:
 
 def test_keys_are_per_project_and_region(backend: VertexBackend, emulator: EmulatorHandle) -> None:
     submit(backend, idempotency_key="k")
-    api.submit(job(), project=PROJECT, region="europe-west4", backend=backend, idempotency_key="k", backoff=FAST)
+    submit_job(backend, region="europe-west4", key="k")
     assert len(emulator.jobs()) == 2
 
 
@@ -200,7 +208,7 @@ def test_permanent_faults_end_at_once_with_no_job(backend: VertexBackend, emulat
 
 def test_transient_errors_that_outlive_the_deadline(backend: VertexBackend, emulator: EmulatorHandle) -> None:
     emulator.add_fault("create:unavailable-before-commit:1000")
-    short = api.Backoff(initial=0.01, maximum=0.02, deadline=0.3)
+    short = Backoff(initial=0.01, maximum=0.02, deadline=0.3)
     with pytest.raises(errors.UnavailableError, match="still failing after retrying") as info:
         submit(backend, backoff=short)
     assert info.value.exit_code == 4
@@ -223,12 +231,11 @@ def test_a_retried_create_lists_by_the_label_before_creating_again() -> None:
             raise errors.UnavailableError("deadline exceeded", transient=True)
 
         def list(self, kind: JobKind, parent: str, filter: str = "") -> list[dict[str, Any]]:  # noqa: A002
-            assert filter == f'labels.{api.LABEL_KEY}="{api.label_value("k")}"'
+            assert filter == f'labels.{LABEL_KEY}="{api.label_value("k")}"'
             return list(self.jobs)
 
     fake = LosesAnswers()
-    made = api.create_once(fake, job(), parent=PARENT, key="k",  # type: ignore[arg-type]
-                           backoff=FAST)
+    made = create_once(session(fake), Request(job(), PARENT, "k"))  # type: ignore[arg-type]
     assert made.adopted and fake.creates == 1 and made.job["name"] == f"{PARENT}/customJobs/1"
 
 
@@ -238,7 +245,7 @@ def test_an_unanswered_create_then_a_failing_list_names_the_key_that_adopts(
     exist and which key adopts it; submitting with that key then creates nothing."""
     emulator.add_fault("create:deadline-after-commit:1")
     emulator.add_fault("list:unavailable:1000")
-    short = api.Backoff(initial=0.01, maximum=0.02, deadline=0.3)
+    short = Backoff(initial=0.01, maximum=0.02, deadline=0.3)
     with pytest.raises(errors.UnavailableError, match="may have been created") as info:
         submit(backend, backoff=short)
     assert info.value.exit_code == 4
@@ -275,7 +282,7 @@ def test_explicit_key_returns_a_job_of_the_other_kind(backend: VertexBackend, em
 def test_an_adopted_failed_job_says_adopted_when_followed(backend: VertexBackend) -> None:
     failed = submit(backend, custom_job=job("raise SystemExit(1)"), idempotency_key="k", wait=True, check=False)
     with pytest.raises(errors.JobFailedError) as info:
-        submit(backend, idempotency_key="k", wait=True)
+        submit(backend, custom_job=job("raise SystemExit(1)"), idempotency_key="k", wait=True)
     assert info.value.job["name"] == failed["name"] and info.value.job["adopted"] is True
 
 
@@ -286,13 +293,13 @@ def test_find_labelled_picks_the_oldest_by_time_not_by_text() -> None:
         emulated = True
 
         def list(self, kind: JobKind, parent: str, filter: str = "") -> list[dict[str, Any]]:  # noqa: A002
-            label = {api.LABEL_KEY: "k"}
+            label = {LABEL_KEY: "k"}
             return [{"name": f"{PARENT}/customJobs/2", "createTime": "2024-05-01T10:00:05.500Z", "labels": label},
                     {"name": f"{PARENT}/customJobs/1", "createTime": "2024-05-01T10:00:05Z", "labels": label},
                     {"name": f"{PARENT}/customJobs/3", "createTime": "2024-05-01T10:00:05.000000001Z",
                      "labels": label}]
 
-    found = api.find_labelled(Lists(), api.CUSTOM, PARENT, "k")  # type: ignore[arg-type]
+    found = oldest(Lists().list(CUSTOM, PARENT))
     assert found is not None and found["name"] == f"{PARENT}/customJobs/1"
 
 
@@ -303,22 +310,22 @@ def test_a_retried_cancel_that_went_through_is_not_an_error() -> None:
             vertex.connect(endpoint=handle.address) as client:
         view = submit(client)
         handle.add_fault("cancel:deadline-after-commit:1")
-        slow = api.Backoff(initial=0.3, maximum=0.3, deadline=5.0)  # time for the job to reach CANCELLED
-        cancelled = api.cancel(view["name"], backend=client, backoff=slow)
-        assert cancelled["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+        slow = Backoff(initial=0.3, maximum=0.3, deadline=5.0)  # time for the job to reach CANCELLED
+        cancelled = session(client, retry=slow).cancel(view["name"])
+        assert cancelled.state in (JobState.CANCELLING, JobState.CANCELLED)
         assert handle.emulator.faults.pending() == []
         handle.emulator.wait(view["name"])
         with pytest.raises(errors.InvalidArgumentError, match="already in state JOB_STATE_CANCELLED"):
-            api.cancel(view["name"], backend=client, backoff=FAST)  # a plain second cancel still is
+            session(client).cancel(view["name"])  # a plain second cancel still is
 
 
 def test_wait_timeout_is_kept_whatever_the_poll_step(backend: VertexBackend) -> None:
     view = submit(backend, custom_job=job("import time; time.sleep(60)"))
     start = time.monotonic()
     with pytest.raises(errors.UnavailableError, match="still JOB_STATE_"):
-        api.wait_job(view["name"], backend=backend, timeout=0.3, poll=api.Backoff(initial=5.0, maximum=5.0))
+        session(backend, poll=Backoff(initial=5.0, maximum=5.0)).wait(view["name"], timeout=0.3)
     assert time.monotonic() - start < 2.0
-    api.cancel(view["name"], backend=backend)
+    session(backend).cancel(view["name"])
 
 
 # --- labels, names, filters --------------------------------------------------------------------
@@ -389,7 +396,7 @@ def test_cli_submit_status_wait_cancel_list(emulator: EmulatorHandle, tmp_path: 
     assert code == 3 and ended["state"] == "JOB_STATE_CANCELLED" and "CANCELLED" in err
     code, listed, _ = run(capsys, "list", *ep, "--state", "succeeded")
     assert code == 0 and [j["name"] for j in listed["jobs"]] == [view["name"]]
-    code, listed, _ = run(capsys, "list", *ep, "--label", f"{api.LABEL_KEY}={view['idempotency_key']}")
+    code, listed, _ = run(capsys, "list", *ep, "--label", f"{LABEL_KEY}={view['idempotency_key']}")
     assert [j["name"] for j in listed["jobs"]] == [view["name"]]
 
 
@@ -453,7 +460,7 @@ def test_cli_target_local_stops_its_processes_on_sigterm(tmp_path: Path) -> None
     pid_file = tmp_path / "pid"
     code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     spec = write_spec(tmp_path, code)
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, "-m", "vxtrain", "submit", str(spec), "--target", "local"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root,
                             env={**os.environ, "PYTHONPATH": str(root)})
@@ -489,7 +496,7 @@ def test_cli_bare_id_of_a_tuning_job(emulator: EmulatorHandle, backend: VertexBa
                             "parameters": [{"parameterId": "lr",
                                             "doubleValueSpec": {"minValue": 0.01, "maxValue": 0.1}}]},
               "trialJobSpec": job()["jobSpec"]}
-    made = api.submit(tuning, project="local-project", region=REGION, backend=backend, backoff=FAST)
+    made = submit_job(backend, tuning, project="local-project")
     bare = made["name"].rsplit("/", 1)[-1]
     for command in ("status", "wait"):
         code, view, _ = run(capsys, command, bare, "--endpoint", emulator.address, "--output", "json")
@@ -505,7 +512,7 @@ def test_cli_status_of_a_missing_job_exits_4(emulator: EmulatorHandle, capsys: p
 
 def test_a_server_refusal_of_a_pool_points_into_the_spec(tmp_path: Path) -> None:
     from vxtrain.api import load_job
-    from vxtrain.rungs import spec_location
+    from vxtrain.jobplan import spec_location
 
     spec = write_spec(tmp_path)
     result = load_job(spec)
@@ -552,5 +559,5 @@ def _interrupt_wait(proc: subprocess.Popen[str], client: Any, name: str) -> None
     assert proc.returncode == 130, err
     assert f"the job keeps running: `vxtrain cancel {name}` stops it" in err
     assert "vxtrain: interrupted" in err and "Traceback" not in err
-    assert api.get(name, backend=client)["state"] not in api.TERMINAL_STATES  # still running, as said
-    api.cancel(name, backend=client, backoff=FAST)
+    assert not session(client).get(name).state.terminal  # still running, as said
+    session(client).cancel(name)

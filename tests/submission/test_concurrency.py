@@ -31,15 +31,20 @@ from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.faults import LATE_COMMIT_SECONDS
 from vxtrain.backends.emulator.stockouts import Shortage
 from vxtrain.model import ATTEMPT_LABEL
+from vxtrain.submission.create import Request
 from vxtrain.submission.lease import lease_path
-from vxtrain.vocab.kinds import CUSTOM
+from vxtrain.submission.names import LABEL_KEY, split_name
+from vxtrain.submission.views import JobView
+from vxtrain.submission.retry import Backoff
+from tests.submission.helpers import heard, saying, session, submit_job
+from vxtrain.vocab.kinds import CUSTOM, JobState
 from tests.packaging.conftest import bucket, gcs, gcs_server_url  # noqa: F401 - fixtures (fake-gcs-server)
 from tests.processes import stop
 from tests.test_emulator_cli import emulator
-from tests.test_submission_ladder import REGIONS, listed, outcomes, region_of
-from tests.test_submission_ladder import spec as ladder_spec
+from tests.submission.test_ladder import REGIONS, listed, outcomes, region_of
+from tests.submission.test_ladder import spec as ladder_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT, REGION = "p", "us-central1"
 CANCELLED = ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
 FAULTS = ("create:deadline-after-commit:5", "create:unavailable-before-commit:5", "create:deadline-commit-late:3")
@@ -82,8 +87,8 @@ def crowd(address: str, job: Path, *extra: str, bound: float = BOUND_S) -> list[
 
 
 def jobs_of(address: str, key: str) -> list[dict[str, Any]]:
-    return api.list_jobs(project=PROJECT, region=REGION, endpoint=address,
-                         filter=f'labels.{api.LABEL_KEY}="{api.label_value(key)}"')
+    with session(address) as s:
+        return [v.to_json() for v in s.jobs(PROJECT, REGION, f'labels.{LABEL_KEY}="{api.label_value(key)}"')]
 
 
 @pytest.mark.slow
@@ -116,9 +121,9 @@ EXITS_33_FIRST = ("import os, sys, time; time.sleep(1.5); "
 
 
 def attempt_jobs(address: str, key: str, attempt: int) -> list[dict[str, Any]]:
-    return api.list_jobs(project=PROJECT, region=REGION, endpoint=address,
-                         filter=f'labels.{api.LABEL_KEY}="{api.label_value(key)}" AND '
-                                f'labels.{ATTEMPT_LABEL}="{attempt}"')
+    with session(address) as s:
+        return [v.to_json() for v in s.jobs(PROJECT, REGION, f'labels.{LABEL_KEY}="{api.label_value(key)}" AND '
+                                                                f'labels.{ATTEMPT_LABEL}="{attempt}"')]
 
 
 def _time(stamp: str) -> datetime:
@@ -155,8 +160,13 @@ def test_forty_watchers_under_create_faults_make_one_live_job_per_attempt(tmp_pa
 
 # --- with a bucket: the lease ---------------------------------------------------------------
 
+def lease_at(key: str) -> str:
+    """Where attempt 0's lease of ``key`` is."""
+    return lease_path(Request({}, f"projects/{PROJECT}/locations/{REGION}", key))
+
+
 def lease_of(gcs: Any, bucket: str, key: str) -> dict[str, Any]:
-    blob = gcs.bucket(bucket).get_blob(lease_path(f"projects/{PROJECT}/locations/{REGION}", key))
+    blob = gcs.bucket(bucket).get_blob(lease_at(key))
     assert blob is not None, key
     loaded: dict[str, Any] = json.loads(blob.download_as_bytes())
     return loaded
@@ -196,7 +206,7 @@ def job() -> dict[str, Any]:
 
 
 #: Fast retries, and a lease that expires after 1 s without a job's name.
-SHORT_LEASE = api.Backoff(initial=0.02, maximum=0.2, deadline=15.0, commit_grace=4.0, lease=1.0)
+SHORT_LEASE = Backoff(initial=0.02, maximum=0.2, deadline=15.0, commit_grace=4.0, lease=1.0)
 
 
 @pytest.mark.slow
@@ -204,13 +214,13 @@ def test_a_lease_whose_holder_died_is_taken_over_after_it_expired(local: Emulato
                                                                   bucket: str) -> None:
     """A lease that names no job (its holder died before creating) is taken over once it
     has been unchanged for the lease's time, the key listed empty; one job is created."""
-    path = lease_path(f"projects/{PROJECT}/locations/{REGION}", "dead-1")
+    path = lease_at("dead-1")
     gcs.bucket(bucket).blob(path).upload_from_string(json.dumps({"holder": "gone", "name": None}),
                                                      if_generation_match=0)
     said: list[str] = []
     started = time.monotonic()
-    view = api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="dead-1",
-                      backoff=SHORT_LEASE, staging_bucket=f"gs://{bucket}", say=said.append)
+    with heard(said.append):
+        view = submit_job(local.address, job(), key="dead-1", retry=SHORT_LEASE, bucket=f"gs://{bucket}")
     assert time.monotonic() - started >= 1.0  # it waited for the lease to expire
     assert any("expired and no job carries" in line for line in said), said
     assert [j.name for j in local.jobs()] == [view["name"]] and not view["adopted"]
@@ -221,20 +231,18 @@ def test_a_holder_whose_create_fails_releases_the_lease(local: EmulatorHandle, g
     """A create refused for good deletes the lease: the next submit takes it at once."""
     local.add_fault("create:permission:1")
     with pytest.raises(errors.PermissionError_):
-        api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="fail-1",
-                   backoff=SHORT_LEASE, staging_bucket=f"gs://{bucket}")
-    path = lease_path(f"projects/{PROJECT}/locations/{REGION}", "fail-1")
+        submit_job(local.address, job(), key="fail-1", retry=SHORT_LEASE, bucket=f"gs://{bucket}")
+    path = lease_at("fail-1")
     assert gcs.bucket(bucket).get_blob(path) is None
-    view = api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="fail-1",
-                      backoff=SHORT_LEASE, staging_bucket=f"gs://{bucket}")
+    view = submit_job(local.address, job(), key="fail-1", retry=SHORT_LEASE, bucket=f"gs://{bucket}")
     assert [j.name for j in local.jobs()] == [view["name"]]
 
 
 def test_a_missing_bucket_leaves_the_label_protocol(local: EmulatorHandle, gcs: Any) -> None:
     """A lease that cannot be taken (no such bucket) is said, and the submit goes on without it."""
     said: list[str] = []
-    view = api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="nob-1",
-                      backoff=SHORT_LEASE, staging_bucket="gs://no-such-bucket-vxtrain", say=said.append)
+    with heard(said.append):
+        view = submit_job(local.address, job(), key="nob-1", retry=SHORT_LEASE, bucket="gs://no-such-bucket-vxtrain")
     assert [j.name for j in local.jobs()] == [view["name"]]
     assert any("label protocol alone" in line for line in said), said
 
@@ -247,10 +255,10 @@ def test_unreachable_storage_leaves_the_label_protocol_soon(local: EmulatorHandl
     (not the library's 120 s), then a warning, and the submit goes on without the lease."""
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")
     said: list[str] = []
-    quick = api.Backoff(initial=0.02, maximum=0.2, deadline=3.0, commit_grace=4.0)
+    quick = Backoff(initial=0.02, maximum=0.2, deadline=3.0, commit_grace=4.0)
     started = time.monotonic()
-    view = api.submit(job(), project=PROJECT, region=REGION, endpoint=local.address, idempotency_key="unr-1",
-                      backoff=quick, staging_bucket="gs://any-bucket", say=said.append)
+    with heard(said.append):
+        view = submit_job(local.address, job(), key="unr-1", retry=quick, bucket="gs://any-bucket")
     assert time.monotonic() - started < 20
     assert [j.name for j in local.jobs()] == [view["name"]]
     assert any("cannot be used" in line and "label protocol alone" in line for line in said), said
@@ -268,22 +276,26 @@ def ladder_emulator() -> Iterator[EmulatorHandle]:
 
 
 @pytest.mark.slow
-def test_a_followed_rung_cancelled_before_it_ran_is_left_for_capacity(ladder_emulator: EmulatorHandle,
-                                                                     tmp_path: Path) -> None:
-    """Another hand (a submit with the same key that waited too long) cancels the rung-0 job
-    this ladder follows, before it ran: the same judgement as on resume, capacity; the ladder
-    moves on instead of ending exit 3 on a job it never saw run."""
+def test_a_followed_job_cancelled_by_hand_before_it_ran_is_cancelled_not_capacity(
+        ladder_emulator: EmulatorHandle, tmp_path: Path) -> None:
+    """Another hand cancels the rung-0 job this ladder follows while it waits for machines
+    (``vxtrain cancel``, the console): that is a decision to stop, not capacity. The life ends
+    ``cancelled`` (exit 3, no fallback hint) and no other rung is created; a racer that left it
+    for capacity (``--max-pending``) is told by the time it waited (the three ladders below)."""
     ladder_emulator.stockouts.set(REGIONS[0], Shortage.pending)
     cancelled: list[str] = []
 
-    def progress(view: dict[str, Any], elapsed: float) -> None:
-        if not cancelled and region_of(view) == REGIONS[0] and view["state"] == "JOB_STATE_PENDING":
-            cancelled.append(view["name"])
-            ladder_emulator.emulator.cancel(CUSTOM, view["name"])
+    def progress(view: JobView, elapsed: float) -> None:
+        if not cancelled and split_name(view.name)[1] == REGIONS[0] and view.state is JobState.PENDING:
+            cancelled.append(view.name)
+            ladder_emulator.emulator.cancel(CUSTOM, view.name)
 
-    view = vx.submit(ladder_spec(tmp_path), endpoint=ladder_emulator.address, wait=True, progress=progress)
-    assert cancelled and outcomes(view) == [(0, "pending-timeout"), (1, "succeeded")]
-    assert view["attempts"][0]["name"] == cancelled[0]
+    with pytest.raises(errors.JobFailedError) as failed:
+        vx.submit(ladder_spec(tmp_path), endpoint=ladder_emulator.address, wait=True, progress=progress)
+    doc = failed.value.job
+    assert cancelled and outcomes(doc) == [(0, "cancelled")] and doc["name"] == cancelled[0]
+    assert "JOB_STATE_CANCELLED" in str(failed.value) and "fallback" not in str(failed.value)
+    assert [j["name"] for j in listed(ladder_emulator)] == cancelled
 
 
 def _climb_together(count: int, path: Path, address: str, key: str) -> list[dict[str, Any]]:
@@ -326,7 +338,7 @@ def test_ctrl_c_mid_ladder_without_a_key_says_the_key_and_cancels_the_pending_jo
                                 start_new_session=True, env=_env())
         try:
             deadline = time.monotonic() + 30
-            while not api.list_jobs(project="p", region=REGIONS[0], endpoint=address):
+            while not session(address).jobs("p", REGIONS[0]):
                 assert proc.poll() is None and time.monotonic() < deadline
                 time.sleep(0.1)
             time.sleep(0.3)  # following it now
@@ -337,14 +349,17 @@ def test_ctrl_c_mid_ladder_without_a_key_says_the_key_and_cancels_the_pending_jo
         assert proc.returncode == 130, err
         found = re.search(r"resume this ladder with --idempotency-key (\S+)", err)
         assert found is not None, err
-        first = api.list_jobs(project="p", region=REGIONS[0], endpoint=address)
+        known = json.loads(out)  # issue 34: stdout is still one document, with the state and the resume line
+        assert known["interrupted"] is True and known["state"] in ("JOB_STATE_PENDING", "JOB_STATE_QUEUED"), known
+        assert known["resume"].endswith(f"--idempotency-key {found.group(1)} --until-running"), known
+        first = [v.to_json() for v in session(address).jobs("p", REGIONS[0])]
         assert [j["state"] for j in first] in (["JOB_STATE_CANCELLED"], ["JOB_STATE_CANCELLING"]), first
         resumed = subprocess.run([*argv, "--idempotency-key", found.group(1)], cwd=ROOT, capture_output=True,
                                  text=True, timeout=60, env=_env())
         assert resumed.returncode == 0, resumed.stderr
         doc = json.loads(resumed.stdout)
         assert outcomes(doc) == [(0, "pending-timeout"), (1, "started")]
-        assert len(api.list_jobs(project="p", region=REGIONS[0], endpoint=address)) == 1  # none made twice
+        assert len(session(address).jobs("p", REGIONS[0])) == 1  # none made twice
 
 
 @pytest.mark.slow
@@ -359,8 +374,7 @@ def test_a_submit_that_adopts_after_a_timeout_cancels_its_own_late_commit(ladder
 
     def one(_: int) -> dict[str, Any]:
         barrier.wait()
-        return api.submit(job(), project=PROJECT, region=REGION, endpoint=ladder_emulator.address,
-                          idempotency_key=key, backoff=SHORT_LEASE)
+        return submit_job(ladder_emulator.address, job(), key=key, retry=SHORT_LEASE)
 
     with ThreadPoolExecutor(2) as pool:
         views = list(pool.map(one, range(2)))

@@ -20,7 +20,8 @@ from google.cloud.aiplatform_v1.services.persistent_resource_service.transports 
 
 from tests.conftest import ROOT
 from vxtrain import errors
-from vxtrain import submission as api
+from vxtrain.submission.retry import Backoff
+from tests.submission.helpers import session, submit_job
 from vxtrain.backends import vertex
 from vxtrain.backends.emulator import EmulatorHandle
 from vxtrain.backends.emulator.persistent_resources import STATE_LABEL
@@ -31,7 +32,7 @@ from tests.incli import run
 PROJECT, REGION = "p", "us-central1"
 PARENT = f"projects/{PROJECT}/locations/{REGION}"
 NAME = f"{PARENT}/persistentResources/train-pool"
-FAST = api.Backoff(initial=0.01, maximum=0.05, deadline=5.0)
+FAST = Backoff(initial=0.01, maximum=0.05, deadline=5.0)
 A100 = {"machineType": "a2-highgpu-1g", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 1}
 CPU = {"machineType": "n1-standard-4"}
 
@@ -235,7 +236,9 @@ def quick(machine: dict[str, Any], replicas: int = 1, disk: dict[str, Any] | Non
 
 
 def submit(backend: VertexBackend, job: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    return api.submit(job, project=PROJECT, region=REGION, backend=backend, backoff=FAST, **kwargs)
+    if "idempotency_key" in kwargs:
+        kwargs["key"] = kwargs.pop("idempotency_key")
+    return submit_job(backend, job, retry=FAST, **kwargs)
 
 
 def refused(backend: VertexBackend, emulator: EmulatorHandle, job: dict[str, Any]) -> list[Any]:
@@ -244,7 +247,7 @@ def refused(backend: VertexBackend, emulator: EmulatorHandle, job: dict[str, Any
         submit(backend, job)
     assert caught.value.exit_code == 1
     assert emulator.jobs() == [] and emulator.jobs("hpt") == []
-    assert api.list_jobs(project=PROJECT, region=REGION, backend=backend) == []
+    assert session(backend).jobs(PROJECT, REGION) == []
     return caught.value.diagnostics
 
 

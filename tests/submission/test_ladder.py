@@ -20,8 +20,11 @@ from vxtrain import errors
 from vxtrain import submission
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.emulator.stockouts import Shortage
-from vxtrain.submission.ladder import Outcome, capacity_outcome
+from vxtrain.submission.decide import Outcome, capacity_outcome
+from vxtrain.submission.names import split_name
+from vxtrain.submission.views import job_view
 from vxtrain.vocab.kinds import CUSTOM
+from tests.submission.helpers import saying
 
 PROJECT = "p"
 REGIONS = ("us-central1", "us-east1", "europe-west4")
@@ -55,8 +58,8 @@ def spec(tmp_path: Path, *, fallback: bool = True, command: str = "true", study:
 
 def listed(handle: EmulatorHandle, *, tuning: bool = False) -> list[dict[str, Any]]:
     """Every CustomJob (or tuning job) in every rung's region, as the Job API lists them, oldest first."""
-    jobs = [j for region in REGIONS
-            for j in submission.list_jobs(project=PROJECT, region=region, endpoint=handle.address, tuning=tuning)]
+    with submission.Session(endpoint=handle.address) as session:
+        jobs = [j.to_json() for region in REGIONS for j in session.jobs(PROJECT, region, tuning=tuning)]
     return sorted(jobs, key=lambda j: _time(j["create_time"]))
 
 
@@ -65,7 +68,7 @@ def _time(stamp: str) -> datetime:
 
 
 def region_of(job: dict[str, Any]) -> str:
-    return submission.split_name(job["name"])[1]
+    return split_name(job["name"])[1]
 
 
 def never_two_alive(jobs: list[dict[str, Any]]) -> None:
@@ -111,7 +114,7 @@ def test_stockout_then_a_quota_refusal_at_create_then_success(emulator: Emulator
         if line.startswith("rung 0 "):
             emulator.add_fault("create:quota:1")
 
-    view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=say)
+    view = saying(say, vx.submit, spec(tmp_path), endpoint=emulator.address, wait=True)
     assert outcomes(view) == [(0, "stockout"), (1, "quota"), (2, "succeeded")]
     jobs = listed(emulator)
     assert [(region_of(j), j["state"]) for j in jobs] == [
@@ -164,7 +167,7 @@ def test_a_job_that_ends_as_it_is_cancelled_is_judged_not_an_error(emulator: Emu
             emulator.emulator.cancel(CUSTOM, name)
             emulator.emulator.wait(name)  # ended before the ladder's own cancel is sent
 
-    view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, max_pending=0.5, say=say)
+    view = saying(say, vx.submit, spec(tmp_path), endpoint=emulator.address, wait=True, max_pending=0.5)
     assert outcomes(view) == [(0, "pending-timeout"), (1, "succeeded")]
     jobs = listed(emulator)
     assert [(region_of(j), j["state"]) for j in jobs] == [(REGIONS[0], "JOB_STATE_CANCELLED"),
@@ -236,7 +239,7 @@ def test_an_api_error_part_way_up_keeps_the_attempts_before_it(emulator: Emulato
             emulator.add_fault("create:ratelimit:1")
 
     with pytest.raises(errors.QuotaError) as stopped:
-        vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=say)
+        saying(say, vx.submit, spec(tmp_path), endpoint=emulator.address, wait=True)
     assert [(a["rung"], a["outcome"]) for a in stopped.value.attempts] == [(0, "stockout")]
     assert stopped.value.attempts[0]["name"] == listed(emulator)[0]["name"]
     assert [region_of(j) for j in listed(emulator)] == [REGIONS[0]]
@@ -313,7 +316,7 @@ def test_a_rerun_after_a_capacity_failure_resumes_at_the_next_rung(
 
     path = spec(tmp_path)
     with pytest.raises(errors.NoCapacity) as refused:
-        vx.submit(path, endpoint=emulator.address, wait=True, idempotency_key="k-resume", say=say)
+        saying(say, vx.submit, path, endpoint=emulator.address, wait=True, idempotency_key="k-resume")
     assert [a["outcome"] for a in refused.value.attempts] == ["stockout", "stockout", "quota"]
     code, doc, err = submit(capsys, path, emulator, "--wait", "--idempotency-key", "k-resume")
     assert code == 0, err
@@ -387,7 +390,7 @@ def test_faults_still_make_one_job_per_rung(emulator: EmulatorHandle, tmp_path: 
         if line.startswith("rung 0 "):
             emulator.add_fault(fault)
 
-    view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=say)
+    view = saying(say, vx.submit, spec(tmp_path), endpoint=emulator.address, wait=True)
     assert outcomes(view) == [(0, "stockout"), (1, "succeeded")]
     assert sum("create custom job: attempt 1 failed" in line for line in said) == 2
     jobs = listed(emulator)
@@ -400,7 +403,7 @@ def test_faults_still_make_one_job_per_rung(emulator: EmulatorHandle, tmp_path: 
 def test_quota_short_in_the_first_region_creates_nothing_there(emulator: EmulatorHandle, tmp_path: Path) -> None:
     emulator.quotas.set(f"custom_model_training_cpus:{REGIONS[0]}=2")  # the chief's n1-standard-4 needs 4
     said: list[str] = []
-    view = vx.submit(spec(tmp_path), endpoint=emulator.address, until_running=True, say=said.append)
+    view = saying(said.append, vx.submit, spec(tmp_path), endpoint=emulator.address, until_running=True)
     assert outcomes(view) == [(0, "quota"), (1, "started")]
     assert any(line.startswith("rung 0 (us-central1): quota too small") and "nothing was created" in line
                for line in said), said
@@ -411,7 +414,7 @@ def test_quota_short_in_the_first_region_creates_nothing_there(emulator: Emulato
 def test_stockout_then_a_short_quota_then_success(emulator: EmulatorHandle, tmp_path: Path) -> None:
     emulator.stockouts.set(REGIONS[0], Shortage.stockout)
     emulator.quotas.set(f"custom_model_training_cpus:{REGIONS[1]}=0")
-    view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=lambda line: None)
+    view = saying(lambda line: None, vx.submit, spec(tmp_path), endpoint=emulator.address, wait=True)
     assert outcomes(view) == [(0, "stockout"), (1, "quota"), (2, "succeeded")]
     jobs = listed(emulator)
     assert [region_of(j) for j in jobs] == [REGIONS[0], REGIONS[2]]  # nothing in the short region
@@ -426,7 +429,7 @@ def test_the_limits_are_read_once_for_the_whole_ladder(emulator: EmulatorHandle,
     emulator.stockouts.set(REGIONS[1], Shortage.stockout)
     emulator.add_fault("quotas:permission:3")  # would refuse every rung's read, were each read again
     said: list[str] = []
-    view = vx.submit(spec(tmp_path), endpoint=emulator.address, wait=True, say=said.append)
+    view = saying(said.append, vx.submit, spec(tmp_path), endpoint=emulator.address, wait=True)
     assert outcomes(view) == [(0, "stockout"), (1, "stockout"), (2, "succeeded")]
     assert sum("could not read the quota limits" in line for line in said) == 1, said
 
@@ -435,8 +438,7 @@ def test_without_the_preflight_the_services_refusal_at_create_moves_the_ladder_o
         emulator: EmulatorHandle, tmp_path: Path) -> None:
     emulator.quotas.set(f"custom_model_training_cpus:{REGIONS[0]}=2")
     said: list[str] = []
-    view = vx.submit(spec(tmp_path), endpoint=emulator.address, until_running=True, quota_check=False,
-                     say=said.append)
+    view = saying(said.append, vx.submit, spec(tmp_path), endpoint=emulator.address, until_running=True, quota_check=False)
     assert outcomes(view) == [(0, "quota"), (1, "started")]
     assert any("the create was refused for quota" in line and "exceed quota limits" in line for line in said), said
     assert [region_of(j) for j in listed(emulator)] == [REGIONS[1]]
@@ -466,7 +468,7 @@ def test_max_pending_without_following_is_a_usage_error(emulator: EmulatorHandle
     ("JOB_STATE_SUCCEEDED", {}, None),
 ])
 def test_capacity_is_the_code_or_the_words(state: str, error: dict[str, Any], expected: Outcome | None) -> None:
-    assert capacity_outcome({"state": state, "error": error}) is expected
+    assert capacity_outcome(job_view({"name": "j", "state": state, "error": error})) is expected
 
 
 def test_target_local_climbs_the_same_ladder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,11 +1,13 @@
-"""Submit's preparation: a checked spec (a vxtrain.pipeline.Result) made into the rungs
-the fallback ladder climbs (vxtrain.submission.ladder), as plain data.
+"""Submit's preparation: a checked spec (a vxtrain.pipeline.Result) made into the plan of
+its job's life (vxtrain.submission.plan.Plan) and how each rung is sent from this host
+(vxtrain.submission.carry.Rigging), as plain data.
 
-Rung 0 is the spec, then each ``fallback:`` entry; each carries its project and region,
-its compiled job, how an emulator runs it here, and what must be published before its
-create (vxtrain.submission.publish.Publication: the images, the packages, and the
-refusal to give when no repository or bucket is set, located at the key that needs it).
-Nothing here talks to an API, pushes or uploads: vxtrain.submission does, in its order.
+Rung 0 is the spec, then each ``fallback:`` entry; the plan carries each one's project,
+region and compiled job, the ``recovery:`` policy and the key; the rigging how an emulator
+runs it here and what must be published before its create
+(vxtrain.submission.publish.Publication: the images, the packages, and the refusal to give
+when no repository or bucket is set, located at the key that needs it). Nothing here
+talks to an API, pushes or uploads: vxtrain.submission does, in its order.
 """
 from __future__ import annotations
 
@@ -18,22 +20,19 @@ from typing import Any
 from vxtrain import diagnostics as dx
 from vxtrain.backends.base import LocalRun
 from vxtrain.errors import UsageError
-from vxtrain.images.recipe import UNSET_REPOSITORY
 from vxtrain.loading.document import NativeSpec, spec_folder
 from vxtrain.model import LocalSpec, key_path_of
-from vxtrain.packaging.sdists import UNSET_BUCKET
 from vxtrain.sources.folder import import_root
 from vxtrain.pipeline import Result
 from vxtrain.slots import POOL_INDEX
-from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
-from vxtrain.submission.ladder import Rung
+from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION, Plan, PlannedRung, RecoveryPolicy, Rigging
 from vxtrain.submission.publish import Publication
 
 
 @dataclass(frozen=True)
-class Target:
-    """One rung of a checked spec, before it is made a Rung: its number (0: the spec),
-    its own Result, its compiled job (REST JSON), project and region."""
+class SpecRung:
+    """One rung of a checked spec: its number (0: the spec), its own Result, its compiled
+    job (REST JSON), project and region."""
 
     number: int
     result: Result
@@ -42,32 +41,34 @@ class Target:
     region: str
 
 
-def targets(result: Result, *, local: bool) -> Iterator[Target]:
+def spec_rungs(result: Result, *, local: bool) -> Iterator[SpecRung]:
     """The spec, then each rung of its ``fallback:``, in the order submit climbs them (and
     ``quota`` reports them). ``local``: an emulator here, which defaults project and region."""
     for number, each in enumerate([result, *result.fallback]):
         job = each.hyperparameter_tuning_job or each.custom_job
         assert job is not None  # a valid result is compiled, every rung of it
         project, region = project_region(each, local=local)
-        yield Target(number, each, job, project, region)
+        yield SpecRung(number, each, job, project, region)
 
 
-def rungs(result: Result, *, emulated: bool, in_place: bool = False) -> list[Rung]:
-    """The ladder's rungs. ``emulated``: an emulator runs the jobs on this host (each rung
-    says how: its ``local:`` block and folder). ``in_place``: a local run uses each source
+def plan_of(result: Result, key: str, *, emulated: bool, in_place: bool = False) -> tuple[Plan, list[Rigging]]:
+    """The plan of ``result``'s job under ``key`` (its rungs as sent, its recovery policy), and
+    how each rung is sent from here. ``emulated``: an emulator runs the jobs on this host (each
+    rung says how: its ``local:`` block and folder). ``in_place``: a local run uses each source
     package's folder as it is and builds no image, so nothing is published."""
-    out = []
-    for target in targets(result, local=emulated):
-        job = _local_packages(target.job, target.result) if in_place else target.job
-        out.append(Rung(target.number, target.project, target.region, job,
-                        local=local_run(target.result) if emulated else None,
-                        publication=None if in_place else publication(target.result),
-                        staging_bucket=_staging_bucket(target.result)))
-    return out
+    rungs, rigging = [], []
+    for rung in spec_rungs(result, local=emulated):
+        job = _local_packages(rung.job, rung.result) if in_place else rung.job
+        rungs.append(PlannedRung(rung.number, rung.project, rung.region, job))
+        rigging.append(Rigging(local_run(rung.result) if emulated else None,
+                               None if in_place else publication(rung.result), _staging_bucket(rung.result)))
+    assert result.job is not None  # a valid result has its model
+    recovery = RecoveryPolicy.of(result.job.recovery) if result.job.recovery is not None else None
+    return Plan(key, tuple(rungs), recovery), rigging
 
 
 def _staging_bucket(result: Result) -> str | None:
-    """The rung's staging bucket (flag > spec), where a chosen key's lease is taken."""
+    """The rung's staging bucket (flag > spec), where a chosen key's lease (and plan) is kept."""
     return result.job.staging_bucket if result.job is not None else None
 
 
@@ -81,7 +82,7 @@ def publication(result: Result) -> Publication | None:
 
 def _no_repository(result: Result) -> dx.Diagnostic | None:
     """The refusal of images that have no repository to go to, at the key that needs one."""
-    if not any(i.repository.startswith(UNSET_REPOSITORY) for i in result.images):
+    if all(i.repository_set for i in result.images):
         return None
     return dx.error(
         "no-image-repository", "build: images must be pushed before the job is created, and no image "
@@ -92,7 +93,7 @@ def _no_repository(result: Result) -> dx.Diagnostic | None:
 
 def _no_bucket(result: Result) -> dx.Diagnostic | None:
     """The refusal of source packages that have no staging bucket, at the key that needs one."""
-    if not any(p.uri.startswith(UNSET_BUCKET) for p in result.packages):
+    if all(p.bucket_set for p in result.packages):
         return None
     return dx.error(
         "no-staging-bucket", "python_package.source must be uploaded before the job is created, and no "

@@ -27,7 +27,7 @@ from tests.hooks import webhook
 from tests.processes import stop
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "configs" / "examples" / "recovery.yaml"
 TRAINER = SPEC.parent / "recovery_torch" / "train.py"
 #: The first job of the region loses its machines after this many seconds RUNNING: less than

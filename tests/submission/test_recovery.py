@@ -23,12 +23,14 @@ from tests.hooks import webhook
 from tests.incli import run
 from tests.polling import wait_for
 from vxtrain import api as vx
-from vxtrain import submission
+from vxtrain import errors, submission
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.model import ATTEMPT_LABEL
+from vxtrain.vocab.kinds import CUSTOM
 from vxtrain.planning.cost import job_per_hour
-from vxtrain.submission.ladder import Outcome, left_for_capacity, lost_outcome
-from vxtrain.submission.recovery import attempt_job
+from vxtrain.submission.decide import Outcome, attempt_job, capacity_outcome, lost_outcome
+from vxtrain.submission.views import job_view
+from tests.submission.helpers import saying
 
 PROJECT, REGION, EAST = "p", "us-central1", "us-east1"
 IMAGE = "us-docker.pkg.dev/p/r/train:1"
@@ -82,8 +84,8 @@ def submit(capsys: pytest.CaptureFixture[str], path: Path, handle: EmulatorHandl
 
 def jobs(handle: EmulatorHandle, *regions: str) -> list[dict[str, Any]]:
     """The CustomJobs of the regions as the Job API lists them, oldest first, with their raw protos."""
-    views = [v for region in regions or (REGION,)
-             for v in submission.list_jobs(project=PROJECT, region=region, endpoint=handle.address)]
+    with submission.Session(endpoint=handle.address) as session:
+        views = [v.to_json() for region in regions or (REGION,) for v in session.jobs(PROJECT, region)]
     return sorted(views, key=lambda v: _time(v["create_time"]))
 
 
@@ -327,7 +329,7 @@ def test_a_killed_watcher_rerun_with_its_key_creates_no_extra_attempt(preempting
 
 # --- the judgements, as plain data ------------------------------------------------------------
 
-STARTED = {"start_time": "2026-11-27T08:00:00Z"}
+STARTED = {"startTime": "2026-11-27T08:00:00Z"}
 
 
 @pytest.mark.parametrize(("view", "lost", "left"), [
@@ -345,8 +347,9 @@ STARTED = {"start_time": "2026-11-27T08:00:00Z"}
 ])
 def test_lost_machines_are_told_from_the_code_and_from_no_start(view: dict[str, Any], lost: Outcome | None,
                                                                 left: Outcome | None) -> None:
-    assert lost_outcome(view, {33}) is lost
-    assert left_for_capacity(view) is left
+    typed = job_view({"name": "j", **view})
+    assert lost_outcome(typed, {33}) is lost
+    assert (None if typed.start_time else capacity_outcome(typed)) is left
 
 
 def test_an_attempt_sets_its_number_in_every_pool_and_standard_on_request() -> None:
@@ -387,6 +390,81 @@ def test_each_event_is_posted_to_the_hooks(preempting: EmulatorHandle, tmp_path:
             assert "succeeded after 1 recovery, about $" in bodies[-1]["text"]
 
 
+def test_slow_hooks_never_delay_the_next_attempts_create(preempting: EmulatorHandle, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: three slow hooks delayed the next attempt's create by 12 s. The events are
+    posted off the watch's path: attempt 1 is created as soon as attempt 0 is seen ended (the
+    two hooks below, answering after 1 s each, held it 2 s before), and each hook still gets
+    every event once, each with its stable id."""
+    with webhook(delay=1.0) as one, webhook(delay=1.0) as two:
+        path = spec(tmp_path, recovery={"max_recoveries": 1})
+        urls = [flag for hook in (one, two) for flag in ("--notify", hook.url)]
+        code, doc, err = submit(capsys, path, preempting, "--idempotency-key", "slow-hooks", *urls)
+        assert code == 0, err
+        lost, kept = jobs(preempting)
+        assert (_time(kept["create_time"]) - _time(lost["end_time"])).total_seconds() < 1.6, (lost, kept)
+        for hook in (one, two):
+            bodies = hook.bodies()
+            assert [b["event"] for b in bodies] == ["started", "recovering", "started", "succeeded"], bodies
+            assert len({b["id"] for b in bodies}) == 4
+
+
+def test_a_rerun_that_adopts_a_running_attempt_does_not_send_started_again(
+        running: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: the watcher that created the job said it started; a re-run that finds it
+    RUNNING adopts it and sends what happens next only."""
+    command = [sys.executable, "-c", "import time; time.sleep(2.5)"]
+    path = spec(tmp_path, recovery={"max_recoveries": 1}, command=command)
+    code, doc, err = run(capsys, "submit", str(path), "--endpoint", running.address, "-o", "json",
+                         "--idempotency-key", "adopt-running")
+    assert code == 0, err
+    wait_for(lambda: jobs(running)[0]["state"] == "JOB_STATE_RUNNING", 30, "the job to run")
+    with webhook() as hook:
+        code, doc, err = submit(capsys, path, running, "--idempotency-key", "adopt-running", "--notify", hook.url)
+    assert code == 0 and doc["adopted"], err
+    assert [b["event"] for b in hook.bodies()] == ["succeeded"]
+
+
+def test_a_running_job_cancelled_by_hand_is_cancelled_in_json_and_notification_alike(
+        running: EmulatorHandle, tmp_path: Path) -> None:
+    """Issue 34: it was `failed` in `attempts` and `cancelled` in the notification."""
+    path = spec(tmp_path, recovery={"max_recoveries": 1}, command=[sys.executable, "-c", "import time; time.sleep(30)"])
+
+    def progress(view: Any, elapsed: float) -> None:
+        if view.state.value == "JOB_STATE_RUNNING":
+            running.emulator.cancel(CUSTOM, view.name)
+
+    with webhook() as hook:
+        with pytest.raises(errors.JobFailedError) as failed:
+            vx.submit(path, endpoint=running.address, wait=True, progress=progress, notify=[hook.url])
+    assert outcomes(failed.value.job) == [(0, 0, "cancelled")] and failed.value.exit_code == 3
+    assert [b["event"] for b in hook.bodies()] == ["started", "cancelled"]
+
+
+def test_the_failure_tail_is_the_last_lines_of_one_job(running: EmulatorHandle, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: the tail of workerpool0-0 mixed the lines of attempt 0's and attempt 1's replica."""
+    code = ("import os, sys; a = os.environ['VXTRAIN_ATTEMPT']; print('line of attempt', a, flush=True); "
+            "sys.exit(33 if a == '0' else 1)")
+    path = spec(tmp_path, recovery={"max_recoveries": 1, "on_exit_codes": [33]},
+                command=[sys.executable, "-c", code])
+    exit_code, _, err = run(capsys, "submit", str(path), "--endpoint", running.address, "--wait")
+    assert exit_code == 3, err
+    tail = err[err.index("the last "):]
+    assert "line of attempt 1" in tail and "line of attempt 0" not in tail, err
+
+
+def test_wait_on_a_preempted_job_names_recovery_and_the_resume_line(
+        preempting: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: `vxtrain wait` said "try a different region" only."""
+    code, doc, err = run(capsys, "submit", str(spec(tmp_path)), "--endpoint", preempting.address, "-o", "json",
+                         "--idempotency-key", "waited")
+    assert code == 0, err
+    code, _, err = run(capsys, "wait", doc["name"], "--endpoint", preempting.address, "--no-logs")
+    assert code == 3, err
+    assert "recovery: {max_recoveries: N}" in err and "--idempotency-key waited --wait" in err, err
+
+
 def test_a_bad_notify_url_is_a_usage_error_before_any_create(preempting: EmulatorHandle, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, err = submit(capsys, spec(tmp_path), preempting, "--notify", "ftp://example.com/hook")
@@ -401,7 +479,7 @@ def test_two_watchers_with_one_key_make_one_job_per_attempt(preempting: Emulator
     path = spec(tmp_path, recovery={"max_recoveries": 2})
     with ThreadPoolExecutor(2) as pool:
         views = list(pool.map(lambda _: vx.submit(path, endpoint=preempting.address, wait=True,
-                                                  idempotency_key="race", say=lambda _line: None), range(2)))
+                                                  idempotency_key="race"), range(2)))
     assert views[0]["name"] == views[1]["name"] and views[0]["state"] == "JOB_STATE_SUCCEEDED"
     kept: dict[str, list[str]] = {}
     for view in jobs(preempting):
