@@ -430,8 +430,9 @@ def test_the_documented_action_steps_run_against_the_emulator(page: str, tmp_pat
                 spec.write_text((EXAMPLES / "quickstart.yaml").read_text())
             else:  # no notify: hook of the example reaches out of this machine
                 spec.write_text(re.sub(r"^notify: .*$", f"notify: [{hook}]", spec.read_text(), flags=re.M))
-            if inputs["command"] == "submit":
-                inputs["args"] += f" --endpoint {emulator_address} --project test-project --region us-central1"
+            if inputs["command"] == "submit":  # a project per page: each page's key names its own job
+                project = "test-" + re.sub(r"[^a-z]+", "-", page.lower().removesuffix(".md"))
+                inputs["args"] += f" --endpoint {emulator_address} --project {project} --region us-central1"
             run = run_action(inputs, ws)
             assert run.returncode == 0, run.stdout + run.stderr
             if inputs["command"] == "submit":

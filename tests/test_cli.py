@@ -541,6 +541,7 @@ def test_submit_prints_the_specs_warnings_as_validate_does_and_puts_them_in_its_
 
 
 def test_submit_gives_the_warnings_before_anything_is_created(tmp_path: Path, emulator: Any) -> None:
+    from tests.submission.helpers import heard
     from vxtrain import api
 
     jobs_when_warned: list[int] = []
@@ -551,5 +552,6 @@ def test_submit_gives_the_warnings_before_anything_is_created(tmp_path: Path, em
     assert seen == ["secret-env"] and jobs_when_warned == [0] and len(emulator.jobs()) == 1
     assert [d["code"] for d in view["diagnostics"]] == ["secret-env"]
     lines: list[str] = []
-    api.submit(_warned_spec(tmp_path), endpoint=emulator.address, say=lines.append)  # no callback: said
+    with heard(lines.append):  # no callback: said on the vxtrain.submission logger
+        api.submit(_warned_spec(tmp_path), endpoint=emulator.address)
     assert any(line.endswith("(at chief.env.API_TOKEN)") and ": warning: " in line for line in lines), lines

@@ -33,6 +33,7 @@ from vxtrain.vocab.kinds import job_spec_of
 from vxtrain.vocab.studies import trial_args
 
 if TYPE_CHECKING:
+    from vxtrain.images.publish import BasePlatformError
     from vxtrain.images.pythons import BasePythonError
     from vxtrain.joblogs import LogSink
     from vxtrain.packaging.upload import UploadProgress
@@ -141,6 +142,7 @@ def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: 
     """submit() past the checks: the life of the spec's plan, carried as asked."""
     # lazy: as in submit()
     from vxtrain import jobplan
+    from vxtrain.images.publish import BasePlatformError
     from vxtrain.images.pythons import BasePythonError
     from vxtrain.submission import Session
 
@@ -150,7 +152,7 @@ def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: 
             return _submit_local(result, send, hooks, gpus)
         with Session(endpoint=endpoint, hooks=hooks) as session:
             return send.carry(session, emulated=endpoint is not None)
-    except BasePythonError as exc:  # found at push time, but a mistake of the spec: at its line
+    except (BasePythonError, BasePlatformError) as exc:  # found at push time, but a mistake of the spec: at its line
         raise SpecError([_located(result, exc, d) for d in exc.diagnostics]) from exc
     except InvalidArgumentError as exc:  # reworded: its class and the ladder's attempts kept
         raise exc.reworded(f"{exc}{jobplan.spec_location(result, str(exc))}") from exc
@@ -161,7 +163,7 @@ def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: 
         raise exc.reworded(f"{exc}{jobplan.spec_location(result, str(exc))}") from exc
 
 
-def _located(result: Result, exc: BasePythonError, diagnostic: Diagnostic) -> Diagnostic:
+def _located(result: Result, exc: BasePythonError | BasePlatformError, diagnostic: Diagnostic) -> Diagnostic:
     """``diagnostic`` (about pool ``exc.role``'s ``build.KEY``) at that key's place in the spec
     (written in the pool, else in ``defaults``)."""
     native = result.native

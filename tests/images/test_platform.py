@@ -17,8 +17,8 @@ from tests.images.test_dependencies import make_wheel
 from tests.incli import run
 from vxtrain import api
 from vxtrain.catalog.images import image_platform
-from vxtrain.errors import ApiError
-from vxtrain.images.publish import publish
+from vxtrain.backends.emulator import start_emulator
+from vxtrain.images.publish import BasePlatformError, publish
 
 pytestmark = pytest.mark.slow
 
@@ -94,11 +94,18 @@ def test_an_a4x_image_is_built_for_arm64(tmp_path: Path, registry: str, arm_inde
     assert "opt/vxtrain/deps/armdep.py" in names  # platform_machine judged as aarch64
 
 
-def test_a_base_without_arm64_is_refused_before_any_push(tmp_path: Path, registry: str, arm_index: Path) -> None:
+def test_a_base_without_arm64_is_refused_before_any_push(tmp_path: Path, registry: str, arm_index: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A spec mistake found at push time: exit 1 at the spec's build.base line (issue 35), not an API error."""
     base = push_base(registry, "base/amd64only", "py310")
     spec = _project(tmp_path, base.ref, registry, "noarm")
     [image] = api.plan(spec).images
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(BasePlatformError) as err:
         publish([image])
-    assert err.value.exit_code == 4 and "linux/arm64" in str(err.value) and "nothing was pushed" in str(err.value)
+    assert err.value.exit_code == 1 and "linux/arm64" in str(err.value) and "nothing was pushed" in str(err.value)
     assert get_manifest(registry, "noarm/src", image.tag)[2].status_code == 404
+    with start_emulator(workdir=spec.parent, out=io.StringIO(), environ={}) as handle:
+        code, doc, _ = run(capsys, "submit", str(spec), "--endpoint", handle.address, "-o", "json")
+        assert handle.jobs() == []
+    [d] = doc["error"]["diagnostics"]
+    assert code == 1 and d["code"] == "build-base-platform" and d["path"].endswith("build.base") and d["line"], doc

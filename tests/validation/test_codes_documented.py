@@ -40,9 +40,12 @@ def _name(call: ast.Call) -> str | None:
 
 
 def _logging(call: ast.Call) -> bool:
-    """``LOGGER.warning("%s", line)``: a logging call, not a diagnostic."""
-    return isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-        and call.func.value.id.lower().endswith(("logger", "log"))
+    """``LOGGER.warning("%s", line)``, ``self.session.log.warning(…)``: a logging call, not a diagnostic."""
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    value = call.func.value
+    name = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
+    return name.lower().endswith(("logger", "log"))
 
 
 def _code_calls() -> Iterator[tuple[Path, ast.Call, ast.expr]]:

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vxtrain.errors import ApiError, NotFoundError
+from vxtrain.diagnostics import error
+from vxtrain.errors import ApiError, NotFoundError, SpecError
 from vxtrain.images import pythons
 from vxtrain.images.dependencies import Target, dependency_layer
 from vxtrain.images.image import (
@@ -90,7 +91,7 @@ def _missing_base(image: ImageBuild, say: Say, folder: Path | None = None,
     if existing is not None:
         say(f"image {image.uri} is already pushed")
         return existing, None
-    base = resolve_base(image.base, image.platform)
+    base = resolve_base(image.base, image.platform, image.roles[0])
     spool = None if folder is None or kept is None else Spool(folder, target, base.ref.host == target.ref.host, kept)
     check_python(image, base, say, spool)
     return "", base
@@ -114,8 +115,19 @@ def publish_one(image: ImageBuild, say: Say, progress: UploadProgress | None,
     return Pushed(list(image.roles), image.uri, built.digest, pushed=True, blobs=uploaded)
 
 
-def resolve_base(text: str, platform: str = "linux/amd64") -> Base:
-    """The base's manifest and config for ``platform`` (NotFoundError, ApiError: said plainly)."""
+class BasePlatformError(SpecError):
+    """The base has no image for the pool's platform (A4X: linux/arm64): a mistake of the spec
+    found at push time (exit 1, at ``build.base``), nothing pushed. ``role`` and ``key``: the
+    pool key it is about, which the caller locates in the spec (this layer knows no positions)."""
+
+    def __init__(self, message: str, role: str) -> None:
+        self.role, self.key = role, "base"
+        super().__init__([error("build-base-platform", message, path=f"{role}.build.base")])
+
+
+def resolve_base(text: str, platform: str = "linux/amd64", role: str = "chief") -> Base:
+    """The base's manifest and config for ``platform`` (NotFoundError, ApiError: said plainly;
+    BasePlatformError, about pool ``role``'s base, when it has no image for the platform)."""
     ref = parse(text)
     repo = Repository(ref, push=False)
     try:
@@ -128,15 +140,16 @@ def resolve_base(text: str, platform: str = "linux/amd64") -> Base:
         os_, _, arch = platform.partition("/")
         child = pick_platform(manifest, os_, arch)
         if child is None:
-            raise ApiError(f"base image {text} has no {platform} image (it has {', '.join(platforms(manifest))}); "
-                           f"{_runs_on(platform)}: choose a base built for it; nothing was pushed")
+            raise BasePlatformError(f"base image {text} has no {platform} image (it has "
+                                    f"{', '.join(platforms(manifest))}); {_runs_on(platform)}: choose a base built "
+                                    "for it; nothing was pushed", role)
         manifest, content_type = repo.manifest(child)
         media_type = manifest_type(manifest, content_type)
     if media_type not in MANIFESTS:
         raise ApiError(f"base image {text} is a {media_type or 'manifest of unknown type'}; an image can be "
                        "appended to only over a Docker v2 schema 2 or OCI image manifest")
     config = repo.blob_json(manifest["config"]["digest"])
-    _check_platform(text, config, platform)
+    _check_platform(text, config, platform, role)
     return Base(ref, manifest, media_type, config)
 
 
@@ -145,11 +158,11 @@ def _runs_on(platform: str) -> str:
             else f"the pool's machines run {platform}")
 
 
-def _check_platform(text: str, config: Mapping[str, Any], platform: str) -> None:
+def _check_platform(text: str, config: Mapping[str, Any], platform: str, role: str) -> None:
     os_, arch = config.get("os"), config.get("architecture")
     if f"{os_ or 'linux'}/{arch or 'amd64'}" != platform:
-        raise ApiError(f"base image {text} is built for {os_}/{arch} only; {_runs_on(platform)}: "
-                       "choose a base built for it; nothing was pushed")
+        raise BasePlatformError(f"base image {text} is built for {os_}/{arch} only; {_runs_on(platform)}: "
+                                "choose a base built for it; nothing was pushed", role)
 
 
 def check_python(image: ImageBuild, base: Base, say: Say | None = None, spool: Spool | None = None) -> None:
