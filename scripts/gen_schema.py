@@ -219,12 +219,22 @@ schema["properties"]["recovery"] = {
                                                   "the next attempts use STANDARD (on-demand) VMs."},
     },
 }
+ENV_NAME = "^[A-Za-z_][A-Za-z0-9_]*$"
 schema["properties"]["notify"] = {
     "type": "array", "minItems": 1,
-    "items": {"type": "string", "pattern": "^https?://[^\\s/?#]+[^\\s]*$",
-              "x-accepts": "an http:// or https:// URL, e.g. a Slack or Google Chat incoming webhook"},
-    "description": "URLs that get one JSON object per event (started, recovering, succeeded, failed, cancelled, "
-                   "no-capacity) while submit follows the job (--notify adds more).",
+    "items": {"oneOf": [
+        {"type": "string", "pattern": "^https?://[^\\s/?#]+[^\\s]*$",
+         "x-accepts": "an http:// or https:// URL, e.g. a Slack or Google Chat incoming webhook"},
+        {"type": "object", "additionalProperties": False, "required": ["url_env"],
+         "x-accepts": "{url_env: NAME, secret_env: NAME}: the environment variables that hold the hook's URL "
+                      "(and its signing secret)",
+         "properties": {"url_env": {"type": "string", "pattern": ENV_NAME},
+                        "secret_env": {"type": "string", "pattern": ENV_NAME}}},
+    ]},
+    "description": "Hooks that get one JSON object per event (started, recovering, succeeded, failed, cancelled, "
+                   "no-capacity): a URL, or {url_env: NAME} naming the environment variable that holds it, as "
+                   "the plan keeps it for vxtrain reconcile (a URL is a secret: it is never kept) "
+                   "(--notify adds more).",
 }
 
 

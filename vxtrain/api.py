@@ -13,6 +13,7 @@ submission, the backends or the runtime: their imports wait in the verbs that ne
 from __future__ import annotations
 
 import io
+import os
 import shlex
 import sys
 import threading
@@ -210,7 +211,9 @@ class _Send:
         self.result, self.key = result, key or uuid.uuid4().hex
         follow = Follow.end if wait else Follow.until_running if until_running else Follow.none
         self.watch = Watch(follow, max_pending, explicit=key is not None)
-        self.urls = list(dict.fromkeys([*result.job.notify, *notify]))
+        literal = list(dict.fromkeys([*result.job.notify, *notify]))
+        self.unkept = len(literal)
+        self.urls = literal + _env_hooks(result.job.notify_env)
         self.quota_check = quota_check
         self.command = "vxtrain submit SPEC"
 
@@ -223,8 +226,24 @@ class _Send:
         plan, rigging = jobplan.plan_of(self.result, self.key, emulated=emulated, in_place=in_place)
         with Notifier(self.urls, session.log, key=self.key) as notifier:  # flushed however the submit ends
             options = submission.CarryOptions(self.watch, self.quota_check, notifier if self.urls else None,
-                                              self.command)
+                                              self.command, self.unkept)
             return submission.submit(session, plan, rigging, options)
+
+
+def _env_hooks(targets: Sequence[tuple[str, str | None]]) -> list[str]:
+    """The URLs of ``notify:``'s ``{url_env}`` hooks, from this process's environment (one that
+    is not set is said, and gets nothing)."""
+    from vxtrain.submission.events import LOGGER  # lazy: as in submit()
+
+    urls = []
+    for url_env, _ in targets:
+        url = os.environ.get(url_env, "")
+        if url:
+            urls.append(url)
+        else:
+            LOGGER.warning("warning: notify: the environment variable %s (url_env) is not set: no notification "
+                           "goes to that hook", url_env)
+    return urls
 
 
 def _submit_local(result: Result, send: _Send, hooks: Hooks, gpus: GpuOptions | None) -> dict[str, Any]:

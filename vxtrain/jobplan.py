@@ -26,6 +26,7 @@ from vxtrain.sources.folder import import_root
 from vxtrain.pipeline import Result
 from vxtrain.slots import POOL_INDEX
 from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION, Plan, PlannedRung, RecoveryPolicy, Rigging
+from vxtrain.submission.plan import NotifyTarget
 from vxtrain.submission.publish import Publication
 
 
@@ -64,7 +65,8 @@ def plan_of(result: Result, key: str, *, emulated: bool, in_place: bool = False)
                                None if in_place else publication(rung.result), _staging_bucket(rung.result)))
     assert result.job is not None  # a valid result has its model
     recovery = RecoveryPolicy.of(result.job.recovery) if result.job.recovery is not None else None
-    return Plan(key, tuple(rungs), recovery), rigging
+    notify = tuple(NotifyTarget(url_env, secret_env) for url_env, secret_env in result.job.notify_env)
+    return Plan(key, tuple(rungs), recovery, notify), rigging
 
 
 def _staging_bucket(result: Result) -> str | None:

@@ -357,6 +357,8 @@ class Job:
     recovery: Recovery | None = None
     #: ``notify:``: http(s) URLs that get one JSON object per event while submit follows the job.
     notify: list[str] = field(default_factory=list)
+    #: ``notify:``'s hooks given by environment variables: (the URL's, the signing secret's or None).
+    notify_env: list[tuple[str, str | None]] = field(default_factory=list)
 
     def pool(self, role: str) -> Pool | None:
         """The pool with ``role``, or None."""
@@ -642,7 +644,16 @@ def build(data: Mapping[str, Any]) -> Job:
         experiment=_str(data.get("experiment")), experiment_run=_str(data.get("experiment_run")),
         protected_artifact_location_id=_str(data.get("protected_artifact_location_id")),
         recovery=_build_recovery(data.get("recovery")), notify=_strlist(data.get("notify")),
+        notify_env=_notify_env(data.get("notify")),
     )
+
+
+def _notify_env(raw: Any) -> list[tuple[str, str | None]]:
+    """``notify:``'s ``{url_env, secret_env}`` entries (the schema checks their names)."""
+    if not isinstance(raw, list):
+        return []
+    return [(str(e["url_env"]), str(e["secret_env"]) if e.get("secret_env") else None)
+            for e in raw if isinstance(e, Mapping) and isinstance(e.get("url_env"), str)]
 
 
 def _build_recovery(raw: Any) -> Recovery | None:

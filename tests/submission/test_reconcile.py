@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.hooks import webhook
 from tests.incli import run
 from tests.packaging.conftest import bucket, gcs, gcs_server_url  # noqa: F401 - fixtures (fake-gcs-server)
 from tests.polling import wait_for
@@ -99,6 +100,32 @@ def test_reconcile_carries_a_detached_preempted_job_to_succeeded(
     assert plan["finished"]["outcome"] == "succeeded" and plan["finished"]["job"] == jobs[1]["name"]
     code, doc, err = reconcile(capsys, preempting.address, bucket)
     assert code == 0 and doc == {"plans": [], "created": [], "cancelled": [], "finished": []}, err
+
+
+def test_reconcile_sends_to_the_hooks_the_plan_names_by_environment_variable(
+        preempting: EmulatorHandle, tmp_path: Path, gcs: Any, bucket: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan never holds a URL (a secret): `notify: [{url_env: NAME}]` is kept by name, and the
+    reconcile pass reads NAME where it runs; a literal URL is not kept, and submit says so."""
+    with webhook() as hook, webhook() as literal:
+        monkeypatch.setenv("VX_TEST_HOOK", hook.url)
+        path = spec(tmp_path, notify=[{"url_env": "VX_TEST_HOOK"}, literal.url])
+        code, _, err = run(capsys, "submit", str(path), "--endpoint", preempting.address, "--idempotency-key",
+                           "hooked", "--staging-bucket", f"gs://{bucket}")
+        assert code == 0 and "is not kept in the plan" in err, err
+        plan = plan_of(gcs, bucket, "hooked")
+        assert plan["notify"] == [{"url_env": "VX_TEST_HOOK", "secret_env": None}]
+        assert literal.url not in json.dumps(plan) and hook.url not in json.dumps(plan)
+        wait_for(lambda: jobs_of(preempting.address, "hooked")[0]["state"] == "JOB_STATE_FAILED", 30,
+                 "attempt 0 to lose its machines")
+        code, doc, err = reconcile(capsys, preempting.address, bucket)
+        assert code == 0 and len(doc["created"]) == 1, (doc, err)
+        wait_for(lambda: jobs_of(preempting.address, "hooked")[-1]["state"] == "JOB_STATE_SUCCEEDED", 30,
+                 "attempt 1 to succeed")
+        code, doc, err = reconcile(capsys, preempting.address, bucket)
+        assert code == 0 and doc["finished"] == ["hooked"], (doc, err)
+    assert [b["event"] for b in hook.bodies()] == ["recovering", "succeeded"]
+    assert [b["event"] for b in literal.bodies()] == []  # only this submit, while following, could send there
 
 
 def test_a_pass_costs_one_list_per_project_and_region_and_one_create_per_attempt(

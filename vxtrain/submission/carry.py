@@ -67,6 +67,8 @@ class CarryOptions:
     quota_check: bool = True
     notifier: Notifier | None = None
     command: str = "vxtrain submit SPEC"
+    #: Hooks given as URLs (not by an environment variable's name): the plan cannot keep them.
+    unkept_hooks: int = 0
 
     def resume(self, key: str, *flags: str) -> str:
         """The command line that resumes this life: the same job, the same key."""
@@ -194,11 +196,11 @@ class _Carrier:
         if self.kept is None:
             return
         self.plan = self.kept.plan
-        notifier = self.options.notifier
-        if notifier is not None and notifier.urls and not self.plan.notify:
+        if self.options.unkept_hooks:
             self.session.log.warning(
                 "notify: a hook's URL is a secret and is not kept in the plan: `vxtrain reconcile` cannot send "
-                "to it (this submit does while it follows the job)")
+                "to it (this submit does while it follows the job); give it as `notify: [{url_env: NAME}]`, "
+                "NAME an environment variable that holds the URL where submit and reconcile run")
 
     def _same_job(self) -> None:
         """Attempts of one key run the same job as sent: a job of the key that another spec (or
