@@ -6,7 +6,8 @@ grammar says), juxtaposition (an implicit AND), negated by ``NOT`` or ``-``, gro
 with parentheses (vxtrain's own ``list --filter`` wraps the user's filter in them).
 The comparisons are those the ListCustomJobsRequest.filter docs name for jobs:
 ``labels.K=V``, ``labels.K:*``, ``state=S``/``state!=S``, ``display_name="x"``,
-``display_name!="x"`` and ``display_name:"x_*"`` (``*`` a wildcard). (Page tokens:
+``display_name!="x"``, ``display_name:"x_*"`` (``*`` a wildcard) and
+``create_time>="2026-11-01T00:00:00Z"`` (any of ``= != < <= > >=``). (Page tokens:
 common.encode_cursor.)
 
 A wildcard is matched without backtracking (:func:`wildcard_match`): a regular
@@ -15,21 +16,24 @@ the emulator's lock was held.
 """
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 import grpc
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 from vxtrain.backends.emulator.common import RpcError, unquote
+from vxtrain.vocab.timestamps import parse_time
 
 DEFAULT_PAGE_SIZE = 100
 #: The deepest nesting of parentheses taken: far past any filter a person writes, and far
 #: below Python's recursion limit (each level is a few frames of the parser).
 MAX_DEPTH = 32
 
-_COMPARISON = re.compile(r'(?P<field>[A-Za-z_][\w.\-/]*)\s*(?P<op>!=|=|:)\s*'
+_COMPARISON = re.compile(r'(?P<field>[A-Za-z_][\w.\-/]*)\s*(?P<op>!=|<=|>=|=|:|<|>)\s*'
                          r'(?P<value>"(?:[^"\\]|\\.)*"|[^\s"()]+)')
 _SPACE = re.compile(r"\s*")
 _KEYWORDS = ("AND", "OR", "NOT")
@@ -165,7 +169,7 @@ class _Parser:
         return RpcError(grpc.StatusCode.INVALID_ARGUMENT,
                         f"Invalid filter {self.text!r} at character {self.pos + 1}: {expected}. The emulator takes "
                         "AIP-160 filters of labels.KEY=VALUE, labels.KEY:*, state=JOB_STATE_RUNNING, "
-                        "state!=JOB_STATE_FAILED, display_name=\"x\", display_name:\"x_*\", joined by AND, OR and "
+                        "state!=JOB_STATE_FAILED, display_name=\"x\", display_name:\"x_*\", create_time>=\"2026-11-01T00:00:00Z\", joined by AND, OR and "
                         "NOT and grouped with parentheses.")
 
 
@@ -174,6 +178,11 @@ def _all(parts: list[Predicate]) -> Predicate:
 
 
 def _predicate(name: str, op: str, value: str, whole: str) -> Predicate:
+    if name == "create_time":
+        return _time_predicate(op, value)
+    if op in ("<", "<=", ">", ">="):
+        raise RpcError(grpc.StatusCode.INVALID_ARGUMENT,
+                       f"Unsupported comparison {name}{op} in {whole!r}: only create_time takes {op}.")
     if name.startswith("labels."):
         key = name[len("labels."):]
         return _text_predicate(lambda job: job.labels.get(key), op, value)
@@ -182,7 +191,8 @@ def _predicate(name: str, op: str, value: str, whole: str) -> Predicate:
     if name == "display_name":
         return _text_predicate(lambda job: job.display_name, op, value)
     raise RpcError(grpc.StatusCode.INVALID_ARGUMENT,
-                   f"Unsupported filter field {name!r} in {whole!r}: use labels.KEY, state or display_name.")
+                   f"Unsupported filter field {name!r} in {whole!r}: use labels.KEY, state, display_name "
+                   "or create_time.")
 
 
 def _negate(pred: Predicate, negate: bool) -> Predicate:
@@ -203,3 +213,30 @@ def _state_predicate(op: str, value: str) -> Predicate:
                        f"Invalid state {value!r} in filter: use a JobState name such as JOB_STATE_RUNNING.")
     state = JobState.__members__[value]
     return _negate(lambda job: job.state == state, op == "!=")
+
+
+#: The comparisons of a time (``create_time``), each as its operator: "create_time supports =, !=,
+#: <, <=, >, >= comparisons. create_time must be in RFC 3339 format." (ListCustomJobsRequest.filter,
+#: https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs/list)
+_ORDERS: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _time_predicate(op: str, value: str) -> Predicate:
+    """``create_time OP "RFC 3339"``: the job's create time against the given one (``:`` is refused)."""
+    compare = _ORDERS.get(op)
+    try:
+        when = parse_time(value)
+    except ValueError:
+        compare = None
+    if compare is None:
+        raise RpcError(grpc.StatusCode.INVALID_ARGUMENT,
+                       f"Invalid create_time comparison {op}{value!r}: use =, !=, <, <=, > or >= and an "
+                       "RFC 3339 time such as \"2026-11-01T00:00:00Z\".")
+    return lambda job: compare(_created(job), when)
+
+
+def _created(job: Any) -> datetime:
+    """The stored job's create time, an aware UTC datetime (proto-plus gives a naive or aware one)."""
+    stamp: datetime = job.create_time
+    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=timezone.utc)
