@@ -23,7 +23,8 @@ from vxtrain.errors import (
 
 if TYPE_CHECKING:
     from vxtrain.api import (
-        Options, Result, check_file, load, load_job, local_run, logs, plan, quota, submit, validate,
+        Options, Result, check_file, cost, jobs, load, load_job, local_run, logs, plan, quota, spec_regions, submit,
+        validate,
     )
     from vxtrain.api import compile_job as compile  # noqa: A001 - the API's verb
 
@@ -31,8 +32,9 @@ __version__ = "0.1.0"
 
 #: The API's names, each the attribute of vxtrain.api it stands for.
 _API = {"Options": "Options", "Result": "Result", "check_file": "check_file", "compile": "compile_job",
-        "load": "load", "load_job": "load_job", "local_run": "local_run", "logs": "logs", "plan": "plan",
-        "quota": "quota", "submit": "submit", "validate": "validate"}
+        "cost": "cost", "jobs": "jobs", "load": "load", "load_job": "load_job", "local_run": "local_run",
+        "logs": "logs", "plan": "plan", "quota": "quota", "spec_regions": "spec_regions", "submit": "submit",
+        "validate": "validate"}
 
 
 def __getattr__(name: str) -> Any:
@@ -65,12 +67,15 @@ __all__ = [
     "__version__",
     "check_file",
     "compile",
+    "cost",
+    "jobs",
     "load",
     "load_job",
     "local_run",
     "logs",
     "plan",
     "quota",
+    "spec_regions",
     "submit",
     "validate",
 ]

@@ -43,10 +43,11 @@ if TYPE_CHECKING:
     from vxtrain.runtime.study import StudyResult
     from vxtrain.submission import Hooks, Session
     from vxtrain.submission.events import ProgressFn
+    from vxtrain.submission.ledger import CostReport, Ledger, Query
     from vxtrain.submission.quota import QuotaReport
 
-__all__ = ["Options", "Result", "check_file", "compile_job", "load", "load_job", "local_run",
-           "logs", "plan", "quota", "reconcile", "submit", "validate"]
+__all__ = ["Options", "Result", "check_file", "compile_job", "cost", "jobs", "load", "load_job", "local_run",
+           "logs", "plan", "quota", "reconcile", "spec_regions", "submit", "validate"]
 
 
 def validate(paths: Sequence[str | Path], options: Options | None = None) -> list[Result]:
@@ -306,6 +307,39 @@ def reconcile(bucket: str, *, project: str | None = None, endpoint: str | None =
         raise UsageError(f"--bucket takes gs://BUCKET[/PREFIX], got {bucket!r}")
     with Session(endpoint=endpoint) as session:
         return one_pass(session, bucket, project).to_json()
+
+
+def jobs(query: Query, *, endpoint: str | None = None) -> Ledger:
+    """The ledger (``vxtrain jobs``): the jobs ``query`` finds on Vertex AI (or the emulator at
+    ``endpoint``), each with its queue wait, run time and estimated cost, grouped by key, then
+    attempt, then rung (``.keys``; ``.stats()``: the queue wait's percentiles per machine and
+    region; ``.to_json()``). ``query``: a vxtrain.submission.ledger.Query."""
+    # lazy: as in submit()
+    from vxtrain.submission import Session
+    from vxtrain.submission.ledger import read
+
+    with Session(endpoint=endpoint) as session:
+        return read(session, query)
+
+
+def cost(query: Query, by: str = "key", *, endpoint: str | None = None) -> CostReport:
+    """What the jobs ``query`` finds cost (``vxtrain cost``), grouped ``by`` key, ``label:NAME``,
+    machine, region or day: list prices × run time, running jobs up to now, the jobs with a
+    price the catalog lacks in ``.unpriced`` (never guessed). Raises UsageError for another ``by``."""
+    from vxtrain.submission.ledger import check_by, cost_report  # lazy: as in submit()
+
+    by = check_by(by)  # before any call: a wrong --by lists nothing
+    return cost_report(jobs(query, endpoint=endpoint), by)
+
+
+def spec_regions(path: str | Path, options: Options | None = None, *,
+                 endpoint: str | None = None) -> tuple[str, tuple[str, ...]]:
+    """The project and the regions of a spec's rungs (its own, then each ``fallback:`` entry's,
+    each once): where its jobs are. Raises SpecError."""
+    from vxtrain import jobplan  # lazy: as in submit()
+
+    rungs = list(jobplan.spec_rungs(load_job(path, options), local=endpoint is not None))
+    return rungs[0].project, tuple(dict.fromkeys(rung.region for rung in rungs))
 
 
 def logs(name: str, *, endpoint: str | None = None, replica: str | None = None,

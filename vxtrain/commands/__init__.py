@@ -44,6 +44,10 @@ COMMANDS: dict[str, Entry] = {
     "list": Entry("jobs", "List jobs (filters: --filter, --label, --state)."),
     "reconcile": Entry("reconcile", "Carry every unfinished job life kept in a bucket one step on (recovery, "
                                     "duplicates, the end); --loop repeats it."),
+    "jobs": Entry("ledger", "The jobs vxtrain made, by key, attempt and rung: state, times, queue wait, run time "
+                            "and estimated cost (--stats: the queue wait's p50/p90)."),
+    "cost": Entry("ledger", "Estimated spend (list prices × run time) by key, label:NAME, machine, region or day; "
+                            "text, JSON or CSV."),
     "logs": Entry("logs", "A job's log lines, each after its replica (workerpoolK-I), oldest first "
                           "(Cloud Logging, or the emulator's)."),
     "env": Entry("env", "Print the environment Vertex AI sets for one replica (CLUSTER_SPEC, TF_CONFIG, AIP_*)."),

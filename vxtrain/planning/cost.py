@@ -460,6 +460,13 @@ def job_per_hour(job: Mapping[str, Any], region: str | None) -> float | None:
     its pools' machine specs priced as ``plan`` prices the spec's pools (the same catalog and
     arithmetic; Spot prices under ``scheduling.strategy`` SPOT, nothing under a
     ``persistentResourceId``). None when any price is unknown: never guessed."""
+    return _round(sent_cost(job, region).per_hour)
+
+
+def sent_cost(job: Mapping[str, Any], region: str | None) -> Cost:
+    """The cost plan of a job as sent or read back, pool by pool (what ``job_per_hour`` sums;
+    ``vxtrain cost --by machine`` splits a job's spend by it): a price it lacks, or no
+    ``region``, is in ``unknown`` and makes ``per_hour`` None."""
     spec = job_spec_of(job)
     strategy = str((spec.get("scheduling") or {}).get("strategy") or "").upper()
     cost = Cost(region=region, pricing={"SPOT": SPOT, "FLEX_START": FLEX_START}.get(strategy, ON_DEMAND),
@@ -468,12 +475,13 @@ def job_per_hour(job: Mapping[str, Any], region: str | None) -> float | None:
     if spec.get("persistentResourceId"):
         cost.pricing, cost.billed_via = PERSISTENT_RESOURCE, str(spec["persistentResourceId"])
     elif region is None:
-        return None
+        cost.unknown.append(Unknown(None, None, "region", None, None, cost.pricing))
+        return cost
     for index, raw in enumerate(spec.get("workerPoolSpecs") or []):
         pool = _sent_pool(index, raw)
         if pool is not None:
             cost.pools.append(pool_cost(pool, cost, _hosts_of(pool)))
-    return _round(cost.per_hour)
+    return cost
 
 
 def _sent_pool(index: int, raw: Mapping[str, Any]) -> Pool | None:

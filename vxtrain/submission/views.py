@@ -115,9 +115,14 @@ def attempt_cost(attempt: int, view: JobView, per_hour: float | None,
     (``usd`` null when ``per_hour`` is and the job ran: an unknown price is never guessed;
     a job that never started is billed nothing, whatever its machines cost)."""
     hours = run_hours(view, now)
-    usd = 0.0 if hours == 0 else None if per_hour is None else round(per_hour * hours, 8)
     return {"attempt": attempt, "name": view.name or None, "hours": round(hours, 6), "per_hour": per_hour,
-            "usd": usd}
+            "usd": run_usd(hours, per_hour)}
+
+
+def run_usd(hours: float, per_hour: float | None) -> float | None:
+    """What ``hours`` of run cost at ``per_hour``: 0 for a job that never ran (whatever its
+    machines cost), None when the price is unknown (never guessed)."""
+    return 0.0 if hours == 0 else None if per_hour is None else round(per_hour * hours, 8)
 
 
 def cost_json(attempts: Iterable[dict[str, Any]]) -> dict[str, Any]:
