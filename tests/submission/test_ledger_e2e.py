@@ -166,6 +166,8 @@ def test_the_text_table(capsys: pytest.CaptureFixture[str], world: World) -> Non
         assert short(name) in out
     assert "SUCCEEDED" in out and "FAILED" in out and "Estimated: list prices × run time" in out
     assert out.index("spot-1") < out.index("release-1") < out.index("(no key)")
+    assert "Jobs in p (us-central1, us-east1) on the emulator, created since " in out
+    assert "5 jobs: 2 keys and 1 job without a key; about $" in out
 
 
 def test_filters(capsys: pytest.CaptureFixture[str], world: World, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -56,22 +56,35 @@ def jobs_text(ledger: Ledger) -> None:
                 table.add_row(*_job_row(job, attempt.attempt if index == 0 else None))
         table.add_section()
     out.print(table)
+    out.print(escape(summary(ledger)))
+    out.print(escape(_ESTIMATED + " Times UTC."))
+
+
+def summary(ledger: Ledger) -> str:
+    """``5 jobs: 2 keys and 1 job without a key; about $1.23 (1 unpriced)``."""
+    keyed = [group for group in ledger.keys if group.key is not None]
+    loose = sum(len(group.jobs) for group in ledger.keys if group.key is None)
+    parts = [_count(len(keyed), "key")] + ([f"{_count(loose, 'job')} without a key"] if loose else [])
     total = sum(job.cost_usd for job in ledger.jobs if job.cost_usd is not None)
     unpriced = sum(1 for job in ledger.jobs if job.cost_usd is None)
-    line = f"{len(ledger.jobs)} job(s) under {len(ledger.keys)} key(s); about {usd(total)}"
-    out.print(escape(line + (f" and {unpriced} unpriced job(s)" if unpriced else "")))
-    out.print(escape(_ESTIMATED + " Times UTC."))
+    return (f"{_count(len(ledger.jobs), 'job')}: {' and '.join(parts)}; about {usd(total)}"
+            + (f" ({unpriced} unpriced)" if unpriced else ""))
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _where(ledger: Ledger) -> str:
     query = ledger.query
-    since = f" created since {_day(query.since)}" if query.since is not None else ""
-    return f"{query.project} ({', '.join(query.regions)}){since}"
+    since = f", created since {_day(query.since)}" if query.since is not None else ""
+    emulated = " on the emulator" if any(job.view.emulated for job in ledger.jobs) else ""
+    return f"{query.project} ({', '.join(query.regions)}){emulated}{since}"
 
 
 def _key_row(group: KeyJobs) -> list[str]:
     count = len(group.jobs)
-    return ["", "", "", f"{escape(group.key or NO_KEY)} ({count} job{'s' if count != 1 else ''})",
+    return ["", "", "", f"{escape(group.key or NO_KEY)} ({_count(count, 'job')})",
             _state(group.state), "", "", "", "", "", usd(group.cost_usd)]
 
 
