@@ -24,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 from typing import Any, TextIO
 
 from vxtrain import errors
@@ -285,10 +286,10 @@ class Ledger:
     now: datetime
     jobs: tuple[LedgerJob, ...]
 
-    @property
+    @cached_property
     def keys(self) -> tuple[KeyJobs, ...]:
         """The jobs grouped by key (the most recently active key first; the jobs without a key
-        last), each key's by attempt, each attempt's by rung then create time."""
+        last), each key's by attempt, each attempt's by rung then create time (grouped once)."""
         by_key: dict[str | None, list[LedgerJob]] = defaultdict(list)
         for job in self.jobs:
             by_key[job.key].append(job)
