@@ -70,6 +70,8 @@ class _Seen:
     display_name: str
     labels: dict[str, str]
     state: JobState
+    #: The job's create time (a proto-plus DatetimeWithNanoseconds), for ``create_time`` filters.
+    create_time: Any
 
 
 class Emulator:
@@ -230,7 +232,8 @@ class Emulator:
         size = page_size if page_size > 0 else filters.DEFAULT_PAGE_SIZE
         prefix = f"{parent}/{kind.collection}/"
         with self._lock:
-            candidates = [(r, _Seen(r.job.display_name, dict(r.job.labels), r.job.state))
+            candidates = [(r, _Seen(r.job.display_name, dict(r.job.labels), r.job.state,
+                                          r.job.create_time))
                           for r in sorted(self._records.values(), key=lambda r: r.seq, reverse=True)
                           if r.kind is kind and r.job.name.startswith(prefix) and (before is None or r.seq < before)]
         matched = [record for record, seen in candidates if keep is None or keep(seen)]
