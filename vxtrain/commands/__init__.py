@@ -48,6 +48,8 @@ COMMANDS: dict[str, Entry] = {
                             "and estimated cost (--stats: the queue wait's p50/p90)."),
     "cost": Entry("ledger", "Estimated spend (list prices × run time) by key, label:NAME, machine, region or day; "
                             "text, JSON or CSV."),
+    "ui": Entry("ui", "A local web page on 127.0.0.1 behind a token: the jobs table (live), one job's timeline, "
+                      "cost and live logs, a spec's plan report."),
     "logs": Entry("logs", "A job's log lines, each after its replica (workerpoolK-I), oldest first "
                           "(Cloud Logging, or the emulator's)."),
     "env": Entry("env", "Print the environment Vertex AI sets for one replica (CLUSTER_SPEC, TF_CONFIG, AIP_*)."),
