@@ -148,9 +148,9 @@ def cookies(header: str) -> dict[str, str]:
     """A ``Cookie`` header's pairs (the first of a name wins, as servers commonly read them)."""
     found: dict[str, str] = {}
     for pair in header.split(";"):
-        name, sep, value = pair.strip().partition("=")
-        if sep and name not in found:
-            found[name] = value.strip()
+        name, sep, value = pair.partition("=")
+        if sep and name.strip() not in found:
+            found[name.strip()] = value.strip()
     return found
 
 

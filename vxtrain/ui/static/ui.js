@@ -121,7 +121,9 @@ function jobPage() {
     const state = JSON.parse(event.data).state.replace("JOB_STATE_", "");
     status.textContent = `The job ended ${state}: ${count} line${count === 1 ? "" : "s"}.`;
     logs.dataset.ended = "true";
-    refreshSummary();
+    if (!ended()) {
+      refreshSummary(); // its last state, times and cost
+    }
   });
   stream.addEventListener("problem", (event) => {
     stream.close();
