@@ -22,7 +22,11 @@ printed as ratios.
    of the same bytes to the same registry (read, hashed for its digest, POST + one
    PUT), wall time and CPU time (this process and the registry's together; budget:
    both ratios <= 2.0), and a re-push of the same content (a manifest HEAD). Left
-   out, saying so, when ``docker-registry`` is not installed.
+   out, saying so, when ``docker-registry`` is not installed;
+6. ui: ``vxtrain ui``'s jobs page for 1,000 jobs on an emulator (400 keys, some with two
+   attempts), each GET reading the ledger afresh (10 pages of ListCustomJobs, one of
+   ListHyperparameterTuningJobs) and laying out the table: the median wall time of the
+   GET, over HTTP with the page's cookie (budget: < 0.5 s).
 
 Every process is a cold *interpreter*, not a cold disk: vxtrain's bytecode is compiled
 first (as an install does) and one warm-up run of each command fills the page cache and
@@ -320,24 +324,77 @@ def _pushed_layer_size(registry: str, uri: str) -> int:
     return int(manifest["layers"][-1]["size"])
 
 
+def ui_jobs_page(runs: int, jobs: int = 1000) -> dict[str, float]:
+    """The median seconds of ``GET /`` of a ui over an emulator holding ``jobs`` jobs, the
+    ledger read afresh by each (no cache), and the page's size."""
+    sys.path.insert(0, str(ROOT))
+    import http.client
+    import io
+    from urllib.parse import urlsplit
+
+    from vxtrain.backends import open_backend
+    from vxtrain.backends.emulator import start_emulator
+    from vxtrain.submission import Session
+    from vxtrain.submission.ledger import Query
+    from vxtrain.ui.server import start
+    from vxtrain.ui.source import Source
+    from vxtrain.vocab.kinds import CUSTOM
+
+    parent = "projects/p/locations/us-central1"
+    pool = {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+            "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/train:1", "command": ["true"]}}
+    with start_emulator(simulate_seconds=0.05, out=io.StringIO()) as emu:
+        with open_backend(region="us-central1", endpoint=emu.address) as backend:
+            for i in range(jobs):
+                labels = {"vxtrain_idempotency_key": f"key-{i % 400}", "vxtrain_attempt": str(i // 400 % 2)}
+                backend.create(CUSTOM, parent, {"displayName": f"bench-{i}", "labels": labels,
+                                                "jobSpec": {"workerPoolSpecs": [pool]}})
+        with Session(endpoint=emu.address) as session:
+            # refresh_s 0: no read is reused, every GET lists the jobs again
+            with start(Source(session, Query("p", ("us-central1",)), refresh_s=0.0)) as ui:
+                parts = urlsplit(ui.url)
+                connection = http.client.HTTPConnection("127.0.0.1", ui.port, timeout=60)
+                connection.request("GET", f"/?{parts.query}")
+                answer = connection.getresponse()
+                answer.read()
+                headers = {"Cookie": answer.getheader("Set-Cookie", "").split(";")[0]}
+                times, size = [], 0
+                for _ in range(runs + 1):  # the first warms the channel and the emulator's pages
+                    start_at = time.perf_counter()
+                    connection.request("GET", "/", headers=headers)
+                    page = connection.getresponse().read()
+                    times.append(time.perf_counter() - start_at)
+                    size = len(page)
+                    rows = page.count(b'<tr class="job"')
+                    if rows != jobs:
+                        raise SystemExit(f"the jobs page shows {rows} jobs, not {jobs}")
+                connection.close()
+    return {"jobs": jobs, "get_s": statistics.median(times[1:]), "page_kb": size / 1024}
+
+
 def main() -> int:
     """Run the benchmarks and print the figures (and JSON with --json)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--skip-submit", action="store_true", help="leave out the emulator benchmark")
+    parser.add_argument("--skip-submit", action="store_true", help="leave out the emulator benchmarks (submit, ui)")
     parser.add_argument("--only-image", action="store_true", help="only the image build + push benchmark")
+    parser.add_argument("--only-ui", action="store_true", help="only the ui's jobs page benchmark")
     args = parser.parse_args()
     runs = 3 if args.quick else 7
     _compile_package()
     if args.only_image:
         return _print_image(image(runs), args.json)
+    if args.only_ui:
+        return _print_ui(ui_jobs_page(runs), args.json)
     load_before = os.getloadavg()
     figures: dict[str, Any] = {"cold_start": cold_start(runs), "bulk": bulk(1000, 3 if args.quick else 5)}
     if not args.skip_submit:
         figures["submit"] = submit(runs)
     figures["hostile"] = hostile()
     figures["image"] = image(3 if args.quick else 5)
+    if not args.skip_submit:
+        figures["ui"] = ui_jobs_page(runs)
     figures["load_average"] = {"before": load_before[0], "after": os.getloadavg()[0], "cpus": os.cpu_count()}
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -359,6 +416,8 @@ def main() -> int:
         print(f"hostile      {name}: refused={h['refused']} in {h['seconds']:.3f}s, "
               f"peak {h['peak_mb']:.0f} MB  (budget < 1 s, < 200 MB)")
     _print_image(figures["image"], False)
+    if "ui" in figures:
+        _print_ui(figures["ui"], False)
     la = figures["load_average"]
     print(f"load average {la['before']:.2f} before, {la['after']:.2f} after ({la['cpus']} CPUs)")
     return 0
@@ -375,6 +434,15 @@ def _print_image(figures: dict[str, float] | None, as_json: bool) -> int:
               f"{figures['raw_upload_s']:.3f}s = {figures['ratio']:.2f}; CPU {figures['build_push_cpu_s']:.3f}s / "
               f"{figures['raw_upload_cpu_s']:.3f}s = {figures['cpu_ratio']:.2f}  (budget <= 2.0 both); "
               f"re-push (tag there) {figures['repush_s']:.3f}s")
+    return 0
+
+
+def _print_ui(figures: dict[str, float], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"ui": figures}, indent=2))
+    else:
+        print(f"ui           jobs page of {figures['jobs']:,.0f} jobs (ledger read + table, {figures['page_kb']:.0f} KiB) "
+              f"{figures['get_s']:.3f}s  (budget < 0.5 s)")
     return 0
 
 
