@@ -19,6 +19,7 @@ from html import escape
 from urllib.parse import urlencode
 
 from vxtrain import __version__
+from vxtrain.catalog.prices import ON_DEMAND
 from vxtrain.planning.cost import usd
 from vxtrain.render.ledger import duration
 from vxtrain.submission.ledger import NO_KEY, KeyJobs, Ledger, LedgerJob
@@ -71,13 +72,15 @@ def jobs_section(ledger: Ledger) -> str:
     totals = (f'<p class="totals">{len(ledger.jobs)} job{_s(len(ledger.jobs))} under {len(keys)} '
               f"key{_s(len(keys))} · about <strong>{escape(usd(sum(priced)))}</strong>"
               + (f" and {unpriced} unpriced" if unpriced else "") + f'</p><p class="note">{escape(_ESTIMATED)}</p>')
-    head = "".join(f'<th class="{"num" if name in _NUMERIC else ""}">{name}</th>' for name in _COLUMNS)
+    head = "".join(f'<th class="{name}{" num" if name in _NUMERIC else ""}">{_HEADS.get(name, name)}</th>'
+                   for name in _COLUMNS)
     body = "".join(_key_rows(group) for group in keys)
-    return f'{where}<table class="jobs"><thead><tr>{head}</tr></thead>{body}</table>{totals}'
+    return f'{where}<div class="scroll"><table class="jobs"><thead><tr>{head}</tr></thead>{body}</table></div>{totals}'
 
 
 _COLUMNS = ("attempt", "rung", "region", "job", "machine", "state", "created", "queued", "ran", "cost")
 _NUMERIC = {"attempt", "rung", "queued", "ran", "cost"}
+_HEADS = {"created": "created (UTC)"}
 
 
 def _key_rows(group: KeyJobs) -> str:
@@ -98,10 +101,12 @@ def _job_row(job: LedgerJob, attempt: int | None) -> str:
     cells = ["" if attempt is None else str(attempt), "" if job.rung is None else str(job.rung), escape(job.region),
              f'<a href="{escape(job_href(name))}">{escape(name.rsplit("/", 1)[-1])}</a>'
              f'<div class="dim">{escape(job.view.display_name)}</div>',
-             escape(job.machine), _state(job.view.state.value), escape(_stamp(job.created)),
+             escape(job.machine) + (f' <span class="tag">{escape(job.pricing)}</span>'
+                                    if job.pricing != ON_DEMAND else ""),
+             _state(job.view.state.value), escape(_short(job.created)),
              escape(duration(job.queued_s)), escape(duration(job.ran_s if job.started is not None else None)),
              escape(usd(job.cost_usd))]
-    tds = "".join(f'<td class="{"num" if column in _NUMERIC else ""}">{cell}</td>'
+    tds = "".join(f'<td class="{column}{" num" if column in _NUMERIC else ""}">{cell}</td>'
                   for column, cell in zip(_COLUMNS, cells))
     return f'<tr class="job" data-name="{escape(name)}" data-state="{escape(job.view.state.value)}">{tds}</tr>'
 
@@ -212,6 +217,11 @@ def _state(value: str) -> str:
 def _stamp(when: datetime | None) -> str:
     """``2026-11-29 09:16:15 UTC``; ``–`` for none."""
     return "–" if when is None else when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _short(when: datetime | None) -> str:
+    """``11-29 09:16:15`` (UTC, the column says so); ``–`` for none."""
+    return "–" if when is None else when.strftime("%m-%d %H:%M:%S")
 
 
 def _iso(when: datetime) -> str:
