@@ -12,17 +12,20 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
 
-from tests.ui.conftest import PROJECT, REGION, World
+from tests.ui.conftest import PROJECT, REGION, STEPS, World, create, ended
+from vxtrain.backends import open_backend
 from vxtrain.api import Options, check_file
 from vxtrain.render.report import plan_report
 from vxtrain.ui.guard import cookies
 from vxtrain.ui.server import Ui
+from vxtrain.vocab.kinds import CUSTOM
 
 pytestmark = pytest.mark.slow
 
@@ -218,6 +221,42 @@ def test_the_log_stream_sends_the_lines_then_the_end(ui: Ui, world: World) -> No
     assert len({line["id"] for line in lines}) == len(lines)
     assert events[-1] == ("end", {"state": "JOB_STATE_SUCCEEDED"})
     assert ("state", {"state": "JOB_STATE_SUCCEEDED", "terminal": True}) in events
+
+
+def test_a_refused_stream_falls_back_to_polling_and_says_so(ui: Ui, world: World) -> None:
+    """A project has at most 10 tail sessions: refused one (RESOURCE_EXHAUSTED), the page is
+    told (a ``note``) and its lines still come, read by ListLogEntries."""
+    world.handle.add_fault("tail:quota:1")
+    name = create(world.handle, STEPS, name="polled")
+    status, _, body = get(ui, f"/job/logs?{urlencode({'name': name})}", login(ui))
+    assert status == 200
+    events = [_event(block) for block in body.strip().split("\n\n")]
+    notes = [data["message"] for kind, data in events if kind == "note"]
+    assert any("following the job's logs by polling ListLogEntries from now on" in n for n in notes), notes
+    assert [d["text"] for k, d in events if k == "log" and d["replica"] == "workerpool0-0"] == [
+        f"step {i}" for i in range(12)]
+    assert events[-1] == ("end", {"state": "JOB_STATE_SUCCEEDED"})
+
+
+def test_a_stream_open_when_the_ui_stops_ends_with_it(ui: Ui, world: World) -> None:
+    """The follower's thread ends within a poll of the job (nothing left running: the
+    suite's leak check), and the browser sees the connection close."""
+    name = create(world.handle, "import time; print('up', flush=True); time.sleep(60)", name="long")
+    connection = http.client.HTTPConnection("127.0.0.1", ui.port, timeout=30)
+    try:
+        connection.request("GET", f"/job/logs?{urlencode({'name': name})}", headers=login(ui))
+        answer = connection.getresponse()
+        assert answer.status == 200
+        assert answer.readline().startswith(b"event: ")
+        started = time.monotonic()
+        ui.stop()
+        assert time.monotonic() - started < 10
+        assert answer.read() is not None  # the rest, up to the close
+    finally:
+        connection.close()
+        with open_backend(endpoint=world.handle.address) as backend:
+            backend.cancel(CUSTOM, name)
+        ended(world.handle, name)
 
 
 def _event(block: str) -> tuple[str, Any]:

@@ -17,6 +17,7 @@ import typer
 
 from vxtrain.commands import _common as c
 from vxtrain.errors import UsageError
+from vxtrain.render.progress import reporting
 
 
 def ui(*, port: int = 0, endpoint: str | None = None, project: str | None = None, regions: Sequence[str] = (),
@@ -35,7 +36,7 @@ def ui(*, port: int = 0, endpoint: str | None = None, project: str | None = None
         raise UsageError("the ui needs a project and a region: pass --project and --region, --endpoint HOST:PORT "
                          "(an emulator), or export GOOGLE_CLOUD_PROJECT and CLOUD_ML_REGION")
     query = Query(default_project, regions, since=since_time(since))
-    with interrupt_on_signals(), Session(endpoint=endpoint) as session:
+    with interrupt_on_signals(), reporting(), Session(endpoint=endpoint) as session:
         with start(Source.of(session, query), port=port) as served:
             where = f"the jobs of {query.project} in {', '.join(query.regions)}"
             print(served.url, flush=True)

@@ -10,8 +10,9 @@ Every request passes vxtrain.ui.guard first (Host, method, cross-site, token). T
   (https://html.spec.whatwg.org/multipage/server-sent-events.html), fed by the follower
   ``vxtrain logs --follow`` uses (vxtrain.submission.JobWatch: a TailLogEntries stream,
   polling as the fallback, the job's state polled between): ``log`` events (one line each,
-  ``id`` its insertId), a ``state`` event per poll, ``end`` once the job has ended and its
-  last lines are in, ``problem`` when the lines cannot be read;
+  ``id`` its insertId), a ``state`` event per poll, ``note`` for what the follower warns of
+  (the stream refused: polling from now on), ``end`` once the job has ended and its last
+  lines are in, ``problem`` when the job cannot be followed;
 - ``/plan``: the spec files under the folder the ui was started in; ``/plan?file=PATH``:
   that spec's plan report, exactly ``vxtrain plan PATH --html``'s (vxtrain.render.report);
 - ``/static/ui.css``, ``/static/ui.js``: the ui's only assets (package data).
@@ -22,10 +23,11 @@ Every answer says not to cache it, not to be framed, not to send a referrer, and
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -203,7 +205,11 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _Stopped
             self._events([("state", None, {"state": view.state.value, "terminal": view.state.terminal})])
 
-        following = session.with_hooks(Hooks(progress=polled, logs=lines))
+        # What the follower would warn of on a terminal (the stream refused, polling from now on,
+        # a retried call) goes to the page as ``note`` events, through a logger of this stream's own.
+        notes = logging.Logger("vxtrain.ui.logs", logging.WARNING)
+        notes.addHandler(_Notes(lambda message: self._events([("note", None, {"message": message})])))
+        following = replace(session.with_hooks(Hooks(progress=polled, logs=lines)), log=notes)
         try:
             with following, JobWatch(following, name) as watch:
                 while True:
@@ -226,6 +232,20 @@ class _Handler(BaseHTTPRequestHandler):
         if chunk:
             self.wfile.write("".join(chunk).encode())
             self.wfile.flush()
+
+
+class _Notes(logging.Handler):
+    """A log record's message to ``send`` (a write that fails is left to the stream's next one)."""
+
+    def __init__(self, send: Callable[[str], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.send = send
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.send(record.getMessage())
+        except OSError:
+            pass  # the browser left: the next line or poll ends the stream
 
 
 def _name(query: Mapping[str, str]) -> str:

@@ -125,6 +125,9 @@ function jobPage() {
       refreshSummary(); // its last state, times and cost
     }
   });
+  stream.addEventListener("note", (event) => {
+    status.textContent = JSON.parse(event.data).message;
+  });
   stream.addEventListener("problem", (event) => {
     stream.close();
     status.textContent = `The lines cannot be read: ${JSON.parse(event.data).message}`;
