@@ -97,10 +97,11 @@ def test_a_base_that_does_not_exist(tmp_path: Path, registry: str, wheels: Path)
 
 @pytest.mark.parametrize("index", [True, False], ids=["index", "manifest"])
 def test_a_base_for_another_platform_only(tmp_path: Path, registry: str, wheels: Path, index: bool) -> None:
+    """A spec mistake found at push time: exit 1 at the spec's build.base, not an API error."""
     base = push_base(registry, f"base/arm-{str(index).lower()}", "py310", arch="arm64", index=index)
     spec = write_project(tmp_path, base.ref, registry, "arm")
     error, jobs = _submit_and_count(spec)
-    assert isinstance(error, ApiError) and error.exit_code == 4 and jobs == 0
+    assert isinstance(error, SpecError) and not isinstance(error, ApiError) and error.exit_code == 1 and jobs == 0
     assert "linux/amd64" in str(error) and "arm64" in str(error)
 
 
