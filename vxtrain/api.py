@@ -44,7 +44,9 @@ if TYPE_CHECKING:
     from vxtrain.submission import Hooks, Session
     from vxtrain.submission.events import ProgressFn
     from vxtrain.submission.ledger import CostReport, Ledger, Query
-    from vxtrain.submission.quota import QuotaReport
+    from vxtrain.submission.quota import QuotaReport, Read
+    from vxtrain.submission.reconcile import PassJson
+    from vxtrain.submission.views import JobViewJson
 
 __all__ = ["Options", "Result", "check_file", "compile_job", "cost", "jobs", "load", "load_job", "local_run",
            "logs", "plan", "quota", "reconcile", "spec_regions", "submit", "validate"]
@@ -78,7 +80,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
            upload_progress: UploadProgress | None = None, until_running: bool = False,
            max_pending: float | None = None, quota_check: bool = True,
            gpus: GpuOptions | None = None, notify: Sequence[str] = (),
-           warnings: Callable[[Sequence[Diagnostic]], None] | None = None) -> dict[str, Any]:
+           warnings: Callable[[Sequence[Diagnostic]], None] | None = None) -> JobViewJson:
     """Create the spec's job exactly once (vxtrain.submission) and return its view, with
     ``attempts``: what each rung of the spec's ``fallback:`` ladder came to (a spec without
     one is a ladder of one rung), and ``images`` when the spec builds images: what was pushed.
@@ -140,7 +142,7 @@ def submit(path: str | Path, options: Options | None = None, *, target: str = "v
     return {**view, "diagnostics": [d.to_json() for d in said]}
 
 
-def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: GpuOptions | None) -> dict[str, Any]:
+def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: GpuOptions | None) -> JobViewJson:
     """submit() past the checks: the life of the spec's plan, carried as asked."""
     # lazy: as in submit()
     from vxtrain import jobplan
@@ -218,7 +220,7 @@ class _Send:
         self.quota_check = quota_check
         self.command = "vxtrain submit SPEC"
 
-    def carry(self, session: Session, *, emulated: bool, in_place: bool = False) -> dict[str, Any]:
+    def carry(self, session: Session, *, emulated: bool, in_place: bool = False) -> JobViewJson:
         """The spec's life carried through ``session`` (vxtrain.submission.carry)."""
         # lazy: as in submit()
         from vxtrain import jobplan, submission
@@ -247,7 +249,7 @@ def _env_hooks(targets: Sequence[tuple[str, str | None]]) -> list[str]:
     return urls
 
 
-def _submit_local(result: Result, send: _Send, hooks: Hooks, gpus: GpuOptions | None) -> dict[str, Any]:
+def _submit_local(result: Result, send: _Send, hooks: Hooks, gpus: GpuOptions | None) -> JobViewJson:
     """An in-process emulator running the job with the local runner, followed to the end.
     With ``logs``, the job's lines reach it through the emulator's Logging service
     only (as on Vertex AI), not also straight from the replicas. The job is checked
@@ -286,14 +288,14 @@ def quota(path: str | Path, options: Options | None = None, *, endpoint: str | N
     from vxtrain.submission.quota import preflight
 
     result = load_job(path, options)
-    reads: dict[str, Any] = {}  # one read of the limits per project, for every rung
+    reads: dict[str, Read] = {}  # one read of the limits per project, for every rung
     with Session(endpoint=endpoint) as session:
         reports = [preflight(session, rung.job, project=rung.project, region=rung.region, reads=reads)
                    for rung in jobplan.spec_rungs(result, local=endpoint is not None)]
     return replace(reports[0], fallback=tuple(reports[1:]))
 
 
-def reconcile(bucket: str, *, project: str | None = None, endpoint: str | None = None) -> dict[str, Any]:
+def reconcile(bucket: str, *, project: str | None = None, endpoint: str | None = None) -> PassJson:
     """One pass over every unfinished plan kept in ``bucket`` (``gs://B[/PREFIX]``; of ``project``
     when given): each life's next steps taken, as ``vxtrain reconcile`` does
     (vxtrain.submission.reconcile). Its document: ``{"plans": [{"key", "state", "attempt", "rung",

@@ -262,8 +262,9 @@ def on_job(name: str, project: str | None, region: str | None, endpoint: str | N
             raise missing from None
 
 
-def print_view(view: dict[str, Any], output: OutputFormat) -> None:
-    """One job: the JSON document, or a few readable lines (with trials, for a study)."""
+def print_view(view: Mapping[str, Any], output: OutputFormat) -> None:
+    """One job: the JSON document (a JobViewJson, or the one a JobFailedError carries), or a
+    few readable lines (with trials, for a study)."""
     if output is OutputFormat.json:
         emit_json(view)
         return

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -22,6 +22,9 @@ from vxtrain import api
 from vxtrain.commands import _common as c
 from vxtrain.errors import ApiError, UsageError
 from vxtrain.render.progress import reporting
+
+if TYPE_CHECKING:
+    from vxtrain.submission.reconcile import PassJson
 
 #: The pause between two passes of ``--loop`` when ``--every`` is not given.
 EVERY = "60s"
@@ -56,7 +59,7 @@ def _pass(bucket: str, project: str | None, endpoint: str | None, output: c.Outp
     return ApiError.exit_code if doc.get("errors") else 0
 
 
-def _print(doc: dict[str, Any]) -> None:
+def _print(doc: PassJson) -> None:
     for plan in doc["plans"]:
         where = "" if plan["attempt"] is None else f"attempt {plan['attempt']}, rung {plan['rung']}"
         typer.echo("\t".join(str(part) for part in (plan["key"], plan["state"] or "-", where or "-",

@@ -23,7 +23,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from vxtrain import errors
 from vxtrain.backends.base import JobDict, LocalRun
@@ -43,6 +43,8 @@ from vxtrain.vocab.timestamps import format_time
 
 if TYPE_CHECKING:
     from vxtrain.images.publish import Pushed
+    from vxtrain.submission.decide import TriedJson
+    from vxtrain.submission.views import AttemptCostJson, JobViewJson, RunCostJson
     from vxtrain.submission.stored import Kept
 
 
@@ -75,7 +77,7 @@ class CarryOptions:
         return " ".join([self.command, "--idempotency-key", shlex.quote(key), *flags])
 
 
-def submit(session: Session, plan: Plan, rigging: Sequence[Rigging], options: CarryOptions = CarryOptions()) -> dict[str, Any]:
+def submit(session: Session, plan: Plan, rigging: Sequence[Rigging], options: CarryOptions = CarryOptions()) -> JobViewJson:
     """Carry ``plan``'s life as far as ``options.watch`` asks; submit's JSON document (see the
     module docstring for what is raised)."""
     return _Carrier(session, plan, rigging, options).run()
@@ -104,6 +106,15 @@ def turn(session: Session, kept: Kept, jobs: Sequence[JobDict], options: CarryOp
     return carrier.turn(jobs)
 
 
+# Annotations only, as the views' (vxtrain.submission.views).
+if TYPE_CHECKING:
+    class _Summary(TypedDict):
+        """What every job of a life cost as it ran (submit's ``recoveries`` and ``cost``)."""
+
+        recoveries: int
+        cost: RunCostJson
+
+
 class _Carrier:
     """One watch of one key: what it observed and did, and the loop."""
 
@@ -127,7 +138,7 @@ class _Carrier:
 
     # --- the loop ----------------------------------------------------------------------------
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> JobViewJson:
         self._warn_recovery()
         try:
             finish = self._loop()
@@ -391,7 +402,7 @@ class _Carrier:
 
     # --- the end -------------------------------------------------------------------------------
 
-    def _finish(self, finish: d.Finish) -> dict[str, Any]:
+    def _finish(self, finish: d.Finish) -> JobViewJson:
         self._write_end(finish)
         tried = [t.to_json() for t in self.decision.tried]
         summary = self._summary()
@@ -422,14 +433,14 @@ class _Carrier:
         self.kept = stored.finish(self.session, self.kept, Finished(format_time(datetime.now(timezone.utc)),
                                                                     outcome, job))
 
-    def _done(self, view: JobView, tried: list[dict[str, Any]], summary: dict[str, Any],
-              finish: d.Finish) -> dict[str, Any]:
-        doc = {**view.to_json(), "attempts": tried, "duplicates_cancelled": list(self.duplicates_cancelled)}
+    def _done(self, view: JobView, tried: list[TriedJson], summary: _Summary,
+              finish: d.Finish) -> JobViewJson:
+        doc: JobViewJson = {**view.to_json(), "attempts": tried, "duplicates_cancelled": list(self.duplicates_cancelled)}
         if any(rig.publication is not None and rig.publication.images for rig in self.rigging):
             doc["images"] = images_json(self.pushed)
         if self.watch.follow is not d.Follow.end:
             return doc
-        doc.update(summary)
+        doc["recoveries"], doc["cost"] = summary["recoveries"], summary["cost"]  # as update() would, in order
         self._end_event(finish, view)
         return doc
 
@@ -465,10 +476,10 @@ class _Carrier:
         state = view.state.value if view else (last.view.state.value if last and last.view else None)
         self._notify(finish.event, attempt, last.rung if last else 0, name, state, text)
 
-    def _summary(self) -> dict[str, Any]:
+    def _summary(self) -> _Summary:
         """``recoveries`` and ``cost``: what every job of the life cost as it ran."""
         tried, standard = self.decision.tried, self.decision.standard_from
-        entries = []
+        entries: list[AttemptCostJson] = []
         for t in tried:
             if t.view is None:
                 continue
@@ -522,13 +533,13 @@ class _Carrier:
         pending = () if self.watch.max_pending is None else ("--max-pending", f"{self.watch.max_pending:g}s")
         return (*flags[self.watch.follow], *pending)
 
-    def _known(self) -> dict[str, Any]:
+    def _known(self) -> JobViewJson:
         """What an interrupted submit knew: the job it stood on (its state as last seen), what
         each rung and attempt came to, and the line that resumes the life."""
         current = next((s for s in self.seen.values() if not s.view.state.terminal), None)
         if current is None and self.seen:
             current = max(self.seen.values(), key=lambda s: s.view.create_time or "")
-        view = current.view.to_json() if current is not None else {"name": None, "state": None}
+        view: JobViewJson = current.view.to_json() if current is not None else {"name": None, "state": None}
         return {**view, "attempts": [t.to_json() for t in self.decision.tried], "interrupted": True,
                 "resume": self.options.resume(self.plan.key, *self._follow_flags())}
 

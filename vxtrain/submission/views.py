@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from vxtrain import errors
 from vxtrain.backends.base import JobDict
@@ -15,6 +15,67 @@ from vxtrain.submission.names import LABEL_KEY, console_url, split_name
 from vxtrain.vocab.kinds import TUNING, JobState
 from vxtrain.vocab.studies import TrialResult, best_trial, metric_goals, search_space
 from vxtrain.vocab.timestamps import parse_time
+
+if TYPE_CHECKING:
+    from vxtrain.submission.decide import TriedJson
+    from vxtrain.vocab.jobjson import Status
+    from vxtrain.vocab.studies import TrialJson
+
+# Annotations only: a TypedDict class costs ~15 µs a field to create (measured), and every
+# command that prints a job imports this module.
+if TYPE_CHECKING:
+    class AttemptCostJson(TypedDict):
+        """One entry of ``cost.attempts`` (``rung``: submit's, the rung the attempt ran on)."""
+
+        attempt: int
+        name: str | None
+        hours: float
+        per_hour: float | None
+        usd: float | None
+        rung: NotRequired[int]
+
+
+    class RunCostJson(TypedDict):
+        """submit's, status's and wait's ``cost``."""
+
+        currency: str
+        estimated: float | None
+        attempts: list[AttemptCostJson]
+        basis: str
+
+
+    class StudyFieldsJson(TypedDict):
+        """A tuning job's ``trials`` and ``best_trial``."""
+
+        trials: list[TrialJson]
+        best_trial: TrialJson | None
+
+
+    class JobViewJson(TypedDict, total=False):
+        """One job as submit, status, wait and list print it (docs/cli.md): the view's keys, then
+        what submit adds (``attempts`` to ``resume``) and a life's ``recoveries``."""
+
+        name: str | None
+        state: str | None
+        console_url: str | None
+        display_name: str
+        create_time: str | None
+        adopted: bool
+        emulated: bool
+        start_time: str
+        end_time: str
+        error: Status
+        idempotency_key: str
+        trials: list[TrialJson]
+        best_trial: TrialJson | None
+        cost: RunCostJson
+        attempts: list[TriedJson]
+        duplicates_cancelled: list[str]
+        images: list[dict[str, object]]
+        recoveries: int
+        interrupted: bool
+        resume: str
+        diagnostics: list[dict[str, object]]
 
 #: What a run's cost is: the catalog's list prices (vxtrain.catalog.prices) × the time it ran.
 COST_BASIS = "list prices × run time"
@@ -36,13 +97,13 @@ class JobView:
     start_time: str | None = None
     end_time: str | None = None
     #: The job's ``error`` (a google.rpc.Status as REST JSON: ``code``, ``message``).
-    error: Mapping[str, Any] | None = None
+    error: Status | None = None
     #: The idempotency key's label value, when the job carries one.
     idempotency_key: str | None = None
     #: A tuning job's ``{"trials", "best_trial"}`` (vxtrain.submission.views.study_fields).
-    study: Mapping[str, Any] | None = None
+    study: StudyFieldsJson | None = None
     #: What the job cost as it ran (``cost_json``), when it was priced (status, wait).
-    cost: Mapping[str, Any] | None = None
+    cost: RunCostJson | None = None
     #: The job's labels (its rung, its recovery attempt), not printed.
     labels: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -61,19 +122,23 @@ class JobView:
         value = self.labels.get(key, "")
         return int(value) if value.isdecimal() else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JobViewJson:
         """``{"name", "state", "console_url", "display_name", "create_time", "adopted", "emulated"}``,
         then what the job has of ``start_time``, ``end_time``, ``error``, ``idempotency_key``,
         a tuning job's ``trials`` and ``best_trial``, and ``cost``."""
-        doc: dict[str, Any] = {"name": self.name, "state": self.state.value, "console_url": self.console_url,
-                               "display_name": self.display_name, "create_time": self.create_time,
-                               "adopted": self.adopted, "emulated": self.emulated}
-        for key, value in (("start_time", self.start_time), ("end_time", self.end_time), ("error", self.error),
-                           ("idempotency_key", self.idempotency_key)):
-            if value:
-                doc[key] = value
+        doc: JobViewJson = {"name": self.name, "state": self.state.value, "console_url": self.console_url,
+                            "display_name": self.display_name, "create_time": self.create_time,
+                            "adopted": self.adopted, "emulated": self.emulated}
+        if self.start_time:
+            doc["start_time"] = self.start_time
+        if self.end_time:
+            doc["end_time"] = self.end_time
+        if self.error:
+            doc["error"] = self.error
+        if self.idempotency_key:
+            doc["idempotency_key"] = self.idempotency_key
         if self.study is not None:
-            doc.update(self.study)
+            doc["trials"], doc["best_trial"] = self.study["trials"], self.study["best_trial"]
         if self.cost is not None:
             doc["cost"] = self.cost
         return doc
@@ -89,7 +154,7 @@ def job_view(job: JobDict, *, emulated: bool = False, adopted: bool = False) -> 
                    labels.get(LABEL_KEY) or None, study, labels=labels)
 
 
-def raise_for_state(view: JobView, document: Mapping[str, Any] | None = None) -> None:
+def raise_for_state(view: JobView, document: Mapping[str, object] | None = None) -> None:
     """Raise JobFailedError when the job ended FAILED, CANCELLED or EXPIRED; its ``job`` is
     ``document`` (what the command prints), else the view's own JSON."""
     if view.state.failed:
@@ -110,7 +175,7 @@ def run_hours(view: JobView, now: datetime | None = None) -> float:
 
 
 def attempt_cost(attempt: int, view: JobView, per_hour: float | None,
-                 now: datetime | None = None) -> dict[str, Any]:
+                 now: datetime | None = None) -> AttemptCostJson:
     """One entry of ``cost.attempts``: ``{"attempt", "name", "hours", "per_hour", "usd"}``
     (``usd`` null when ``per_hour`` is and the job ran: an unknown price is never guessed;
     a job that never started is billed nothing, whatever its machines cost)."""
@@ -125,16 +190,16 @@ def run_usd(hours: float, per_hour: float | None) -> float | None:
     return 0.0 if hours == 0 else None if per_hour is None else round(per_hour * hours, 8)
 
 
-def cost_json(attempts: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def cost_json(attempts: Iterable[AttemptCostJson]) -> RunCostJson:
     """submit's, status's and wait's ``cost``: ``{"currency": "USD", "estimated", "attempts",
     "basis"}``; ``estimated`` the sum, null when any attempt's price is unknown."""
     entries = list(attempts)
     parts = [a["usd"] for a in entries]
-    total = None if any(p is None for p in parts) else round(sum(parts), 8)
+    total = None if any(p is None for p in parts) else round(sum(p for p in parts if p is not None), 8)
     return {"currency": "USD", "estimated": total, "attempts": entries, "basis": COST_BASIS}
 
 
-def job_cost(job: JobDict) -> dict[str, Any]:
+def job_cost(job: JobDict) -> RunCostJson:
     """The ``cost`` of one job read back from the API: its machine spec priced from the
     catalog (vxtrain.planning.cost.job_per_hour) × the time it ran."""
     # lazy: planning.cost and the price catalog cost ~12 ms of imports (-X importtime), for the
@@ -171,7 +236,7 @@ def _typed(value: Any, kind: str | None) -> Any:
     return value
 
 
-def study_fields(job: Mapping[str, Any]) -> dict[str, Any]:
+def study_fields(job: Mapping[str, Any]) -> StudyFieldsJson:
     """``{"trials": [...], "best_trial": {...} | None}`` for the view of a tuning job."""
     trials = trials_from_json(job)
     best = best_trial(trials, metric_goals(job.get("studySpec", {})))
