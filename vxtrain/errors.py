@@ -29,7 +29,7 @@ complete from its constructor: every attribute it carries is an argument of
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from vxtrain.diagnostics import Diagnostic
 
@@ -37,7 +37,7 @@ from vxtrain.diagnostics import Diagnostic
 class Report(Protocol):
     """What an error carries to explain itself in ``--output json`` (submission's QuotaReport)."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Mapping[str, object]:
         """The report as the JSON document shows it."""
 
 
