@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from vxtrain import bulk
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.errors import InvalidArgumentError, NoCapacity, SpecError, UsageError
+from vxtrain.errors import InvalidArgumentError, NoCapacity, SpecError, UsageError, VxtrainError
 from vxtrain.loading.document import spec_folder
 from vxtrain.model import key_path_of
 from vxtrain.options import Options
@@ -225,12 +225,25 @@ class _Send:
         # lazy: as in submit()
         from vxtrain import jobplan, submission
         from vxtrain.submission.notify import Notifier
+        from vxtrain.submission.trace import spans_from_env, trace_from_env
 
         plan, rigging = jobplan.plan_of(self.result, self.key, emulated=emulated, in_place=in_place)
-        with Notifier(self.urls, session.log, key=self.key) as notifier:  # flushed however the submit ends
+        trace = trace_from_env(os.environ, session.log)
+        # flushed however the submit ends, the spans within a bound
+        with Notifier(self.urls, session.log, key=self.key) as notifier, \
+                spans_from_env(os.environ, trace, session.log) as spans:
+            top = spans.start("vxtrain submit", None, {"vxtrain.key": self.key, "vxtrain.rungs": len(plan.rungs)})
             options = submission.CarryOptions(self.watch, self.quota_check, notifier if self.urls else None,
-                                              self.command, self.unkept)
-            return submission.submit(session, plan, rigging, options)
+                                              self.command, self.unkept, trace, spans, top)
+            try:
+                view = submission.submit(session, plan, rigging, options)
+                top.set({"vxtrain.job": str(view.get("name")), "vxtrain.state": str(view.get("state"))})
+                return view
+            except (VxtrainError, KeyboardInterrupt) as stopped:
+                top.fail(f"{type(stopped).__name__}: {stopped}")
+                raise
+            finally:
+                top.end()
 
 
 def _env_hooks(targets: Sequence[tuple[str, str | None]]) -> list[str]:

@@ -179,6 +179,12 @@ RUNG_LABEL = "vxtrain_fallback_rung"
 #: beside the key on every job of the submit, and ``VXTRAIN_ATTEMPT`` its env in every pool.
 ATTEMPT_LABEL = "vxtrain_attempt"
 ATTEMPT_ENV = "VXTRAIN_ATTEMPT"
+#: The W3C trace context of submit's environment (OpenTelemetry's environment carrier:
+#: https://opentelemetry.io/docs/specs/otel/context/env-carriers/), passed on in every
+#: pool's env, and its trace id as a label (vxtrain.submission.trace).
+TRACEPARENT_ENV = "TRACEPARENT"
+TRACESTATE_ENV = "TRACESTATE"
+TRACE_LABEL = "vxtrain_trace"
 
 
 @dataclass

@@ -37,6 +37,7 @@ from vxtrain.submission.plan import Finished, Plan, differences
 from vxtrain.submission.publish import Publication, images_json, publish
 from vxtrain.submission.quota import Read, check_quota
 from vxtrain.submission.session import JobWatch, Session
+from vxtrain.submission.trace import Span, Spans, TraceContext, with_trace
 from vxtrain.submission.views import JobView, attempt_cost, cost_json
 from vxtrain.vocab.kinds import JobState, kind_of_job, other
 from vxtrain.vocab.timestamps import format_time
@@ -71,6 +72,12 @@ class CarryOptions:
     command: str = "vxtrain submit SPEC"
     #: Hooks given as URLs (not by an environment variable's name): the plan cannot keep them.
     unkept_hooks: int = 0
+    #: The environment's trace context, passed on to every job created (vxtrain.submission.trace).
+    trace: TraceContext | None = None
+    #: Where each attempt's and each rung's span goes, a child of ``span`` (submit's, or a
+    #: reconcile pass's).
+    spans: Spans = Spans()
+    span: Span | None = None
 
     def resume(self, key: str, *flags: str) -> str:
         """The command line that resumes this life: the same job, the same key."""
@@ -135,6 +142,8 @@ class _Carrier:
         self.following: JobWatch | None = None
         self.decision = d.Decision((), ())
         self.kept: Kept | None = None
+        self.attempt_spans: dict[int, Span] = {}
+        self.rung_spans: dict[str, Span] = {}  # by the job's name, ended when it is seen to end
 
     # --- the loop ----------------------------------------------------------------------------
 
@@ -152,6 +161,7 @@ class _Carrier:
             raise stopped.with_attempts([t.to_json() for t in self.decision.tried]) from stopped
         finally:
             self._stop_following()
+            self._end_spans()
         return self._finish(finish)
 
     def turn(self, jobs: Sequence[JobDict]) -> Turn:
@@ -159,15 +169,18 @@ class _Carrier:
         for job in jobs:
             self._saw(job, found=True, polled=True)
         finished = False
-        while True:
-            self.decision = d.decide(self.plan, self._observed(), datetime.now(timezone.utc), self.watch)
-            step = self._act(self.decision, wait=False)
-            if isinstance(step, d.Finish):
-                self._finish_quietly(step)
-                finished = step.ending is not d.Ending.refused
-                break
-            if step is None:
-                break
+        try:
+            while True:
+                self.decision = d.decide(self.plan, self._observed(), datetime.now(timezone.utc), self.watch)
+                step = self._act(self.decision, wait=False)
+                if isinstance(step, d.Finish):
+                    self._finish_quietly(step)
+                    finished = step.ending is not d.Ending.refused
+                    break
+                if step is None:
+                    break
+        finally:
+            self._end_spans()
         created = tuple(name for name, adopted in self.created.items() if not adopted)
         current = self.seen.get(self._current())
         return Turn(self.decision, created, tuple(self.duplicates_cancelled) + tuple(sorted(self.left)), finished,
@@ -292,6 +305,10 @@ class _Carrier:
                       cancelled_here=name in self.left,
                       followed=polled or (before is not None and before.followed))
         self.seen[name] = seen
+        span = self.rung_spans.get(name)
+        if span is not None and view.state.terminal:
+            span.set({"vxtrain.state": view.state.value})
+            span.end()
         return seen
 
     # --- acting --------------------------------------------------------------------------------
@@ -347,22 +364,66 @@ class _Carrier:
         created exactly once. A need above a quota, or a quota refusal at create, is a refusal of
         the rung (the ladder moves on); any other error ends the life."""
         planned, rig = self.plan.rungs[step.rung], self.rigging[step.rung]
-        request = Request(step.job, parent_of(planned.project, planned.region), self.plan.key, step.labels, rig.local)
+        span = self._rung_span(step, planned.project, planned.region)
+        trace = self.options.trace
+        here = span.traceparent()  # with spans: the job's own spans are the rung span's children
+        if trace is not None and here is not None:
+            trace = replace(trace, traceparent=here)
+        request = Request(with_trace(step.job, trace), parent_of(planned.project, planned.region), self.plan.key,
+                          step.labels, rig.local)
         try:
             made = self._create_checked(request, planned.project, planned.region, rig)
         except errors.NoCapacity as short:  # the quota preflight: a need above a limit
             self.refusals[(step.attempt, step.rung)] = (d.Refusal(step.attempt, step.rung, str(short), True), short)
+            self._refused(span, "no-capacity", str(short))
             return
         except errors.QuotaError as refused:
             if not d.QUOTA_TEXT.search(str(refused)):
+                self._refused(span, "error", str(refused))
                 raise  # RESOURCE_EXHAUSTED that is not a quota (a rate limit): not capacity
             message = f"the create was refused for quota ({refused}); nothing created"
             self.refusals[(step.attempt, step.rung)] = (d.Refusal(step.attempt, step.rung, message), refused)
+            self._refused(span, "quota", message)
             return
+        except errors.VxtrainError as failed:
+            self._refused(span, "error", str(failed))
+            raise
         name = str(made.job.get("name"))
+        span.set({"vxtrain.job": name, "vxtrain.adopted": made.adopted})
+        self.rung_spans[name] = span
         self.created[name] = made.adopted
         self.duplicates_cancelled += made.duplicates_cancelled
         self._saw(made.job)
+
+    def _rung_span(self, step: d.Create, project: str, region: str) -> Span:
+        """The span of (attempt, rung)'s job, under submit's span; the attempt's own span begins
+        with its first create (and the attempts before it end)."""
+        spans, top = self.options.spans, self.options.span
+        if step.attempt not in self.attempt_spans:
+            for earlier in self.attempt_spans.values():
+                earlier.end()
+            self.attempt_spans[step.attempt] = spans.start(
+                f"vxtrain attempt {step.attempt}", top, {"vxtrain.key": self.plan.key, "vxtrain.attempt": step.attempt})
+        return spans.start(f"vxtrain rung {step.rung}", top, {
+            "vxtrain.key": self.plan.key, "vxtrain.attempt": step.attempt, "vxtrain.rung": step.rung,
+            "cloud.account.id": project, "cloud.region": region})
+
+    @staticmethod
+    def _refused(span: Span, outcome: str, message: str) -> None:
+        span.set({"vxtrain.outcome": outcome})
+        span.fail(message)
+        span.end()
+
+    def _end_spans(self) -> None:
+        """Every span still open ends with the watch (a job followed no further stays unended
+        in the trace's terms: its span says the state it was last seen in)."""
+        for name, span in self.rung_spans.items():
+            seen = self.seen.get(name)
+            if seen is not None:
+                span.set({"vxtrain.state": seen.view.state.value})
+            span.end()
+        for span in self.attempt_spans.values():
+            span.end()
 
     def _create_checked(self, request: Request, project: str, region: str, rig: Rigging) -> Created:
         session = self.session

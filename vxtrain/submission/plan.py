@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from vxtrain.backends.base import JobDict
-from vxtrain.model import ATTEMPT_ENV, Recovery
+from vxtrain.model import ATTEMPT_ENV, TRACEPARENT_ENV, TRACESTATE_ENV, Recovery
 
 # Annotations only: a TypedDict class costs ~15 µs a field to create (measured).
 if TYPE_CHECKING:
@@ -212,7 +212,8 @@ def differences(sent: Any, found: Any, path: str = "") -> list[str]:
     the API lists it) differs from ``sent`` (the job this submit would send), over the keys
     ``sent`` has: the service may add defaults, never drop what was sent. Numbers compare by
     value (the API writes int64 as strings); an attempt's own changes (``VXTRAIN_ATTEMPT`` in
-    the env, STANDARD after Spot preemptions) are not differences."""
+    the env, STANDARD after Spot preemptions) and the submit's trace context (``TRACEPARENT``
+    and ``TRACESTATE`` in the env: a re-run of a pipeline has a new trace) are not differences."""
     if isinstance(sent, Mapping):
         if found is None and not sent:
             return []
@@ -235,8 +236,12 @@ def differences(sent: Any, found: Any, path: str = "") -> list[str]:
     return [] if _same(sent, found) else [path]
 
 
+#: Env entries a submit adds of its own (vxtrain.submission.decide.attempt_job, .trace.with_trace).
+_ADDED_ENV = (ATTEMPT_ENV, TRACEPARENT_ENV, TRACESTATE_ENV)
+
+
 def _own_env(env: list[Any]) -> list[Any]:
-    return [e for e in env if not (isinstance(e, Mapping) and e.get("name") == ATTEMPT_ENV)]
+    return [e for e in env if not (isinstance(e, Mapping) and e.get("name") in _ADDED_ENV)]
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
@@ -31,6 +31,7 @@ from vxtrain.submission.names import LABEL_KEY, bucket_name, label_value
 from vxtrain.submission.notify import Notifier
 from vxtrain.submission.plan import Finished
 from vxtrain.submission.session import Session
+from vxtrain.submission.trace import spans_from_env, trace_from_env
 from vxtrain.vocab.kinds import JobKind, kind_of_job
 from vxtrain.vocab.timestamps import format_time
 
@@ -85,9 +86,27 @@ class Pass:
 
 def reconcile(session: Session, bucket: str, project: str | None = None) -> Pass:
     """One pass over every unfinished plan in ``bucket`` (``gs://B[/PREFIX]``; plans live at
-    the bucket's root), of ``project`` when given."""
+    the bucket's root), of ``project`` when given. The pass is a span (with an OTLP endpoint
+    set: vxtrain.submission.trace), each attempt and rung it creates a child of it, and the
+    environment's TRACEPARENT goes into each job it creates, as submit's does."""
     name = bucket_name(bucket) or bucket
     result = Pass()
+    trace = trace_from_env(os.environ, session.log)
+    with spans_from_env(os.environ, trace, session.log) as spans:
+        top = spans.start("vxtrain reconcile", None, {"vxtrain.bucket": name})
+        try:
+            _pass(session, name, project, result, CarryOptions(WATCH, True, trace=trace, spans=spans, span=top))
+            top.set({"vxtrain.plans": len(result.plans), "vxtrain.created": len(result.created),
+                     "vxtrain.errors": len(result.errors)})
+        except errors.VxtrainError as exc:
+            top.fail(str(exc))
+            raise
+        finally:
+            top.end()
+    return result
+
+
+def _pass(session: Session, name: str, project: str | None, result: Pass, carry: CarryOptions) -> None:
     try:
         plans = stored.unfinished(session, name, project)
     except stored.UNUSABLE as exc:
@@ -95,11 +114,10 @@ def reconcile(session: Session, bucket: str, project: str | None = None) -> Pass
     listed = _list(session, plans, result)
     for kept in plans:
         try:
-            _one(session, kept, listed, result)
+            _one(session, kept, listed, result, carry)
         except errors.ApiError as exc:
             result.errors.append(f"{kept.plan.key}: {exc}")
             session.log.warning("%s: %s", kept.plan.key, exc)
-    return result
 
 
 def _list(session: Session, plans: Sequence[stored.Kept], result: Pass) -> dict[tuple[str, str, str], list[JobDict]]:
@@ -120,7 +138,7 @@ def _list(session: Session, plans: Sequence[stored.Kept], result: Pass) -> dict[
 
 
 def _one(session: Session, kept: stored.Kept, listed: dict[tuple[str, str, str], list[JobDict]],
-         result: Pass) -> None:
+         result: Pass, carry: CarryOptions) -> None:
     """One plan's turn: its key's jobs from the lists, its steps taken, its line."""
     plan = kept.plan
     places = dict.fromkeys((r.project, r.region, kind_of_job(r.job).key) for r in plan.rungs)
@@ -137,8 +155,8 @@ def _one(session: Session, kept: stored.Kept, listed: dict[tuple[str, str, str],
         return
     notifier = _notifier(session, kept)
     try:
-        done = turn(session, kept, jobs, CarryOptions(WATCH, True, notifier,
-                                                      f"vxtrain reconcile --bucket gs://{kept.bucket}"))
+        done = turn(session, kept, jobs, replace(carry, notifier=notifier,
+                                                 command=f"vxtrain reconcile --bucket gs://{kept.bucket}"))
     finally:
         if notifier is not None:
             notifier.close()

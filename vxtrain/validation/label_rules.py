@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.loading import fallback
 from vxtrain.loading.document import KeyPath, NativeSpec
-from vxtrain.model import ATTEMPT_LABEL, IDEMPOTENCY_LABEL, RUNG_LABEL, Job
+from vxtrain.model import ATTEMPT_LABEL, IDEMPOTENCY_LABEL, RUNG_LABEL, TRACE_LABEL, Job
 from vxtrain.validation._common import quote_list
 
 LABELS_DOC = "https://cloud.google.com/resource-manager/docs/labels-overview#requirements"
@@ -21,7 +21,7 @@ MAX_LABELS = 64
 MAX_LABEL_CHARS = 63
 #: The labels submit sets, and what sets each.
 _RESERVED = {IDEMPOTENCY_LABEL: "--idempotency-key KEY", RUNG_LABEL: "the fallback rung",
-             ATTEMPT_LABEL: "the recovery attempt"}
+             ATTEMPT_LABEL: "the recovery attempt", TRACE_LABEL: "the TRACEPARENT trace id"}
 
 
 def check(job: Job, native: NativeSpec) -> Iterator[Diagnostic]:
