@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from vxtrain.backends.base import JobDict
-from vxtrain.model import ATTEMPT_ENV, TRACEPARENT_ENV, TRACESTATE_ENV, Recovery
+from vxtrain.model import ATTEMPT_ENV, TRACE_LABEL, TRACEPARENT_ENV, TRACESTATE_ENV, Recovery
 
 # Annotations only: a TypedDict class costs ~15 µs a field to create (measured).
 if TYPE_CHECKING:
@@ -213,7 +213,8 @@ def differences(sent: Any, found: Any, path: str = "") -> list[str]:
     ``sent`` has: the service may add defaults, never drop what was sent. Numbers compare by
     value (the API writes int64 as strings); an attempt's own changes (``VXTRAIN_ATTEMPT`` in
     the env, STANDARD after Spot preemptions) and the submit's trace context (``TRACEPARENT``
-    and ``TRACESTATE`` in the env: a re-run of a pipeline has a new trace) are not differences."""
+    and ``TRACESTATE`` in the env, the label ``vxtrain_trace``: a re-run of a pipeline has a new
+    trace) are not differences."""
     if isinstance(sent, Mapping):
         if found is None and not sent:
             return []
@@ -221,7 +222,7 @@ def differences(sent: Any, found: Any, path: str = "") -> list[str]:
             return [path or "."]
         out: list[str] = []
         for key, value in sent.items():
-            if key == "strategy" and path.endswith("scheduling"):
+            if (key == "strategy" and path.endswith("scheduling")) or (key == TRACE_LABEL and path == "labels"):
                 continue
             out += differences(value, found.get(key), f"{path}.{key}" if path else str(key))
         return out
