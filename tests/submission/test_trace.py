@@ -5,6 +5,7 @@ decodes the protobuf the exporter sends; without one, OpenTelemetry's SDK is nev
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -215,12 +216,14 @@ def test_without_an_endpoint_opentelemetry_is_never_imported(emulator: EmulatorH
     """validate and plan load nothing of OpenTelemetry; submit (whose google-api-core touches
     the API's namespace) never loads its SDK, its exporter, or vxtrain's OTel module."""
     path = str(spec(tmp_path, fallback=False))
-    env = {"PATH": "/usr/bin:/bin", "TRACEPARENT": TRACEPARENT, "PYTHONPATH": str(ROOT)}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}, **emulator.gcloud_environment(),
+           "TRACEPARENT": TRACEPARENT, "PYTHONPATH": str(ROOT)}
     for argv, allowed in ((["validate", path], ()), (["plan", path], ()),
                           (["submit", path, "--endpoint", emulator.address, "--no-quota-check"],
                            ("opentelemetry", "opentelemetry.instrumentation"))):
-        out = subprocess.run([sys.executable, "-c", _LOADED, *argv], capture_output=True, text=True, env=env,
-                             cwd=ROOT, timeout=120, check=True).stdout.splitlines()[-1].split()
-        assert out[0] == "0", (argv, out)
+        done = subprocess.run([sys.executable, "-c", _LOADED, *argv], capture_output=True, text=True, env=env,
+                              cwd=ROOT, timeout=120, check=True)
+        out = done.stdout.splitlines()[-1].split()
+        assert out[0] == "0", (argv, out, done.stderr[-2000:])
         extra = [m for m in out[1:] if m not in allowed and not m.startswith("opentelemetry.instrumentation.")]
         assert extra == [], (argv[0], extra)
