@@ -225,7 +225,8 @@ class _Send:
         # lazy: as in submit()
         from vxtrain import jobplan, submission
         from vxtrain.submission.notify import Notifier
-        from vxtrain.submission.trace import spans_from_env, trace_from_env
+        from vxtrain.submission.carry import spans_from_env
+        from vxtrain.submission.trace import trace_from_env
 
         plan, rigging = jobplan.plan_of(self.result, self.key, emulated=emulated, in_place=in_place)
         trace = trace_from_env(os.environ, session.log)

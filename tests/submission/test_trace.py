@@ -197,7 +197,7 @@ def test_an_unreachable_collector_changes_neither_the_exit_code_nor_the_time(
         done = vx.submit(spec(tmp_path, fallback=False), endpoint=emulator.address)
         took = time.monotonic() - started
     assert done["state"]
-    assert took < 10, took
+    assert took < 8, took  # the flush's bound (otel.FLUSH_S: 3 s) and the submit
 
 
 # --- cold start ---------------------------------------------------------------------------------

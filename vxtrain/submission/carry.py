@@ -19,8 +19,9 @@ What it returns is submit's JSON document; how the life ended, when not well, is
 """
 from __future__ import annotations
 
+import logging
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, TypedDict
@@ -47,6 +48,27 @@ if TYPE_CHECKING:
     from vxtrain.submission.decide import TriedJson
     from vxtrain.submission.views import AttemptCostJson, JobViewJson, RunCostJson
     from vxtrain.submission.stored import Kept
+
+
+#: The environment variables that turn spans on (OTLP exporter configuration,
+#: https://opentelemetry.io/docs/specs/otel/protocol/exporter/).
+ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+def spans_from_env(environ: Mapping[str, str], trace: TraceContext | None, log: logging.Logger) -> Spans:
+    """The OTLP/HTTP tracer (vxtrain.submission.otel) when an OTLP endpoint is set, else ``Spans()``.
+    Without ``vxtrain[otel]`` installed, that is said once and nothing is sent."""
+    if not any(environ.get(name) for name in ENDPOINT_ENVS) or environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+        return Spans()
+    try:
+        # lazy: the OpenTelemetry SDK and the OTLP exporter (requests, protobuf) cost ~150 ms of
+        # imports (-X importtime); only a command told where to send spans pays it
+        from vxtrain.submission.otel import OtlpSpans
+    except ImportError as missing:
+        log.warning("warning: OTEL_EXPORTER_OTLP_ENDPOINT is set but %s cannot be imported: no spans are sent "
+                    "(pip install 'vxtrain[otel]')", missing.name or "opentelemetry-sdk")
+        return Spans()
+    return OtlpSpans(trace)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from importlib import metadata
 
 from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
@@ -60,13 +61,15 @@ class OtlpSpans(Spans):
     context (when given) the parent of its top span."""
 
     def __init__(self, trace: TraceContext | None) -> None:
-        from vxtrain import __version__
-
+        try:
+            version = metadata.version("vxtrain")
+        except metadata.PackageNotFoundError:  # run from a source tree, not installed
+            version = "unknown"
         named = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "vxtrain"}
-        self.provider = TracerProvider(resource=Resource.create({**named, "service.version": __version__}))
+        self.provider = TracerProvider(resource=Resource.create({**named, "service.version": version}))
         timeout = None if any(os.environ.get(name) for name in _TIMEOUT_ENVS) else FLUSH_S
         self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(timeout=timeout)))
-        self.tracer = self.provider.get_tracer("vxtrain", __version__)
+        self.tracer = self.provider.get_tracer("vxtrain", version)
         carrier = {"traceparent": trace.traceparent, "tracestate": trace.tracestate or ""} if trace else {}
         self.root: Context = TraceContextTextMapPropagator().extract(carrier)
 

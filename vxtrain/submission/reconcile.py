@@ -25,13 +25,13 @@ from vxtrain import errors
 from vxtrain.backends.base import JobDict
 from vxtrain.submission import decide as d
 from vxtrain.submission import stored
-from vxtrain.submission.carry import CarryOptions, Turn, turn
+from vxtrain.submission.carry import CarryOptions, Turn, spans_from_env, turn
 from vxtrain.submission.lease import LEASE_PREFIX
 from vxtrain.submission.names import LABEL_KEY, bucket_name, label_value
 from vxtrain.submission.notify import Notifier
 from vxtrain.submission.plan import Finished
 from vxtrain.submission.session import Session
-from vxtrain.submission.trace import spans_from_env, trace_from_env
+from vxtrain.submission.trace import trace_from_env
 from vxtrain.vocab.kinds import JobKind, kind_of_job
 from vxtrain.vocab.timestamps import format_time
 

@@ -10,8 +10,9 @@ of the job that a key names: a re-run of a pipeline has a new trace
 (vxtrain.submission.plan.differences leaves it out, the plan never holds it).
 
 Spans: with ``OTEL_EXPORTER_OTLP_ENDPOINT`` set and ``vxtrain[otel]`` installed,
-``spans_from_env`` gives the OTLP/HTTP tracer of vxtrain.submission.otel, imported only
-then; otherwise ``Spans``, which does nothing and imports nothing.
+vxtrain.submission.carry.spans_from_env gives the OTLP/HTTP tracer of
+vxtrain.submission.otel, imported only then; otherwise ``Spans``, which does nothing and
+imports nothing.
 """
 from __future__ import annotations
 
@@ -29,9 +30,6 @@ from vxtrain.vocab.kinds import kind_of_job
 
 #: version-traceid-parentid-flags, lowercase hex (W3C trace context, "traceparent Header").
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
-#: The environment variables that turn spans on (OTLP exporter configuration,
-#: https://opentelemetry.io/docs/specs/otel/protocol/exporter/).
-ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
 Attribute = Union[str, int, float, bool]
 
@@ -143,19 +141,3 @@ class Spans:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
-
-
-def spans_from_env(environ: Mapping[str, str], trace: TraceContext | None, log: logging.Logger) -> Spans:
-    """The OTLP/HTTP tracer (vxtrain.submission.otel) when an OTLP endpoint is set, else ``Spans()``.
-    Without ``vxtrain[otel]`` installed, that is said once and nothing is sent."""
-    if not any(environ.get(name) for name in ENDPOINT_ENVS) or environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
-        return Spans()
-    try:
-        # lazy: the OpenTelemetry SDK and the OTLP exporter (requests, protobuf) cost ~150 ms of
-        # imports (-X importtime); only a command told where to send spans pays it
-        from vxtrain.submission.otel import OtlpSpans
-    except ImportError as missing:
-        log.warning("warning: OTEL_EXPORTER_OTLP_ENDPOINT is set but %s cannot be imported: no spans are sent "
-                    "(pip install 'vxtrain[otel]')", missing.name or "opentelemetry-sdk")
-        return Spans()
-    return OtlpSpans(trace)
