@@ -4,6 +4,7 @@ attempt and each rung are spans, received here by an OTLP/HTTP receiver on loopb
 decodes the protobuf the exporter sends; without one, OpenTelemetry's SDK is never imported."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -97,6 +98,9 @@ def _env(custom: dict[str, Any]) -> dict[str, str]:
 def test_a_rerun_with_a_new_trace_adopts_the_job_the_key_names(emulator: EmulatorHandle, tmp_path: Path,  # noqa: F811
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     path = spec(tmp_path, fallback=False)
+    text = json.loads(path.read_text())
+    text["chief"]["env"] = {"STEPS": "100"}  # an env of its own: the trace's entries are compared beside it
+    path.write_text(json.dumps(text))
     monkeypatch.setenv("TRACEPARENT", TRACEPARENT)
     monkeypatch.setenv("TRACESTATE", "vendor=1")
     first = vx.submit(path, endpoint=emulator.address, idempotency_key="release-7")
@@ -104,7 +108,7 @@ def test_a_rerun_with_a_new_trace_adopts_the_job_the_key_names(emulator: Emulato
     again = vx.submit(path, endpoint=emulator.address, idempotency_key="release-7")
     assert again["name"] == first["name"] and again["adopted"]
     [sent] = _listed(emulator)
-    assert _env(sent) == {"TRACEPARENT": TRACEPARENT, "TRACESTATE": "vendor=1"}
+    assert _env(sent) == {"STEPS": "100", "TRACEPARENT": TRACEPARENT, "TRACESTATE": "vendor=1"}
     assert sent["labels"][TRACE_LABEL] == TRACE_ID
 
 
