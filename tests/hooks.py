@@ -14,11 +14,13 @@ from typing import Any
 
 @dataclass
 class Hook:
-    """What the hook received (``posts``: path, headers, parsed body) and will answer."""
+    """What the hook received (``posts``: path, headers, parsed body; ``raws``: each body's exact
+    bytes, as a signature is computed over them) and will answer."""
 
     url: str
     statuses: list[int] = field(default_factory=list)  # answered in order; 200 once they run out
     posts: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
+    raws: list[bytes] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def bodies(self) -> list[Any]:
@@ -39,6 +41,7 @@ def webhook(statuses: Sequence[int] = (), path: str = "/services/T000/B000/secre
             raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             with hook.lock:
                 hook.posts.append((self.path, dict(self.headers.items()), json.loads(raw)))
+                hook.raws.append(raw)
                 status = hook.statuses.pop(0) if hook.statuses else 200
             time.sleep(delay)
             self.send_response(status)

@@ -13,7 +13,6 @@ submission, the backends or the runtime: their imports wait in the verbs that ne
 from __future__ import annotations
 
 import io
-import os
 import shlex
 import sys
 import threading
@@ -214,9 +213,12 @@ class _Send:
         self.result, self.key = result, key or uuid.uuid4().hex
         follow = Follow.end if wait else Follow.until_running if until_running else Follow.none
         self.watch = Watch(follow, max_pending, explicit=key is not None)
+        from vxtrain.submission.events import LOGGER
+        from vxtrain.submission.notify import Hook, hooks_from_env
+
         literal = list(dict.fromkeys([*result.job.notify, *notify]))
         self.unkept = len(literal)
-        self.urls = literal + _env_hooks(result.job.notify_env)
+        self.hooks: list[str | Hook] = [*literal, *hooks_from_env(result.job.notify_env, LOGGER)]
         self.quota_check = quota_check
         self.command = "vxtrain submit SPEC"
 
@@ -231,10 +233,10 @@ class _Send:
         plan, rigging = jobplan.plan_of(self.result, self.key, emulated=emulated, in_place=in_place)
         trace = trace_from_env(os.environ, session.log)
         # flushed however the submit ends, the spans within a bound
-        with Notifier(self.urls, session.log, key=self.key) as notifier, \
+        with Notifier(self.hooks, session.log, key=self.key) as notifier, \
                 spans_from_env(os.environ, trace, session.log) as spans:
             top = spans.start("vxtrain submit", None, {"vxtrain.key": self.key, "vxtrain.rungs": len(plan.rungs)})
-            options = submission.CarryOptions(self.watch, self.quota_check, notifier if self.urls else None,
+            options = submission.CarryOptions(self.watch, self.quota_check, notifier if self.hooks else None,
                                               self.command, self.unkept, trace, spans, top)
             try:
                 view = submission.submit(session, plan, rigging, options)
@@ -245,22 +247,6 @@ class _Send:
                 raise
             finally:
                 top.end()
-
-
-def _env_hooks(targets: Sequence[tuple[str, str | None]]) -> list[str]:
-    """The URLs of ``notify:``'s ``{url_env}`` hooks, from this process's environment (one that
-    is not set is said, and gets nothing)."""
-    from vxtrain.submission.events import LOGGER  # lazy: as in submit()
-
-    urls = []
-    for url_env, _ in targets:
-        url = os.environ.get(url_env, "")
-        if url:
-            urls.append(url)
-        else:
-            LOGGER.warning("warning: notify: the environment variable %s (url_env) is not set: no notification "
-                           "goes to that hook", url_env)
-    return urls
 
 
 def _submit_local(result: Result, send: _Send, hooks: Hooks, gpus: GpuOptions | None) -> JobViewJson:

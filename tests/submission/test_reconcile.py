@@ -5,6 +5,7 @@ calls a pass costs, a deleted life left alone, and racing reconcilers and watche
 exactly one job per attempt."""
 from __future__ import annotations
 
+import hmac
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.model import ATTEMPT_LABEL
 from vxtrain.submission import Session
 from vxtrain.submission.names import LABEL_KEY, label_value
+from vxtrain.submission.notify import event_id
 from vxtrain.submission.stored import plan_path
 from vxtrain.vocab.kinds import CUSTOM, JobState
 
@@ -109,13 +112,15 @@ def test_reconcile_sends_to_the_hooks_the_plan_names_by_environment_variable(
     reconcile pass reads NAME where it runs; a literal URL is not kept, and submit says so."""
     with webhook() as hook, webhook() as literal:
         monkeypatch.setenv("VX_TEST_HOOK", hook.url)
-        path = spec(tmp_path, notify=[{"url_env": "VX_TEST_HOOK"}, literal.url])
+        monkeypatch.setenv("VX_TEST_SECRET", "reconcile-secret")
+        path = spec(tmp_path, notify=[{"url_env": "VX_TEST_HOOK", "secret_env": "VX_TEST_SECRET"}, literal.url])
         code, _, err = run(capsys, "submit", str(path), "--endpoint", preempting.address, "--idempotency-key",
                            "hooked", "--staging-bucket", f"gs://{bucket}")
         assert code == 0 and "is not kept in the plan" in err, err
         plan = plan_of(gcs, bucket, "hooked")
-        assert plan["notify"] == [{"url_env": "VX_TEST_HOOK", "secret_env": None}]
-        assert literal.url not in json.dumps(plan) and hook.url not in json.dumps(plan)
+        assert plan["notify"] == [{"url_env": "VX_TEST_HOOK", "secret_env": "VX_TEST_SECRET"}]
+        kept = json.dumps(plan)
+        assert literal.url not in kept and hook.url not in kept and "reconcile-secret" not in kept
         wait_for(lambda: jobs_of(preempting.address, "hooked")[0]["state"] == "JOB_STATE_FAILED", 30,
                  "attempt 0 to lose its machines")
         code, doc, err = reconcile(capsys, preempting.address, bucket)
@@ -125,6 +130,9 @@ def test_reconcile_sends_to_the_hooks_the_plan_names_by_environment_variable(
         code, doc, err = reconcile(capsys, preempting.address, bucket)
         assert code == 0 and doc["finished"] == ["hooked"], (doc, err)
     assert [b["event"] for b in hook.bodies()] == ["recovering", "succeeded"]
+    for (_, headers, body), raw in zip(hook.posts, hook.raws, strict=True):  # signed with the secret read there
+        assert headers["X-Vxtrain-Signature"] == "sha256=" + hmac.new(b"reconcile-secret", raw, sha256).hexdigest()
+        assert headers["X-Vxtrain-Event-Id"] == body["id"] == event_id("hooked", body["attempt"], body["event"])
     assert [b["event"] for b in literal.bodies()] == []  # only this submit, while following, could send there
 
 

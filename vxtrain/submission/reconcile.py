@@ -15,7 +15,6 @@ says so and finishes it (``deleted``): a life is never recreated from nothing af
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -28,7 +27,7 @@ from vxtrain.submission import stored
 from vxtrain.submission.carry import CarryOptions, Turn, spans_from_env, turn
 from vxtrain.submission.lease import LEASE_PREFIX
 from vxtrain.submission.names import LABEL_KEY, bucket_name, label_value
-from vxtrain.submission.notify import Notifier
+from vxtrain.submission.notify import Notifier, hooks_from_env
 from vxtrain.submission.plan import Finished
 from vxtrain.submission.session import Session
 from vxtrain.submission.trace import trace_from_env
@@ -185,10 +184,10 @@ def _names_a_job(body: bytes) -> bool:
 
 
 def _notifier(session: Session, kept: stored.Kept) -> Notifier | None:
-    """The plan's hooks, their URLs read from the environment variables it names (a plan
-    never holds a URL: it is a secret)."""
-    urls = [url for url in (os.environ.get(target.url_env, "") for target in kept.plan.notify) if url]
-    return Notifier(urls, session.log, key=kept.plan.key) if urls else None
+    """The plan's hooks, their URLs and secrets read from the environment variables it names
+    (a plan never holds a URL or a secret)."""
+    hooks = hooks_from_env(((target.url_env, target.secret_env) for target in kept.plan.notify), session.log)
+    return Notifier(hooks, session.log, key=kept.plan.key) if hooks else None
 
 
 def _action(done: Turn) -> str:
