@@ -355,3 +355,60 @@ def test_every_local_link_resolves() -> None:
     local = [t for t in targets if "://" not in t]
     assert local
     assert [t for t in local if not (ROOT / t).exists()] == []
+
+
+def test_the_signed_webhook_receiver_shown_verifies_real_signed_posts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/submitting.md's receiver, run as shown behind http.server on 127.0.0.1: vxtrain's
+    signed POSTs pass, the copy a second sender makes of an event is dropped, and a POST
+    signed with another secret is refused."""
+    import logging
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from vxtrain.submission.notify import Hook, Notifier
+
+    page = (ROOT / "docs" / "submitting.md").read_text()
+    section = page[page.index("## Notifications: signed webhooks"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None and len(code.group(1).strip().splitlines()) <= 14, "ten lines, give or take"
+    monkeypatch.setenv("VXTRAIN_HOOK_SECRET", "the-secret")
+    shown: dict[str, object] = {}
+    exec(compile(code.group(1), "docs/submitting.md", "exec"), shown)  # noqa: S102 - the docs' own code
+    got: list[object] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            try:
+                got.append(shown["receive"](body, self.headers))  # type: ignore[operator]
+                status = 200
+            except PermissionError:
+                status = 401
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/vxtrain"
+    said: list[str] = []
+    log = logging.getLogger("tests.readme.receiver")
+    log.addHandler(type("Into", (logging.Handler,), {"emit": lambda self, r: said.append(r.getMessage())})())
+    event = {"job": "j", "attempt": 1, "rung": 0, "state": "JOB_STATE_FAILED", "cost_usd": None, "text": "again"}
+    try:
+        for _ in range(2):  # a watcher, then a reconcile pass: the same event
+            with Notifier([Hook(url, "the-secret")], log, key="life") as notifier:
+                notifier.send("recovering", **event)
+        with Notifier([Hook(url, "a-forger")], log, key="life") as notifier:
+            notifier.send("succeeded", **event)
+    finally:
+        server.shutdown()
+        server.server_close()
+    first, copy = got
+    assert isinstance(first, dict) and (first["event"], first["key"], first["version"]) == ("recovering", "life", 1)
+    assert copy is None
+    assert len(said) == 1 and "HTTP 401" in said[0]  # the forgery refused
