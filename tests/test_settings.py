@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.incli import run
-from vxtrain import settings
+from vxtrain import api, jobplan, settings
+from vxtrain.options import Options
 from vxtrain.settings import Setting
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,10 +165,15 @@ def test_the_emulator_s_stand_ins_apply_only_when_nothing_is_set(gcloud_dir: Pat
     code, view, err = run(capsys, "submit", str(spec), "--endpoint", address, "-o", "json")
     assert code == 0, err
     assert view["name"].startswith("projects/local-project/locations/us-central1/")
-    _configuration(gcloud_dir, "default", "[core]\nproject = gc-proj\n[ai]\nregion = europe-west4\n")
+    assert view["project_source"] == settings.STAND_IN
+    assert ("vxtrain: project local-project (the emulator's stand-in); "
+            "region us-central1 (the emulator's stand-in)\n") in err  # the line plan prints
+    path = _configuration(gcloud_dir, "default", "[core]\nproject = gc-proj\n[ai]\nregion = europe-west4\n")
     code, view, err = run(capsys, "submit", str(spec), "--endpoint", address, "-o", "json")
     assert code == 0, err
     assert view["name"].startswith("projects/gc-proj/locations/europe-west4/")
+    assert view["project_source"] == f'gcloud configuration "default", {path}:2'
+    assert f'vxtrain: project gc-proj (gcloud configuration "default", {path}:2); region europe-west4' in err
     # The job commands find a bare id's project and region the same way.
     job_id = view["name"].rsplit("/", 1)[1]
     code, status, err = run(capsys, "status", job_id, "--endpoint", address, "-o", "json")
@@ -223,6 +229,12 @@ def test_adc_project_from_a_service_account_file(tmp_path: Path, monkeypatch: py
     """google.auth.default() names the project of a key file; no key, no project (no metadata probe:
     the tests' GOOGLE_APPLICATION_CREDENTIALS names a file that is not there)."""
     assert settings.adc_project() is None
+    _service_account(tmp_path, monkeypatch)
+    assert settings.adc_project() == Setting("adc-proj", settings.ADC, settings.ADC)
+
+
+def _service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service account key file of the project ``adc-proj`` as ADC (read from the file: no call)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -234,7 +246,28 @@ def test_adc_project_from_a_service_account_file(tmp_path: Path, monkeypatch: py
         "client_email": "sa@adc-proj.iam.gserviceaccount.com", "client_id": "1",
         "token_uri": "https://oauth2.googleapis.com/token"}))
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
-    assert settings.adc_project() == Setting("adc-proj", settings.ADC, settings.ADC)
+
+
+def test_submit_takes_adc_s_project_last_and_says_every_tier_when_none_gives_one(
+        gcloud_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Off an emulator, ADC's project is tier 4: with none, the refusal (exit 2, before any call)
+    names gcloud's ways; with a key file, only the region is missing. No call is made: both end
+    at the check, and ADC from a file reads the file alone."""
+    spec = tmp_path / "job.yaml"
+    spec.write_text(NO_REGION)
+    code, _, err = run(capsys, "submit", str(spec))
+    assert code == 2 and "no project and no region to submit to" in err, err
+    assert "CLOUDSDK_CORE_PROJECT" in err and "gcloud config set project" in err
+    _service_account(tmp_path, monkeypatch)
+    code, _, err = run(capsys, "submit", str(spec))
+    assert code == 2 and "no region to submit to" in err and "no project" not in err, err
+    result = api.load_job(spec, Options(region="us-central1"))
+    assert jobplan.used_settings(result, local=False)["project"] == Setting("adc-proj", settings.ADC, settings.ADC)
+    monkeypatch.setenv("CLOUDSDK_CORE_PROJECT", "env-proj")  # tier 2 wins over ADC's
+    result = api.load_job(spec, Options(region="us-central1"))
+    assert jobplan.used_settings(result, local=False)["project"] == Setting(
+        "env-proj", "$CLOUDSDK_CORE_PROJECT", "$CLOUDSDK_CORE_PROJECT")
+    assert jobplan.used_settings(result, local=True)["project"].source == "$CLOUDSDK_CORE_PROJECT"  # type: ignore[union-attr]
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ submission, the backends or the runtime: their imports wait in the verbs that ne
 """
 from __future__ import annotations
 
+import functools
 import io
 import shlex
 import sys
@@ -208,13 +209,13 @@ class _Send:
                  max_pending: float | None, quota_check: bool) -> None:
         # lazy: as in submit()
         from vxtrain.submission.decide import Follow, Watch
+        from vxtrain.submission.events import LOGGER
+        from vxtrain.submission.notify import Hook, hooks_from_env
 
         assert result.job is not None  # a valid result has its model
         self.result, self.key = result, key or uuid.uuid4().hex
         follow = Follow.end if wait else Follow.until_running if until_running else Follow.none
         self.watch = Watch(follow, max_pending, explicit=key is not None)
-        from vxtrain.submission.events import LOGGER
-        from vxtrain.submission.notify import Hook, hooks_from_env
 
         literal = list(dict.fromkeys([*result.job.notify, *notify]))
         self.unkept = len(literal)
@@ -225,12 +226,16 @@ class _Send:
     def carry(self, session: Session, *, emulated: bool, in_place: bool = False) -> JobViewJson:
         """The spec's life carried through ``session`` (vxtrain.submission.carry)."""
         # lazy: as in submit()
-        from vxtrain import jobplan, submission
+        from vxtrain import jobplan, settings, submission
         from vxtrain.submission.notify import Notifier
         from vxtrain.submission.carry import spans_from_env
         from vxtrain.submission.trace import trace_from_env
 
-        plan, rigging = jobplan.plan_of(self.result, self.key, emulated=emulated, in_place=in_place)
+        adc = functools.cache(settings.adc_project)  # tier 4, asked once for the summary and every rung
+        used = jobplan.used_settings(self.result, local=emulated, adc=adc)
+        # As plan says it: which project and region, and where each came from (stderr).
+        session.log.warning("vxtrain: %s", settings.summary(used))
+        plan, rigging = jobplan.plan_of(self.result, self.key, emulated=emulated, in_place=in_place, adc=adc)
         trace = trace_from_env(os.environ, session.log)
         # flushed however the submit ends, the spans within a bound
         with Notifier(self.hooks, session.log, key=self.key) as notifier, \
@@ -241,12 +246,13 @@ class _Send:
             try:
                 view = submission.submit(session, plan, rigging, options)
                 top.set({"vxtrain.job": str(view.get("name")), "vxtrain.state": str(view.get("state"))})
-                return view
             except (VxtrainError, KeyboardInterrupt) as stopped:
                 top.fail(f"{type(stopped).__name__}: {stopped}")
                 raise
             finally:
                 top.end()
+        project = used["project"]
+        return {**view, "project_source": project.source if project is not None else None}
 
 
 def _submit_local(result: Result, send: _Send, hooks: Hooks, gpus: GpuOptions | None) -> JobViewJson:

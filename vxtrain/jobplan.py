@@ -11,19 +11,22 @@ talks to an API, pushes or uploads: vxtrain.submission does, in its order.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from vxtrain import diagnostics as dx
+from vxtrain import settings
 from vxtrain.backends.base import LocalRun
 from vxtrain.errors import UsageError
 from vxtrain.loading.document import NativeSpec, spec_folder
 from vxtrain.model import LocalSpec, key_path_of
 from vxtrain.sources.folder import import_root
 from vxtrain.pipeline import Result
+from vxtrain.settings import Setting
 from vxtrain.slots import POOL_INDEX
 from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION, Plan, PlannedRung, RecoveryPolicy, Rigging
 from vxtrain.submission.plan import NotifyTarget
@@ -42,23 +45,30 @@ class SpecRung:
     region: str
 
 
-def spec_rungs(result: Result, *, local: bool) -> Iterator[SpecRung]:
+#: Application Default Credentials' project, asked for once per submit (vxtrain.settings.adc_project).
+Adc = Callable[[], "Setting | None"]
+
+
+def spec_rungs(result: Result, *, local: bool, adc: Adc | None = None) -> Iterator[SpecRung]:
     """The spec, then each rung of its ``fallback:``, in the order submit climbs them (and
-    ``quota`` reports them). ``local``: an emulator here, which defaults project and region."""
+    ``quota`` reports them). ``local``: an emulator here, which defaults project and region.
+    ``adc``: tier 4 of the project (default: asked at most once for these rungs)."""
+    adc = adc or functools.cache(settings.adc_project)
     for number, each in enumerate([result, *result.fallback]):
         job = each.hyperparameter_tuning_job or each.custom_job
         assert job is not None  # a valid result is compiled, every rung of it
-        project, region = project_region(each, local=local)
+        project, region = project_region(each, local=local, adc=adc)
         yield SpecRung(number, each, job, project, region)
 
 
-def plan_of(result: Result, key: str, *, emulated: bool, in_place: bool = False) -> tuple[Plan, list[Rigging]]:
+def plan_of(result: Result, key: str, *, emulated: bool, in_place: bool = False,
+            adc: Adc | None = None) -> tuple[Plan, list[Rigging]]:
     """The plan of ``result``'s job under ``key`` (its rungs as sent, its recovery policy), and
     how each rung is sent from here. ``emulated``: an emulator runs the jobs on this host (each
     rung says how: its ``local:`` block and folder). ``in_place``: a local run uses each source
     package's folder as it is and builds no image, so nothing is published."""
     rungs, rigging = [], []
-    for rung in spec_rungs(result, local=emulated):
+    for rung in spec_rungs(result, local=emulated, adc=adc):
         job = _local_packages(rung.job, rung.result) if in_place else rung.job
         rungs.append(PlannedRung(rung.number, rung.project, rung.region, job))
         rigging.append(Rigging(local_run(rung.result) if emulated else None,
@@ -125,18 +135,40 @@ def _local_packages(job: dict[str, Any], result: Result) -> dict[str, Any]:
     return loaded
 
 
-def project_region(result: Result, *, local: bool) -> tuple[str, str]:
-    """Project and region (flag > spec > env, applied by the pipeline); defaults locally."""
+def used_settings(result: Result, *, local: bool, adc: Adc = settings.adc_project) -> dict[str, Setting | None]:
+    """The project and region ``result``'s job goes to, each with where it came from: tiers 1
+    to 3 as the pipeline applied them (vxtrain.settings), then the project of Application
+    Default Credentials (tier 4, ``adc``) off an emulator, then, on an emulator (``local``),
+    the stand-ins. None where nothing gives one."""
     assert result.job is not None  # a compiled result has its model
-    project, region = result.job.project, result.job.region
-    if local:
-        return project or LOCAL_PROJECT, region or LOCAL_REGION
-    missing = [what for what, value in (("project", project), ("region", region)) if not value]
+    used: dict[str, Setting | None] = {}
+    values = {"project": (result.job.project, LOCAL_PROJECT), "region": (result.job.region, LOCAL_REGION)}
+    for key in settings.KEYS:
+        value, stand_in = values[key]
+        found = result.settings.get(key)
+        if value:  # a fallback rung's own value is the spec's (its entry merged over it)
+            used[key] = found if found is not None and found.value == value else Setting(str(value), settings.SPEC,
+                                                                                            settings.SPEC)
+        elif local:
+            used[key] = settings.stand_in(key, stand_in)
+        else:
+            used[key] = adc() if key == "project" else None
+    return used
+
+
+def project_region(result: Result, *, local: bool, adc: Adc = settings.adc_project) -> tuple[str, str]:
+    """Project and region (:func:`used_settings`); UsageError naming every tier when one is missing."""
+    used = used_settings(result, local=local, adc=adc)
+    project, region = used["project"], used["region"]
+    missing = [what for what, value in (("project", project), ("region", region)) if value is None]
     if missing:
         raise UsageError(
-            f"no {' and no '.join(missing)} to submit to: pass --project/--region, set project:/region: "
-            f"in the spec, or export GOOGLE_CLOUD_PROJECT/CLOUD_ML_REGION (or use --target local)")
-    return str(project), str(region)
+            f"no {' and no '.join(missing)} to submit to: pass --project/--region, set project:/region: in the "
+            f"spec, export GOOGLE_CLOUD_PROJECT/CLOUD_ML_REGION or CLOUDSDK_CORE_PROJECT/CLOUDSDK_AI_REGION, "
+            f"or run `gcloud config set project PROJECT` and `gcloud config set ai/region REGION` "
+            f"(or use --target local)")
+    assert project is not None and region is not None
+    return project.value, region.value
 
 
 def local_run(result: Result) -> LocalRun:
