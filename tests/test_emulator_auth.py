@@ -439,3 +439,16 @@ def test_the_emulator_of_a_local_submit_answers_that_process_alone(
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "JOB_STATE_SUCCEEDED" in out or "succeeded" in (out + err).lower(), out + err
+
+
+def test_a_session_given_the_token_carries_it_where_none_is_found() -> None:
+    """A library caller's ``Session(token=...)``: an emulator whose token this process cannot
+    find (no file, another in the variable) answers the session that is given it, and refuses
+    the one that is not."""
+    from vxtrain.submission import Session
+
+    with start_emulator(out=io.StringIO(), environ={}, token=private()) as handle:
+        with Session(endpoint=handle.address) as session, pytest.raises(VxtrainError, match="authentication"):
+            session.jobs("p", "us-central1")
+        with Session(endpoint=handle.address, token=handle.token.value) as session:
+            assert session.jobs("p", "us-central1") == []
