@@ -234,7 +234,7 @@ class _Send:
         adc = functools.cache(settings.adc_project)  # tier 4, asked once for the summary and every rung
         used = jobplan.used_settings(self.result, local=emulated, adc=adc)
         # As plan says it: which project and region, and where each came from (stderr).
-        session.log.warning("vxtrain: %s", settings.summary(used))
+        session.log.warning("%s", settings.summary(used))  # the handler says "vxtrain: "
         plan, rigging = jobplan.plan_of(self.result, self.key, emulated=emulated, in_place=in_place, adc=adc)
         trace = trace_from_env(os.environ, session.log)
         # flushed however the submit ends, the spans within a bound

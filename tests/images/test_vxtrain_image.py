@@ -150,9 +150,8 @@ def test_vxtrain_s_image_builds_pushes_and_runs(tmp_path: Path, registry: str,
         pytest.skip("running in the image needs chroot (root)")
     helped = run_in(unpacked, ["vxtrain", "--help"])
     assert helped.returncode == 0 and "validate" in helped.stdout, helped.stderr
-    # TODO(reconcile): switch on once `vxtrain reconcile` exists (the image's purpose, docs/deploy-reconcile.md):
-    # reconciled = run_in(unpacked, ["vxtrain", "reconcile", "--help"])
-    # assert reconciled.returncode == 0, reconciled.stderr
+    reconciled = run_in(unpacked, ["vxtrain", "reconcile", "--help"])  # the image's purpose (docs/deploy-reconcile.md)
+    assert reconciled.returncode == 0 and "--bucket" in reconciled.stdout, reconciled.stderr
     checked = run_in(unpacked, ["vxtrain", "validate", "configs/examples/quickstart.yaml"])
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "1 file checked: 1 valid" in checked.stdout

@@ -432,6 +432,8 @@ def test_cli_permanent_errors_exit_4_with_no_job(emulator: EmulatorHandle, tmp_p
     # stdout: the one JSON document --output json promises, here the error's.
     assert code == 4 and out["error"]["exit_code"] == 4 and emulator.jobs() == []
     assert out["error"]["message"] in err
+    settings_line, err = err.split("\n", 1)  # which project and region (vxtrain.settings), then the error
+    assert settings_line.startswith("vxtrain: project local-project (")
     assert err.startswith("vxtrain: error: ") and len(err.strip().splitlines()) == 1
     assert ("try another region/machine type" in err) if "quota" in fault else ("actAs" in err)
 

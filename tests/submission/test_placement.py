@@ -346,6 +346,7 @@ def test_cli_submit_checks_the_resource(emulator: EmulatorHandle, tmp_path: Path
     assert code == 1 and out["error"]["type"] == "SpecError" and out["error"]["exit_code"] == 1
     assert out["error"]["diagnostics"][0]["code"] == "persistent-resource-not-found"
     assert f"{NAME} does not exist" in err
+    err = err.split("\n", 1)[1]  # after the line naming the project and region (vxtrain.settings)
     assert err.startswith(f"{tmp_path / 'job.yaml'}: error: persistent resource {NAME} does not exist")
     assert out["error"]["diagnostics"][0]["file"] == str(tmp_path / "job.yaml")
     make_resource(resources)

@@ -157,11 +157,11 @@ def event_id(key: str, attempt: int, event: str) -> str:
 
 
 def payload(event: str, *, job: str | None, attempt: int, rung: int, state: str | None,
-            cost_usd: float | None, text: str, key: str = "", when: datetime | None = None) -> EventJson:
-    """The envelope of one event (version 1): ``time`` is when it was seen (RFC 3339, UTC;
-    ``when``, default now), ``text`` one line (a webhook shows it as the message)."""
+            cost_usd: float | None, text: str, key: str = "") -> EventJson:
+    """The envelope of one event (version 1): ``time`` is now, when it was seen (RFC 3339,
+    UTC), ``text`` one line (a webhook shows it as the message)."""
     return {"version": VERSION, "id": event_id(key, attempt, event),
-            "time": format_time(when or datetime.now(timezone.utc)), "event": event, "key": key, "job": job,
+            "time": format_time(datetime.now(timezone.utc)), "event": event, "key": key, "job": job,
             "attempt": attempt, "rung": rung, "state": state, "cost_usd": cost_usd, "text": " ".join(text.split())}
 
 
