@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import shlex
 import sys
 import threading

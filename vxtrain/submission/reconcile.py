@@ -15,6 +15,7 @@ says so and finishes it (``deleted``): a life is never recreated from nothing af
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone

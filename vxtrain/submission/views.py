@@ -76,6 +76,9 @@ if TYPE_CHECKING:
         interrupted: bool
         resume: str
         diagnostics: list[dict[str, object]]
+        #: Where the project came from (vxtrain.settings: a flag, the spec, gcloud's configuration…).
+        project_source: str | None
+
 
 #: What a run's cost is: the catalog's list prices (vxtrain.catalog.prices) × the time it ran.
 COST_BASIS = "list prices × run time"
