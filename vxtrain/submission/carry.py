@@ -45,9 +45,8 @@ from vxtrain.vocab.timestamps import format_time
 
 if TYPE_CHECKING:
     from vxtrain.images.publish import Pushed
-    from vxtrain.submission.decide import TriedJson
-    from vxtrain.submission.views import AttemptCostJson, JobViewJson, RunCostJson
     from vxtrain.submission.stored import Kept
+    from vxtrain.submission.views import AttemptCostJson, JobViewJson, RunCostJson, TriedJson
 
 
 #: The environment variables that turn spans on (OTLP exporter configuration,

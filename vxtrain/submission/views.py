@@ -17,13 +17,23 @@ from vxtrain.vocab.studies import TrialResult, best_trial, metric_goals, search_
 from vxtrain.vocab.timestamps import parse_time
 
 if TYPE_CHECKING:
-    from vxtrain.submission.decide import TriedJson
     from vxtrain.vocab.jobjson import Status
     from vxtrain.vocab.studies import TrialJson
 
 # Annotations only: a TypedDict class costs ~15 µs a field to create (measured), and every
 # command that prints a job imports this module.
 if TYPE_CHECKING:
+    class TriedJson(TypedDict):
+        """One entry of submit's ``attempts`` (the outcome is decide's ``Outcome``)."""
+
+        attempt: int
+        rung: int
+        region: str
+        name: str | None
+        state: str | None
+        outcome: str
+
+
     class AttemptCostJson(TypedDict):
         """One entry of ``cost.attempts`` (``rung``: submit's, the rung the attempt ran on)."""
 
