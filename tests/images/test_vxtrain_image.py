@@ -41,7 +41,7 @@ def _closure(root: str) -> list[md.Distribution]:
     the extras asked for), markers judged for this Python (the image's: 3.11 on linux/amd64)."""
     seen: dict[str, md.Distribution] = {}
     done: set[tuple[str, str]] = set()
-    todo: list[tuple[str, str]] = [(root, "")]
+    todo: list[tuple[str, str]] = [(root, ""), (root, "kfp")]
     while todo:
         name, extra = todo.pop()
         key = (canonicalize_name(name), extra)
@@ -112,7 +112,7 @@ def test_the_spec_pins_its_base_by_digest_and_installs_vxtrain_with_the_lock() -
     spec = (ROOT / "configs" / "vxtrain-image.yaml").read_text()
     assert re.search(r"base: \$\{VXTRAIN_BASE:-\S+@sha256:[0-9a-f]{64}\}", spec)
     requirements = (ROOT / "requirements" / "image.txt").read_text().splitlines()
-    assert [line for line in requirements if line and not line.startswith("#")] == ["-c lock.txt", ".."]
+    assert [line for line in requirements if line and not line.startswith("#")] == ["-c lock.txt", "..[kfp]"]
     [image] = plan(ROOT / "configs" / "vxtrain-image.yaml").images
     assert image.base_pinned and image.python == "3.11" and image.platform == "linux/amd64"
 
@@ -152,6 +152,13 @@ def test_vxtrain_s_image_builds_pushes_and_runs(tmp_path: Path, registry: str,
     assert helped.returncode == 0 and "validate" in helped.stdout, helped.stderr
     reconciled = run_in(unpacked, ["vxtrain", "reconcile", "--help"])  # the image's purpose (docs/deploy-reconcile.md)
     assert reconciled.returncode == 0 and "--bucket" in reconciled.stdout, reconciled.stderr
+    # The KFP component's step runs KFP's executor in this image (vxtrain.kfp.component: the image
+    # carries vxtrain[kfp]; KFP is not pip-installed at the step's start). Found, not imported: kfp
+    # imports cryptography, whose Rust core needs libgcc_s, which the test's minimal pyenv base
+    # lacks (Debian's python:3.11-slim, the spec's base, has it).
+    found = run_in(unpacked, ["python", "-c", "import importlib.util as u, sys; "
+                                              "sys.exit(not (u.find_spec('kfp') and u.find_spec('vxtrain.kfp.step')))"])
+    assert found.returncode == 0, found.stderr
     checked = run_in(unpacked, ["vxtrain", "validate", "configs/examples/quickstart.yaml"])
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "1 file checked: 1 valid" in checked.stdout
