@@ -97,7 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="vxtrain-cache-")
     # Every emulator a test starts (in process or a `vxtrain emulator` subprocess) asks
     # each call for this bearer token, and vxtrain's clients (and the processes tests
-    # start) send it; tests/test_emulator_auth.py drops it to test the token file.
+    # start) send it; tests/backends/emulator/test_emulator_auth.py drops it to test the token file.
     import secrets
 
     os.environ["VXTRAIN_EMULATOR_TOKEN"] = secrets.token_urlsafe(32)

@@ -40,7 +40,7 @@ from tests.submission.helpers import heard, saying, session, submit_job
 from vxtrain.vocab.kinds import CUSTOM, JobState
 from tests.packaging.conftest import bucket, gcs, gcs_server_url  # noqa: F401 - fixtures (fake-gcs-server)
 from tests.processes import stop
-from tests.test_emulator_cli import emulator
+from tests.backends.emulator.test_emulator_cli import emulator
 from tests.submission.test_ladder import REGIONS, listed, outcomes, region_of
 from tests.submission.test_ladder import spec as ladder_spec
 

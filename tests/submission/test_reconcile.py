@@ -25,7 +25,7 @@ from tests.incli import run
 from tests.packaging.conftest import bucket, gcs, gcs_server_url  # noqa: F401 - fixtures (fake-gcs-server)
 from tests.polling import wait_for
 from tests.processes import stop
-from tests.test_emulator_cli import emulator as emulator_process
+from tests.backends.emulator.test_emulator_cli import emulator as emulator_process
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.model import ATTEMPT_LABEL
 from vxtrain.submission import Session

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.backends.emulator.conftest import State, custom_job, pool, py
 from tests.polling import wait_for
-from tests.test_emulator_cli import emulator
+from tests.backends.emulator.test_emulator_cli import emulator
 from vxtrain.backends.emulator.stockouts import Preemption, Preemptions, parse_preempt, stockout_message
 from vxtrain.cli import main
 from vxtrain.errors import UsageError

@@ -16,7 +16,7 @@ import vxtrain
 from tests.processes import stop
 from vxtrain.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 STUDY = """\
 display_name: seeded
 chief: {machine_type: n1-standard-4, image: i, command: [python, train.py]}

@@ -47,7 +47,7 @@ from vxtrain.backends.vertex import emulator_channel
 from vxtrain.errors import UsageError, VxtrainError
 from vxtrain.render import emulator_started
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 PARENT = "projects/vxtrain-gcloud-test/locations/us-central1"  # gcloud's project and region (_environment)
 HELLO = """\
 workerPoolSpecs:

@@ -39,7 +39,7 @@ from vxtrain.backends.tokens import TOKEN_ENV, find_token, token_file, token_fol
 from vxtrain.backends.vertex import emulator_channel
 from vxtrain.errors import VxtrainError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 PARENT = "projects/p/locations/us-central1"
 CREATE = "/google.cloud.aiplatform.v1.JobService/CreateCustomJob"
 LIST = "/google.cloud.aiplatform.v1.JobService/ListCustomJobs"
