@@ -15,6 +15,7 @@ from pathlib import Path
 
 from vxtrain.diagnostics import Diagnostic, error
 from vxtrain.loading.limits import MAX_FILE_BYTES
+from vxtrain.vocab.reads import read_up_to
 
 # O_NONBLOCK: opening a FIFO for reading otherwise blocks until a writer opens it (forever,
 # for a spec named by mistake); with it, the open returns at once and fstat says what it is.
@@ -53,9 +54,9 @@ def _read_open(fd: int, file: str) -> tuple[str | None, list[Diagnostic]]:
             return None, [problem]
         # bounded: the file may have grown since fstat
         first = st.st_size + 1
-        raw = _read_up_to(fd, first)
+        raw = read_up_to(fd, first)
         if len(raw) == first and first <= MAX_FILE_BYTES:
-            raw += _read_up_to(fd, MAX_FILE_BYTES + 1 - first)
+            raw += read_up_to(fd, MAX_FILE_BYTES + 1 - first)
     except OSError as exc:
         return None, [_unreadable(file, exc)]
     finally:
@@ -81,19 +82,6 @@ def _stat_problem(st: os.stat_result, file: str) -> Diagnostic | None:
 def _unreadable(file: str, exc: OSError) -> Diagnostic:
     """The ``file-unreadable`` diagnostic of an open, stat or read that failed."""
     return error("file-unreadable", f"cannot read {file}: {exc.strerror or exc}", file=file)
-
-
-def _read_up_to(fd: int, size: int) -> bytes:
-    """Up to ``size`` bytes from ``fd``: fewer only at the end of the file
-    (what a buffered file object's ``read(size)`` returns)."""
-    chunks: list[bytes] = []
-    while size > 0:
-        chunk = os.read(fd, size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size -= len(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _read_named(path: str | Path) -> tuple[str | None, list[Diagnostic]]:

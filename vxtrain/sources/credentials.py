@@ -35,6 +35,8 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from vxtrain.vocab.reads import read_up_to
+
 __all__ = ["CREDENTIALS", "Credential", "GOOGLE_KEY", "KEY_FILE_MAX", "KEY_SCAN_BYTES", "NOTEBOOK_SCAN_BYTES",
            "PRIVATE_KEY", "WHITEOUT_PREFIX", "credential_files", "private_key", "whiteout_names"]
 
@@ -183,7 +185,7 @@ def _by_content(path: Path, json: bool) -> str | None:
     try:  # os.open and os.read: no buffered file object per file (the walk may open thousands)
         fd = os.open(path, os.O_RDONLY)
         try:
-            head, size = _read_up_to(fd, scan), os.fstat(fd).st_size
+            head, size = read_up_to(fd, scan), os.fstat(fd).st_size
         finally:
             os.close(fd)
     except OSError:  # unreadable: the walk's own check says so
@@ -193,19 +195,6 @@ def _by_content(path: Path, json: bool) -> str | None:
     if json and size <= KEY_FILE_MAX and re.search(_GOOGLE_TYPE, head) is not None:
         return GOOGLE_KEY
     return None
-
-
-def _read_up_to(fd: int, size: int) -> bytes:
-    """The first ``size`` bytes of ``fd`` (fewer at its end): one read for a key's head, more
-    for a notebook (a read returns at most ~2 GiB, and a pipe's or a network file's less)."""
-    parts, left = [], size
-    while left > 0:
-        part = os.read(fd, left)
-        if not part:
-            break
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
 
 
 def private_key(data: bytes) -> bool:
