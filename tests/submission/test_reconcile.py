@@ -26,8 +26,11 @@ from tests.packaging.conftest import bucket, gcs, gcs_server_url  # noqa: F401 -
 from tests.polling import wait_for
 from tests.processes import stop
 from tests.backends.emulator.test_emulator_cli import emulator as emulator_process
+from tests.submission.test_trace import SPAN_ID, TRACE_ID, TRACEPARENT, _spans, receiver  # noqa: F401 - fixture
+from tests.submission.test_trace import _env as trace_env
+from vxtrain.backends import vertex
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
-from vxtrain.model import ATTEMPT_LABEL
+from vxtrain.model import ATTEMPT_LABEL, TRACE_LABEL
 from vxtrain.submission import Session
 from vxtrain.submission.names import LABEL_KEY, label_value
 from vxtrain.submission.notify import event_id
@@ -247,3 +250,36 @@ def _one_job_per_attempt(address: str, key: str) -> None:
         if job["state"] in CANCELLED:  # a duplicate, cancelled, of an attempt that has its one job
             assert not job.get("start_time") and job["attempt"] in (0, 1, 2), (key, job)
     assert JobState(live[-1]["state"]) is JobState.SUCCEEDED
+
+
+def test_a_pass_is_a_span_of_the_callers_trace_with_each_attempt_it_creates_under_it(
+        preempting: EmulatorHandle, tmp_path: Path, gcs: Any, bucket: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, receiver: tuple[str, list[bytes]]) -> None:
+    """With an OTLP endpoint and a TRACEPARENT (a scheduler's, a pipeline step's), the pass is
+    the span "vxtrain reconcile" under the caller's span, the attempt it creates a child of the
+    pass, and that job's pools carry the rung's span as their TRACEPARENT."""
+    pytest.importorskip("opentelemetry.sdk")
+    code, _, err = run(capsys, "submit", str(spec(tmp_path)), "--endpoint", preempting.address, "-o", "json",
+                       "--idempotency-key", "traced", "--staging-bucket", f"gs://{bucket}")
+    assert code == 0, err
+    wait_for(lambda: jobs_of(preempting.address, "traced")[0]["state"] == "JOB_STATE_FAILED", 30,
+             "attempt 0 to lose its machines")
+    endpoint, bodies = receiver
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    monkeypatch.setenv("TRACEPARENT", TRACEPARENT)
+    code, doc, err = reconcile(capsys, preempting.address, bucket)
+    assert code == 0 and len(doc["created"]) == 1, (doc, err)
+    spans = _spans(bodies)
+    top = spans["vxtrain reconcile"]
+    assert top.trace_id.hex() == TRACE_ID and top.parent_span_id.hex() == SPAN_ID
+    attrs = {a.key: a.value for a in top.attributes}
+    assert attrs["vxtrain.bucket"].string_value == bucket and attrs["vxtrain.created"].int_value == 1
+    children = {name: span for name, span in spans.items() if name != "vxtrain reconcile"}
+    assert "vxtrain attempt 1" in children, sorted(spans)
+    assert {s.trace_id.hex() for s in children.values()} == {TRACE_ID}
+    assert children["vxtrain attempt 1"].parent_span_id == top.span_id
+    with vertex.connect(endpoint=preempting.address) as client:
+        [sent] = [j for j in client.list(CUSTOM, f"projects/{PROJECT}/locations/{REGION}", "")
+                  if j["labels"].get(ATTEMPT_LABEL) == "1"]
+    assert sent["labels"][TRACE_LABEL] == TRACE_ID
+    assert trace_env(sent)["TRACEPARENT"].startswith(f"00-{TRACE_ID}-"), sent
