@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -225,14 +226,15 @@ def run_in(image: Unpacked, args: Sequence[str], env: dict[str, str] | None = No
     if not can_run():
         pytest.skip("running in an image needs chroot (root)")
     full = {**image.env, **(env or {})}
-
-    def enter() -> None:
-        os.chroot(image.rootfs)
-        os.chdir(image.cwd)
-
-    # subprocess looks the program up on the image's PATH (env), then execs it inside the chroot.
-    return subprocess.run(list(args), env=full, preexec_fn=enter, capture_output=True, text=True,  # noqa: PLW1509
-                          timeout=timeout, check=False)
+    # A fresh Python (-I: the image's PYTHON* variables are not its own) enters the chroot and
+    # execs the program, looked up on the image's PATH inside it. Not preexec_fn: that makes
+    # subprocess fork this process, whose gRPC threads (the emulator tests' channels) then
+    # abort the child between fork and exec (SIGABRT, "Epoll1Poller ... epoll_wait error: Bad
+    # file descriptor", seen once in a full run).
+    enter = ("import os, sys; os.chroot(sys.argv[1]); os.chdir(sys.argv[2]); "
+             "os.execvpe(sys.argv[3], sys.argv[3:], os.environ)")
+    return subprocess.run([sys.executable, "-I", "-c", enter, str(image.rootfs), image.cwd, *args], env=full,
+                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 @pytest.fixture(scope="session")
