@@ -390,6 +390,7 @@ def test_each_event_is_posted_to_the_hooks(preempting: EmulatorHandle, tmp_path:
             assert "succeeded after 1 recovery, about $" in bodies[-1]["text"]
 
 
+@pytest.mark.slow  # hooks that hold each answer 1 s: seconds of waiting
 def test_slow_hooks_never_delay_the_next_attempts_create(preempting: EmulatorHandle, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 34: three slow hooks delayed the next attempt's create by 12 s. The events are
@@ -409,6 +410,7 @@ def test_slow_hooks_never_delay_the_next_attempts_create(preempting: EmulatorHan
             assert len({b["id"] for b in bodies}) == 4
 
 
+@pytest.mark.slow  # a job followed to its end after the adoption
 def test_a_rerun_that_adopts_a_running_attempt_does_not_send_started_again(
         running: EmulatorHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 34: the watcher that created the job said it started; a re-run that finds it
