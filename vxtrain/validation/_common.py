@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vxtrain import catalog
 from vxtrain.diagnostics import Diagnostic, error, plural, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import NO_DEFAULTS_ROLE, Job, Pool, parse_duration, written_at
-from vxtrain.sources.folder import SourceError, Survey, limits, source_folder, survey
+
+if TYPE_CHECKING:
+    from vxtrain.sources.folder import Survey
 
 RS = NO_DEFAULTS_ROLE
 DISTRIBUTED_DOC = "https://cloud.google.com/vertex-ai/docs/training/distributed-training"
@@ -55,6 +57,10 @@ def source_folder_checked(source: str, base: Path, key: str, code: str, into: st
     it cannot be packaged (a system folder, past the bounds, an entry it cannot read: the
     SourceError's code), else warnings naming the links it leaves out and the files hard-linked
     from outside it. Returns the folder, None when it is not one (or cannot be packaged)."""
+    # Imported here: only a spec with a source folder pays for the folder's walk (validate's
+    # cold start, docs/performance.md).
+    from vxtrain.sources.folder import SourceError, source_folder, survey
+
     try:
         folder = source_folder(base, source)
     except (ValueError, RuntimeError) as exc:  # a NUL byte; ``~user`` with no such user
@@ -86,6 +92,8 @@ def _source_links(found: Survey, key: str, into: str, native: NativeSpec, path: 
     out of ``into`` (the image, the package): outside the folder, to a directory, broken; and
     one naming the files it packages that are hard links of a name not found in the folder (outside it;
     or, when the search stopped short, perhaps in the part it did not see)."""
+    from vxtrain.sources.folder import limits  # with the folder check above (cold start)
+
     if found.hard_links:
         shown = ", ".join(str(rel) for rel in found.hard_links[:LINKS_SHOWN])
         more = f" and {len(found.hard_links) - LINKS_SHOWN} more" if len(found.hard_links) > LINKS_SHOWN else ""

@@ -18,7 +18,6 @@ from vxtrain.catalog.images import DEFAULT_PLATFORM, image_platform
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, key_path_of
-from vxtrain.sources.folder import source_folder
 from vxtrain.validation._common import source_folder_checked
 
 
@@ -126,6 +125,8 @@ def _platform_and_python(pool: Pool, native: NativeSpec) -> Iterator[Diagnostic]
 
 def _requirements(requirements: str, base: Path, source: str | None, native: NativeSpec,
                   path: KeyPath) -> Iterator[Diagnostic]:
+    from vxtrain.sources.folder import source_folder  # a build: spec's only (validate's cold start)
+
     try:
         found = source_folder(base, requirements)
     except (ValueError, RuntimeError) as exc:
@@ -156,6 +157,8 @@ def _requirements(requirements: str, base: Path, source: str | None, native: Nat
 def _requirement_roots(base: Path, source: str | None) -> list[Path]:
     """Where requirements files and their local paths may be: the spec's folder (local paths
     resolve from it), then the source folder (when usable: an unusable one has its own error)."""
+    from vxtrain.sources.folder import source_folder  # as in _requirements
+
     roots = [base]
     try:
         roots += [source_folder(base, source)] if source else []

@@ -24,7 +24,6 @@ from vxtrain.catalog import PREBUILT_DOC, PREBUILT_SHAPE, in_prebuilt_repository
 from vxtrain.diagnostics import Diagnostic, error, warning
 from vxtrain.loading.document import KeyPath, NativeSpec
 from vxtrain.model import Job, Pool, key_path_of
-from vxtrain.sources.folder import module_file
 from vxtrain.validation._common import source_folder_checked
 
 #: ``gs://BUCKET`` or ``gs://BUCKET/PREFIX``; bucket names per
@@ -89,6 +88,8 @@ def _source(source: str, module: str | None, role: str, native: NativeSpec, base
                                               "the package", native, _path(native, role, "source"))
     if folder is None:
         return
+    from vxtrain.sources.folder import module_file  # a python_package.source spec's only (cold start)
+
     if module and module_file(folder, module) is None:
         rel = module.replace(".", "/")
         yield error("package-module-missing", f"module {module} is not in source {source!r}: looked for "
