@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from vxtrain import bulk
 from vxtrain.diagnostics import Diagnostic
-from vxtrain.errors import InvalidArgumentError, NoCapacity, SpecError, UsageError, VxtrainError
+from vxtrain.errors import BuildKeyError, InvalidArgumentError, NoCapacity, SpecError, UsageError, VxtrainError
 from vxtrain.loading.document import spec_folder
 from vxtrain.model import key_path_of
 from vxtrain.options import Options
@@ -35,8 +35,6 @@ from vxtrain.vocab.kinds import job_spec_of
 from vxtrain.vocab.studies import trial_args
 
 if TYPE_CHECKING:
-    from vxtrain.images.publish import BasePlatformError
-    from vxtrain.images.pythons import BasePythonError
     from vxtrain.joblogs import LogSink
     from vxtrain.packaging.upload import UploadProgress
     from vxtrain.runtime.gpus import GpuOptions
@@ -147,8 +145,6 @@ def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: 
     """submit() past the checks: the life of the spec's plan, carried as asked."""
     # lazy: as in submit()
     from vxtrain import jobplan
-    from vxtrain.images.publish import BasePlatformError
-    from vxtrain.images.pythons import BasePythonError
     from vxtrain.submission import Session
 
     result = send.result
@@ -157,7 +153,7 @@ def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: 
             return _submit_local(result, send, hooks, gpus)
         with Session(endpoint=endpoint, hooks=hooks) as session:
             return send.carry(session, emulated=endpoint is not None)
-    except (BasePythonError, BasePlatformError) as exc:  # found at push time, but a mistake of the spec: at its line
+    except BuildKeyError as exc:  # the base's Python or platform, found at push time: at the spec's line
         raise SpecError([_located(result, exc, d) for d in exc.diagnostics]) from exc
     except InvalidArgumentError as exc:  # reworded: its class and the ladder's attempts kept
         raise exc.reworded(f"{exc}{jobplan.spec_location(result, str(exc))}") from exc
@@ -168,7 +164,7 @@ def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: 
         raise exc.reworded(f"{exc}{jobplan.spec_location(result, str(exc))}") from exc
 
 
-def _located(result: Result, exc: BasePythonError | BasePlatformError, diagnostic: Diagnostic) -> Diagnostic:
+def _located(result: Result, exc: BuildKeyError, diagnostic: Diagnostic) -> Diagnostic:
     """``diagnostic`` (about pool ``exc.role``'s ``build.KEY``) at that key's place in the spec
     (written in the pool, else in ``defaults``)."""
     native = result.native

@@ -58,6 +58,17 @@ class SpecError(VxtrainError):
         super().__init__(first)
 
 
+class BuildKeyError(SpecError):
+    """A mistake of the spec in pool ``role``'s ``build.KEY`` (``key``) found only at push time
+    (the base's Python, its platform), nothing pushed: the caller, which knows the spec,
+    locates it at that key. Its subclasses live beside the image code that finds them; this
+    one is what submit catches without importing that code (~140 ms of imports)."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic], role: str, key: str) -> None:
+        self.role, self.key = role, key
+        super().__init__(diagnostics)
+
+
 class SpecChanged(VxtrainError):
     """An idempotency key already names a job of another spec (or other options that shape it):
     attempts of one key run the same job as sent, so nothing was created."""

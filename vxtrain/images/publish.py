@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from vxtrain.diagnostics import error
-from vxtrain.errors import ApiError, NotFoundError, SpecError
+from vxtrain.errors import ApiError, BuildKeyError, NotFoundError
 from vxtrain.images import pythons
 from vxtrain.images.dependencies import Target, dependency_layer
 from vxtrain.images.image import (
@@ -115,14 +115,13 @@ def publish_one(image: ImageBuild, say: Say, progress: UploadProgress | None,
     return Pushed(list(image.roles), image.uri, built.digest, pushed=True, blobs=uploaded)
 
 
-class BasePlatformError(SpecError):
+class BasePlatformError(BuildKeyError):
     """The base has no image for the pool's platform (A4X: linux/arm64): a mistake of the spec
     found at push time (exit 1, at ``build.base``), nothing pushed. ``role`` and ``key``: the
     pool key it is about, which the caller locates in the spec (this layer knows no positions)."""
 
     def __init__(self, message: str, role: str) -> None:
-        self.role, self.key = role, "base"
-        super().__init__([error("build-base-platform", message, path=f"{role}.build.base")])
+        super().__init__([error("build-base-platform", message, path=f"{role}.build.base")], role, "base")
 
 
 def resolve_base(text: str, platform: str = "linux/amd64", role: str = "chief") -> Base:

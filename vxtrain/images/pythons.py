@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vxtrain.diagnostics import error
-from vxtrain.errors import SpecError
+from vxtrain.errors import BuildKeyError
 from vxtrain.private import cache_home, folder_key, mac, read_own, sha256, trusted, verified, write_private
 
 __all__ = ["BasePythonError", "Remembered", "Scan", "Shown", "base_key", "cache_dir", "decide", "remember",
@@ -46,15 +46,14 @@ _VERSIONED = re.compile(r"python(3\.\d+)")
 _STDLIB = re.compile(r"(?:(.*)/)?lib/python(3\.\d+)/os\.py")
 
 
-class BasePythonError(SpecError):
+class BasePythonError(BuildKeyError):
     """The image's Python (``build.python``, or the base tag's ``pyNNN``) that the base itself
     does not confirm: a mistake of the spec found at push time (exit 1), nothing pushed.
     ``role`` and ``key`` (``python`` or ``base``): the pool key it is about, which the caller
     locates in the spec (this layer knows no positions)."""
 
     def __init__(self, code: str, message: str, role: str, key: str) -> None:
-        self.role, self.key = role, key
-        super().__init__([error(code, message, path=f"{role}.build.{key}")])
+        super().__init__([error(code, message, path=f"{role}.build.{key}")], role, key)
 
 
 @dataclass

@@ -10,15 +10,22 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING
 
 from vxtrain.diagnostics import plural
-from vxtrain.images.recipe import UNSET_REPOSITORY, ImageBuild
-from vxtrain.packaging.sdists import UNSET_BUCKET, Package
-from vxtrain.packaging.upload import Position
+
+# Annotations only: submit imports this module for its upload bar, and the recipe and sdist
+# modules (the source folder's walk, hashlib) are ~10 ms a submit without images pays for nothing.
+if TYPE_CHECKING:
+    from vxtrain.images.recipe import ImageBuild
+    from vxtrain.packaging.sdists import Package
+    from vxtrain.packaging.upload import Position
 
 
 def package_lines(packages: list[Package]) -> list[str]:
     """What ``plan`` prints about the packages a submit would build and upload."""
+    from vxtrain.packaging.sdists import UNSET_BUCKET  # with the packages, as above
+
     lines = []
     for p in packages:
         lines.append(f"{p.spec_source} ({plural(p.source.files, 'file')}, {p.build}) for {', '.join(p.roles)}")
@@ -32,6 +39,8 @@ def package_lines(packages: list[Package]) -> list[str]:
 
 def image_lines(images: list[ImageBuild]) -> list[str]:
     """What ``plan`` prints about the images a submit would build and push."""
+    from vxtrain.images.recipe import UNSET_REPOSITORY  # with the images, as above
+
     lines = []
     for i in images:
         lines.append(f"{i.spec_source} ({plural(i.source.files, 'file')}) for {', '.join(i.roles)}")

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import SpecError
-from vxtrain.images.recipe import ImageBuild
-from vxtrain.packaging import sdists as packages
 from vxtrain.submission.session import Session
 
+# Annotations only: the recipe and sdist modules (the source folder's walk, hashlib: ~6 ms)
+# are for a spec with images or packages, which brings them itself (vxtrain.jobplan).
 if TYPE_CHECKING:
     from vxtrain.images.publish import Pushed
+    from vxtrain.images.recipe import ImageBuild
+    from vxtrain.packaging.sdists import Package
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class Publication:
     """What one job needs published before its create."""
 
     images: tuple[ImageBuild, ...] = ()
-    packages: tuple[packages.Package, ...] = ()
+    packages: tuple[Package, ...] = ()
     #: Given instead of pushing when the images have no repository (at the key that needs one).
     no_repository: Diagnostic | None = None
     #: Given instead of uploading when the packages have no staging bucket.
@@ -54,7 +56,9 @@ def publish(session: Session, publication: Publication | None, project: str) -> 
         pushed = push(list(publication.images), say=say, progress=progress)
     if publication.packages:
         _refuse(publication.no_bucket)
-        packages.publish(list(publication.packages), project, say=say, progress=progress)
+        from vxtrain.packaging import sdists  # lazy: as the images' push above
+
+        sdists.publish(list(publication.packages), project, say=say, progress=progress)
     return pushed
 
 
