@@ -7,6 +7,7 @@ commands through the real local runner.
 from __future__ import annotations
 
 import contextlib
+import io
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -19,10 +20,23 @@ from google.cloud.aiplatform_v1.services.job_service.transports import JobServic
 from tests.polling import wait_for
 from vxtrain.backends.emulator import EmulatorHandle, start_emulator
 from vxtrain.backends.vertex import emulator_channel
+from vxtrain.errors import VxtrainError
 
 PARENT = "projects/test-project/locations/us-central1"
 State = v1.JobState
 TERMINAL = {State.JOB_STATE_SUCCEEDED, State.JOB_STATE_FAILED, State.JOB_STATE_CANCELLED}
+
+
+def second_at_ipv6(first: EmulatorHandle, what: str) -> str:
+    """The refusal of a second emulator started on ``[::1]`` at ``first``'s port number
+    (127.0.0.1:P and [::1]:P bind apart); the test fails, saying ``what`` happened, if it
+    started."""
+    try:
+        second = start_emulator("::1", first.port, out=io.StringIO(), environ={})
+    except VxtrainError as exc:
+        return str(exc)
+    second.stop()
+    pytest.fail(f"a second emulator {what}")
 
 
 def pool(command: list[str] | None = None, replicas: int = 1, **machine: Any) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from tests.backends.emulator.conftest import second_at_ipv6
 from tests.environment import under_ci
 from tests.incli import run
 from tests.processes import stop
@@ -267,13 +268,7 @@ def test_a_second_emulator_on_the_port_number_at_another_address_is_refused_what
     file to lock, and the live socket on P says another emulator of this user's serves it."""
     with start_emulator("127.0.0.1", out=io.StringIO(), environ={}) as first:
         assert first.token is not None and first.token.file is None  # VXTRAIN_EMULATOR_TOKEN: no file
-        try:
-            second = start_emulator("::1", first.port, out=io.StringIO(), environ={})
-        except VxtrainError as exc:
-            refused = str(exc)
-        else:
-            second.stop()
-            pytest.fail("a second emulator took over the live one's socket")
+        refused = second_at_ipv6(first, "took over the live one's socket")
         if "in use" in refused or "not an address" in refused:
             pytest.skip(f"[::1]:{first.port} cannot be bound here: {refused}")
         assert f"another emulator of this user's serves port {first.port}" in refused
