@@ -94,6 +94,7 @@ def test_reconcile_carries_a_detached_preempted_job_to_succeeded(
     assert code == 0, err
     [line] = doc["plans"]
     assert (line["key"], line["attempt"], line["action"]) == ("detached", 1, "create"), doc
+    assert list(line) == ["key", "state", "attempt", "rung", "job", "action", "cost_usd"]  # the contract's
     assert len(doc["created"]) == 1 and doc["finished"] == []
     wait_for(lambda: jobs_of(preempting.address, "detached")[-1]["state"] == "JOB_STATE_SUCCEEDED", 30,
              "attempt 1 to succeed")

@@ -19,11 +19,12 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
 
+from tests.otheruser import as_nobody, need_another_user
 from tests.ui.conftest import PROJECT, REGION, STEPS, World, create, ended
 from vxtrain.backends import open_backend
 from vxtrain.api import Options, check_file
 from vxtrain.render.report import plan_report
-from vxtrain.ui.guard import cookies
+from vxtrain.ui.guard import cookie_name, cookies
 from vxtrain.ui.server import Ui
 from vxtrain.vocab.kinds import CUSTOM
 
@@ -347,6 +348,39 @@ def test_vxtrain_ui_prints_the_url_once_and_stops_on_ctrl_c(world: World, tmp_pa
     assert process.returncode == 0, err
     assert out == "" and parts.query.split("=", 1)[1] not in err  # the token: printed once
     assert "Ctrl-C stops it" in err and "vxtrain ui stopped" in err
+
+
+def test_another_local_user_gets_nothing_from_a_running_ui(world: World, tmp_path: Path) -> None:
+    """As ``nobody`` (setpriv): the ui's port answers 401 without the token and 403 with a wrong
+    token or cookie, no page's content comes back, and the token is in neither the process's
+    command line nor anything else of it nobody can read (/proc/PID/environ is the owner's)."""
+    need_another_user()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "vxtrain", "ui", "--endpoint", world.handle.address,
+                                "--project", PROJECT, "--region", REGION], cwd=tmp_path, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        parts = urlsplit(process.stdout.readline().strip())
+        token = parts.query.split("=", 1)[1]
+        base = f"http://127.0.0.1:{parts.port}"
+        for target, cookie, expected in (("/", "", "401"), ("/?token=" + "0" * len(token), "", "403"),
+                                         ("/", f"{cookie_name(parts.port or 0)}={'0' * len(token)}", "403")):
+            fetched = as_nobody(["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "-H", f"Cookie: {cookie}",
+                                 base + target])
+            body, _, status = fetched.stdout.decode().rpartition("\n")
+            assert status == expected, (target, cookie, fetched)
+            assert world.lone not in body
+        seen = as_nobody(["sh", "-c", f"cat /proc/{process.pid}/cmdline; cat /proc/{process.pid}/environ"])
+        assert token.encode() not in seen.stdout and token.encode() not in seen.stderr
+        assert b"Permission denied" in seen.stderr  # the environment is the owner's alone
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
 
 
 def test_vxtrain_ui_needs_a_project_and_a_region_and_a_free_port(world: World, tmp_path: Path) -> None:
