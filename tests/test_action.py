@@ -36,6 +36,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.checkout import snapshot
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "configs" / "examples"
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
@@ -291,24 +293,12 @@ def test_a_spec_named_like_shell_code_is_only_a_file_name(workspace: Path) -> No
 
 # --- the install step, for real -------------------------------------------------------------
 
-def _snapshot(dest: Path) -> Path:
-    """The files of this tree that git would check out (tracked and untracked, not ignored):
-    the action's own checkout, as `uses: vxtrain/vxtrain@REF` fetches it."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        if (ROOT / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, dest / rel)
-    return dest
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="the action's checkout is copied with git ls-files")
 def test_the_install_step_installs_this_ref_with_the_lock(tmp_path: Path, workspace: Path) -> None:
     """The real install step: a fresh venv, vxtrain from the action's checkout (a copy of this
     tree), every dependency at the lock's version; then validate runs with it."""
-    action = _snapshot(tmp_path / "action")
+    action = snapshot(tmp_path / "action")
     run = run_action({"spec": "configs/quickstart.yaml"}, workspace, install=True, action_path=action,
                      timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from tests.checkout import snapshot
 from vxtrain import catalog
 from vxtrain.cli import main
 from vxtrain.commands.schema import enriched_schema
@@ -109,12 +110,7 @@ def _git(cwd: Path, *args: str) -> None:
 def _snapshot(dest: Path) -> None:
     """The working tree (tracked and untracked, not ignored) committed in a fresh repo:
     try-repo uses a commit, and this tests uncommitted changes too."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        if (ROOT / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, dest / rel)
+    snapshot(dest)
     _git(dest, "init", "-q")
     _git(dest, "add", "-A")
     _git(dest, "commit", "-qm", "snapshot")

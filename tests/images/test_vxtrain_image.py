@@ -27,6 +27,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.checkout import snapshot
 from tests.images.bases import can_run, run_in, tools, unpack
 from tests.registry import BaseImage, digest
 from vxtrain import Options, plan
@@ -97,17 +98,6 @@ def repack(dist: md.Distribution, folder: Path) -> Path:
     return path
 
 
-def _snapshot(dest: Path) -> Path:
-    """The checkout as git would give it (tracked and untracked, not ignored files)."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        if (ROOT / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, dest / rel)
-    return dest
-
-
 def test_the_spec_pins_its_base_by_digest_and_installs_vxtrain_with_the_lock() -> None:
     spec = (ROOT / "configs" / "vxtrain-image.yaml").read_text()
     assert re.search(r"base: \$\{VXTRAIN_BASE:-\S+@sha256:[0-9a-f]{64}\}", spec)
@@ -126,7 +116,7 @@ def test_vxtrain_s_image_builds_pushes_and_runs(tmp_path: Path, registry: str,
     wheels.mkdir()
     for dist in _closure("vxtrain"):
         repack(dist, wheels)
-    checkout = _snapshot(tmp_path / "checkout")
+    checkout = snapshot(tmp_path / "checkout")
     env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels),
            "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env.pop("PYTHONPATH", None)
