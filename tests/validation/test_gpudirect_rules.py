@@ -264,7 +264,8 @@ NO_MIG = ("NVIDIA_TESLA_T4", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P100", "NVIDIA_T
 
 @pytest.mark.parametrize("accelerator", sorted(MIG_SIZES))
 def test_each_mig_gpu_has_its_profiles_and_no_other(accelerator: str) -> None:
-    assert set(networking.gpu_partition_sizes(accelerator)) == MIG_SIZES[accelerator]
+    found = networking.gpu_partitions(accelerator)
+    assert found is not None and set(found.sizes) == MIG_SIZES[accelerator]
 
 
 @pytest.mark.parametrize("accelerator", NO_MIG)
@@ -278,7 +279,8 @@ def test_every_size_names_at_most_seven_compute_slices_and_the_gpus_memory() -> 
     """No ``8g`` anywhere: a MIG GPU has seven compute slices (four on RTX PRO 6000)."""
     for accelerator in ("NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB", "NVIDIA_H100_MEGA_80GB",
                         "NVIDIA_H200_141GB", "NVIDIA_B200", "NVIDIA_GB200", "NVIDIA_RTX_PRO_6000"):
-        sizes = networking.gpu_partition_sizes(accelerator)
+        found = networking.gpu_partitions(accelerator)
+        sizes = found.sizes if found is not None else ()
         assert sizes, accelerator
         for size in sizes:
             compute, memory = size.removesuffix("gb").split("g.")

@@ -101,9 +101,3 @@ def gpu_partitions(accelerator_type: str) -> GpuPartitions | None:
     """The MIG partition sizes of ``accelerator_type`` (``sizes`` empty: it has no MIG); None
     when the table has no row for it (a GPU newer than the table)."""
     return _partitions().get(accelerator_type)
-
-
-def gpu_partition_sizes(accelerator_type: str) -> tuple[str, ...]:
-    """The MIG partition sizes of ``accelerator_type`` (empty: no MIG, or not in the table)."""
-    found = gpu_partitions(accelerator_type)
-    return found.sizes if found is not None else ()

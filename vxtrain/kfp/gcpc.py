@@ -82,11 +82,6 @@ def op_arguments(custom_job: Mapping[str, Any], project: str | None, region: str
     return OpArguments(arguments, sorted(_leaves(custom_job, used)))
 
 
-def worker_pool_specs(pools: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Compiled ``workerPoolSpecs`` as the op takes them (an empty slot stays ``{}``)."""
-    return [dict(proto_names(pool, MESSAGE_INPUTS["worker_pool_specs"][1])) for pool in pools]
-
-
 def proto_names(value: Any, message: protos.MessageRef | None) -> Any:
     """``value`` (REST JSON of ``message``) with proto field names and integer numbers, recursively."""
     if isinstance(value, list):

@@ -113,10 +113,9 @@ def submit(session: Session, plan: Plan, rigging: Sequence[Rigging], options: Ca
 
 @dataclass(frozen=True)
 class Turn:
-    """What one turn of a life did (a reconcile pass): the decision it ended on, the jobs it
-    created and cancelled, and whether the life finished."""
+    """What one turn of a life did (a reconcile pass): the jobs it created and cancelled, and
+    whether the life finished."""
 
-    decision: d.Decision
     created: tuple[str, ...]
     cancelled: tuple[str, ...]
     finished: bool
@@ -204,7 +203,7 @@ class _Carrier:
             self._end_spans()
         created = tuple(name for name, adopted in self.created.items() if not adopted)
         current = self.seen.get(self._current())
-        return Turn(self.decision, created, tuple(self.duplicates_cancelled) + tuple(sorted(self.left)), finished,
+        return Turn(created, tuple(self.duplicates_cancelled) + tuple(sorted(self.left)), finished,
                     self._summary()["cost"]["estimated"], current)
 
     def _finish_quietly(self, finish: d.Finish) -> None:

@@ -88,8 +88,6 @@ class Outcome(StrEnum):
     exit_code = "exit-code"  # a replica exited with one of recovery.on_exit_codes
 
 
-#: The outcomes of a job that lost its machines after it started: each starts the next attempt.
-LOST = frozenset({Outcome.preempted, Outcome.internal, Outcome.exit_code})
 #: Words for each lost outcome in messages.
 WHY_LOST = {Outcome.preempted: "lost its machines (preempted or stocked out)",
             Outcome.internal: "ended with an internal error (code 13)",
@@ -228,13 +226,12 @@ class Say:
 
 @dataclass(frozen=True)
 class WaitFor:
-    """Follow ``name`` until it changes how the life goes: it ends, it runs (``running``), or
-    ``until`` passes while it still waits for machines. ``quiet``: no progress, no log lines
-    (a job being cancelled)."""
+    """Follow ``name`` until it changes how the life goes: it ends, it runs (when the watch
+    follows until RUNNING), or ``until`` passes while it still waits for machines. ``quiet``:
+    no progress, no log lines (a job being cancelled)."""
 
     name: str
     until: datetime | None = None
-    running: bool = False
     quiet: bool = False
 
 
@@ -293,11 +290,6 @@ class Decision:
     def recoveries(self) -> int:
         """The highest attempt tried (each recovery one more)."""
         return max((t.attempt for t in self.tried), default=0)
-
-    @property
-    def finish(self) -> Finish | None:
-        """The Finish among the actions, if the life ends here."""
-        return next((a for a in self.actions if isinstance(a, Finish)), None)
 
 
 def decide(plan: Plan, jobs: Sequence[Observed], now: datetime, watch: Watch = Watch()) -> Decision:
@@ -489,7 +481,7 @@ class _Walk:
             self._record(attempt, rung, view, Outcome.started)
             self.actions.append(Finish(Ending.done, view))
             return
-        self.actions.append(WaitFor(view.name, deadline, running=watch.follow is Follow.until_running))
+        self.actions.append(WaitFor(view.name, deadline))
 
     def _look_first(self, job: Seen) -> bool:
         """A re-run that follows its one rung's job, found ended, polls it once (its state is

@@ -46,11 +46,6 @@ class TraceContext:
         """The 32 hex digits of the trace id (a label value: lowercase, under 63 characters)."""
         return self.traceparent.split("-")[1]
 
-    @property
-    def span_id(self) -> str:
-        """The 16 hex digits of the parent span's id."""
-        return self.traceparent.split("-")[2]
-
     def env(self) -> list[dict[str, str]]:
         """``[{"name": "TRACEPARENT", "value": …}, {"name": "TRACESTATE", …}]`` (a pool's env entries)."""
         out = [{"name": TRACEPARENT_ENV, "value": self.traceparent}]
