@@ -369,6 +369,16 @@ def test_kfp_gcpc_warns_of_the_ladder_recovery_notify_and_quota_check_it_drops(
     assert _op_task(text)["location"] == "us-central1"
 
 
+def test_kfp_gcpc_warns_of_hooks_given_by_environment_variable_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text("display_name: hooked\nregion: us-central1\nchief: {machine_type: n1-standard-4, image: i}\n"
+                    "notify: [{url_env: RELEASE_HOOK, secret_env: RELEASE_SECRET}]\n")
+    code, _, err = _convert(capsys, path, "kfp-gcpc")
+    assert code == 0, err
+    assert re.search(r":4:\d+: warning: --to kfp-gcpc leaves out `notify:`.*\[submit-only-dropped\]", err), err
+
+
 def test_the_kfp_target_keeps_the_whole_spec_and_warns_of_an_unset_image(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VXTRAIN_KFP_IMAGE", raising=False)

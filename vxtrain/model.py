@@ -366,6 +366,11 @@ class Job:
     #: ``notify:``'s hooks given by environment variables: (the URL's, the signing secret's or None).
     notify_env: list[tuple[str, str | None]] = field(default_factory=list)
 
+    @property
+    def has_hooks(self) -> bool:
+        """Whether ``notify:`` names any hook, by URL or by environment variable."""
+        return bool(self.notify or self.notify_env)
+
     def pool(self, role: str) -> Pool | None:
         """The pool with ``role``, or None."""
         return self.pools.get(role)

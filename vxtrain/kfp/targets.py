@@ -108,8 +108,8 @@ def _dropped(result: Result) -> list[Diagnostic]:
         said.append(warning("fallback-dropped", f"--to kfp-gcpc writes the spec itself (rung 0) only: the op has "
                             f"no ladder, so the {len(result.fallback)} `fallback:` rung(s) are left out; "
                             "`--to kfp` climbs them in the step", **native.where((FALLBACK_KEY,))))
-    for key in ("recovery", "notify"):
-        if getattr(job, key):
+    for key, written in (("recovery", job.recovery is not None), ("notify", job.has_hooks)):
+        if written:
             said.append(warning("submit-only-dropped", f"--to kfp-gcpc leaves out `{key}:`: it is what "
                                 "`vxtrain submit --wait` does while it follows the job, which the op does not; "
                                 "`--to kfp` keeps it", **native.where((key,))))
