@@ -52,8 +52,8 @@ else:
         except ImportError:
             from hashlib import sha256
 
-__all__ = ["KEY_FILE", "MAC_SIZE", "cache_home", "folder_key", "mac", "open_own", "problem", "read_own", "read_secret",
-           "sha256", "trusted", "verified", "write_private"]
+__all__ = ["KEY_FILE", "MAC_SIZE", "cache_home", "folder_key", "mac", "make_own", "open_own", "problem", "read_own",
+           "read_secret", "sha256", "trusted", "verified", "write_private"]
 
 #: The file in each private folder holding its signing key.
 KEY_FILE = ".vxtrain-key"
@@ -77,8 +77,7 @@ def trusted(folder: Path, what: str) -> bool:
     (words such as "the compiled-schema cache"). False, silently, when it cannot be made (a
     read-only home); False with a warning on stderr, once, when it is there but not private."""
     try:
-        _make(folder)
-        _tighten(folder)
+        make_own(folder)
     except OSError:
         return False
     why = problem(folder)
@@ -170,6 +169,14 @@ def _open_folder(folder: str, uid: int) -> str | None:
         return (f"{folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):04o}), who can put "
                 f"another folder in its place; run `chmod go-w {folder}`, or set XDG_CACHE_HOME elsewhere")
     return None
+
+
+def make_own(folder: Path) -> None:
+    """Make ``folder`` (and the missing folders above it) mode 0700, or make an existing one of
+    this user's that others may read but not write 0700; anything else is left for
+    :func:`problem` to judge. Raises OSError when a folder cannot be made."""
+    _make(folder)
+    _tighten(folder)
 
 
 def _tighten(folder: Path) -> None:

@@ -234,6 +234,23 @@ def test_the_emulator_refuses_a_token_folder_another_user_can_replace(
         start_emulator(out=io.StringIO(), environ={})
 
 
+def test_the_emulator_refuses_its_own_token_folder_once_others_could_write_into_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token folder of this user's left open to writing (a mkdir under umask 000) may hold
+    what another user put there: it is refused as every private folder of vxtrain's is
+    (vxtrain.private), never quietly made 0700; one others may only read is tightened."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = token_folder()
+    folder.mkdir(mode=0o700)
+    folder.chmod(0o777)
+    with pytest.raises(VxtrainError, match="open to other users"):
+        start_emulator(out=io.StringIO(), environ={})
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o777
+    folder.chmod(0o755)
+    with start_emulator(out=io.StringIO(), environ={}):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
 # --- the private token of --target local is handed over, not looked up ------------------------
 
 @pytest.mark.slow

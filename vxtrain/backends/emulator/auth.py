@@ -24,7 +24,6 @@ import hmac
 import os
 import secrets
 import socket
-import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ import grpc
 
 from vxtrain.backends.tokens import SOCKET_PATH_MAX, TOKEN_ENV, folder_problem, refusal, socket_file, token_file
 from vxtrain.errors import VxtrainError
+from vxtrain.private import make_own
 
 #: The scheme of the Authorization header (RFC 6750, section 2.1; compared case-insensitively, RFC 9110 11.1).
 SCHEME = "bearer"
@@ -155,12 +155,11 @@ def _locked(path: Path) -> bool:
 
 
 def _private_folder(folder: Path) -> None:
-    """Make ``folder`` (mode 0700) or check that an existing one is this user's own and private,
-    and that no folder above it lets another user replace it (tokens.folder_problem)."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.lstat()
-    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
-        folder.chmod(0o700)  # ours, but open to others: the token file must not be listed either
+    """Make ``folder`` as every private folder of vxtrain's is made (private.make_own: 0700,
+    the folders above it too; an existing one of this user's that others may read but not
+    write tightened, never one others could write into), then check that it is this user's
+    own and private, and that no folder above it lets another user replace it."""
+    make_own(folder)
     problem = folder_problem(folder)
     if problem is not None:
         raise VxtrainError(f"cannot keep the emulator's token and socket in {folder}: {problem}; fix it, or point "
