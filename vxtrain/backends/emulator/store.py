@@ -12,7 +12,7 @@ import itertools
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -232,15 +232,22 @@ class Emulator:
         size = page_size if page_size > 0 else filters.DEFAULT_PAGE_SIZE
         prefix = f"{parent}/{kind.collection}/"
         with self._lock:
-            candidates = [(r, _Seen(r.job.display_name, dict(r.job.labels), r.job.state,
-                                          r.job.create_time))
-                          for r in sorted(self._records.values(), key=lambda r: r.seq, reverse=True)
-                          if r.kind is kind and r.job.name.startswith(prefix) and (before is None or r.seq < before)]
-        matched = [record for record, seen in candidates if keep is None or keep(seen)]
+            records = [r for r in sorted(self._records.values(), key=lambda r: r.seq, reverse=True)
+                       if r.kind is kind and r.job.name.startswith(prefix) and (before is None or r.seq < before)]
+            if keep is None:  # no filter to run: the page at once, no snapshot
+                return self._page(records, size)
+            candidates = [(r, _Seen(r.job.display_name, dict(r.job.labels), r.job.state, r.job.create_time))
+                          for r in records]
+        matched = [record for record, seen in candidates if keep(seen)]
         with self._lock:
-            page = [copy(r.job) for r in matched[:size]]
-        more = len(matched) > size
-        return page, encode_cursor("before", matched[size - 1].seq) if more else ""
+            return self._page(matched, size)
+
+    @staticmethod
+    def _page(records: Sequence[Record], size: int) -> tuple[list[Any], str]:
+        """The first ``size`` of ``records`` (copies: the caller holds the lock) and the cursor
+        after them ("" when none is left)."""
+        more = len(records) > size
+        return [copy(r.job) for r in records[:size]], encode_cursor("before", records[size - 1].seq) if more else ""
 
     def cancel(self, kind: JobKind, name: str) -> None:
         """Ask a job to stop: CANCELLING now, CANCELLED once its processes ended."""
