@@ -235,19 +235,12 @@ class Emulator:
             records = [r for r in sorted(self._records.values(), key=lambda r: r.seq, reverse=True)
                        if r.kind is kind and r.job.name.startswith(prefix) and (before is None or r.seq < before)]
             if keep is None:  # no filter to run: the page at once, no snapshot
-                return self._page(records, size)
+                return _page(records, size)
             candidates = [(r, _Seen(r.job.display_name, dict(r.job.labels), r.job.state, r.job.create_time))
                           for r in records]
         matched = [record for record, seen in candidates if keep(seen)]
         with self._lock:
-            return self._page(matched, size)
-
-    @staticmethod
-    def _page(records: Sequence[Record], size: int) -> tuple[list[Any], str]:
-        """The first ``size`` of ``records`` (copies: the caller holds the lock) and the cursor
-        after them ("" when none is left)."""
-        more = len(records) > size
-        return [copy(r.job) for r in records[:size]], encode_cursor("before", records[size - 1].seq) if more else ""
+            return _page(matched, size)
 
     def cancel(self, kind: JobKind, name: str) -> None:
         """Ask a job to stop: CANCELLING now, CANCELLED once its processes ended."""
@@ -388,3 +381,10 @@ class Emulator:
         with self._lock:  # a cancel that came as the wait ended wins: the caller asked first
             failed = Outcome(FAILED, RESOURCE_EXHAUSTED, stockout_message(record.job.name))
             self._finish(record, cancelled(record.kind) if cancel or record.stop.is_set() else failed)
+
+
+def _page(records: Sequence[Record], size: int) -> tuple[list[Any], str]:
+    """The first ``size`` of ``records`` (copies: the caller holds the store's lock) and the
+    cursor after them ("" when none is left)."""
+    more = len(records) > size
+    return [copy(r.job) for r in records[:size]], encode_cursor("before", records[size - 1].seq) if more else ""
