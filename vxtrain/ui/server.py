@@ -41,7 +41,6 @@ from vxtrain.joblogs import Entry
 from vxtrain.render.report import plan_report
 from vxtrain.submission import Hooks, JobView
 from vxtrain.submission.names import split_name
-from vxtrain.submission.session import JobWatch
 from vxtrain.ui import pages
 from vxtrain.ui.guard import Guard, Verdict, new_token
 from vxtrain.ui.source import PathRefused, Source, spec_files, spec_path
@@ -196,9 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
         def lines(entries: list[Entry]) -> None:
             if stopping.is_set():
                 raise _Stopped
-            self._events(("log", entry.insert_id or f"{entry.timestamp}|{entry.replica}|{entry.text}",
-                          {"id": entry.insert_id or f"{entry.timestamp}|{entry.replica}|{entry.text}",
-                           **entry.to_json()}) for entry in entries)
+            self._events(_log_event(entry) for entry in entries)
 
         def polled(view: JobView, elapsed: float) -> None:
             if stopping.is_set():
@@ -211,12 +208,8 @@ class _Handler(BaseHTTPRequestHandler):
         notes.addHandler(_Notes(lambda message: self._events([("note", None, {"message": message})])))
         following = replace(session.with_hooks(Hooks(progress=polled, logs=lines)), log=notes)
         try:
-            with following, JobWatch(following, name) as watch:
-                while True:
-                    view = watch.poll()
-                    if view.state.terminal:
-                        break
-                    watch.pause()
+            with following:
+                view = following.wait(name, check=False)
             self._events([("end", None, {"state": view.state.value})])
         except _Stopped:
             return
@@ -232,6 +225,13 @@ class _Handler(BaseHTTPRequestHandler):
         if chunk:
             self.wfile.write("".join(chunk).encode())
             self.wfile.flush()
+
+
+def _log_event(entry: Entry) -> tuple[str, str, Mapping[str, object]]:
+    """A log line as a server-sent event: its id the entry's own (else its time, replica and
+    text), so a reconnecting page is not sent it twice."""
+    event_id = entry.insert_id or f"{entry.timestamp}|{entry.replica}|{entry.text}"
+    return "log", event_id, {"id": event_id, **entry.to_json()}
 
 
 class _Notes(logging.Handler):
