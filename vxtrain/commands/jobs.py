@@ -16,8 +16,7 @@ from vxtrain.errors import JobFailedError, UsageError
 from vxtrain.render.progress import reporting
 from vxtrain.submission import Hooks, JobView, Session, build_filter
 from vxtrain.submission.decide import lost_hint
-from vxtrain.submission.names import LABEL_KEY
-from vxtrain.submission.views import job_view
+from vxtrain.submission.views import raise_for_state
 
 
 def status(name: str, *, project: str | None = None, region: str | None = None,
@@ -37,17 +36,15 @@ def wait(name: str, *, project: str | None = None, region: str | None = None,
     0 SUCCEEDED, 3 FAILED/CANCELLED/EXPIRED."""
     with reporting(), c.progress(True) as progress:
         hooks = Hooks(progress, progress.log if logs else None)
+        with Session(endpoint=endpoint, hooks=hooks) as session:
+            view = c.on_job(name, project, region, endpoint,
+                            lambda full: session.wait(full, timeout=timeout, priced=True, check=False))
         try:
-            with Session(endpoint=endpoint, hooks=hooks) as session:
-                view = c.on_job(name, project, region, endpoint,
-                                lambda full: session.wait(full, timeout=timeout, priced=True))
+            raise_for_state(view)
         except JobFailedError as exc:
             c.print_failure_tail(progress, exc.job)
             c.print_view(exc.job, output)
-            key = exc.job.get("idempotency_key")
-            hint = lost_hint(job_view({"name": exc.job.get("name"), "state": exc.job.get("state"),
-                                       "startTime": exc.job.get("start_time"), "error": exc.job.get("error"),
-                                       "labels": {LABEL_KEY: key} if key else {}}))
+            hint = lost_hint(view)
             if hint is not None:  # preempted: not a failure of the code; say how recovery carries it on
                 raise exc.reworded(f"{exc}; {hint}") from exc
             raise
