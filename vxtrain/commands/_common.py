@@ -14,6 +14,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar, get_type_hints
 
@@ -330,3 +331,17 @@ def spec_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in params}
     return wrapper
+
+
+#: ``--since`` (jobs, cost, ui) that reaches back to the first job.
+SINCE_ALL = "all"
+
+
+def since_time(text: str) -> datetime | None:
+    """``--since`` of jobs, cost and ui: a duration back from now (``7d``), an RFC 3339 time,
+    or ``all`` (None)."""
+    # lazy: joblogs is the log commands' (validate's start-up never needs it)
+    from vxtrain.joblogs import parse_since
+    from vxtrain.vocab.timestamps import parse_time
+
+    return None if text.strip().lower() == SINCE_ALL else parse_time(parse_since(text))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from enum import Enum
 from typing import Annotated, Optional
 
@@ -20,16 +19,11 @@ import typer
 from vxtrain import api
 from vxtrain.commands import _common as c
 from vxtrain.errors import UsageError
-from vxtrain.joblogs import parse_since
 from vxtrain.render.ledger import cost_text, jobs_text, stats_text
 from vxtrain.render.progress import reporting
 from vxtrain.submission.ledger import BY, Query
 from vxtrain.submission.names import normalize_state
 from vxtrain.vocab.kinds import JobState
-from vxtrain.vocab.timestamps import parse_time
-
-#: ``--since`` that reaches back to the first job.
-ALL = "all"
 
 
 class CostOutput(str, Enum):
@@ -72,7 +66,7 @@ def cost(query: Query, by: str, *, endpoint: str | None = None, output: CostOutp
 
 def query_of(*, project: str | None, regions: Sequence[str], spec: str | None, variables: Sequence[str] | None,
              endpoint: str | None, key: str | None = None, labels: Sequence[str] | None = None,
-             since: str = ALL, states: Sequence[str] = ()) -> Query:
+             since: str = c.SINCE_ALL, states: Sequence[str] = ()) -> Query:
     """The query the flags say: where (``--region``, else the spec's rungs' regions, else the
     default region), which jobs (``--key``, ``--label``, ``--since``, ``--state``)."""
     if spec is not None:
@@ -84,13 +78,8 @@ def query_of(*, project: str | None, regions: Sequence[str], spec: str | None, v
     if not project or not regions:
         raise UsageError("jobs and cost need a project and a region: pass --project and --region (or --spec FILE), "
                          "or export GOOGLE_CLOUD_PROJECT and CLOUD_ML_REGION")
-    return Query(project, regions, key, c.parse_pairs(labels, "--label", "KEY=VALUE"), since_time(since),
+    return Query(project, regions, key, c.parse_pairs(labels, "--label", "KEY=VALUE"), c.since_time(since),
                  frozenset(state_of(s) for s in states))
-
-
-def since_time(text: str) -> datetime | None:
-    """``--since``: a duration back from now (``7d``), an RFC 3339 time, or ``all`` (None)."""
-    return None if text.strip().lower() == ALL else parse_time(parse_since(text))
 
 
 def state_of(text: str) -> JobState:
@@ -112,7 +101,7 @@ VarsOpt = Annotated[Optional[list[str]], typer.Option("--var", help="NAME=VALUE 
 
 def _since() -> object:
     return typer.Option("--since", help=f"Jobs created since: a duration back (30m, 12h, 7d), an RFC 3339 time, "
-                                        f"or {ALL}.")
+                                        f"or {c.SINCE_ALL}.")
 
 
 def register(app: typer.Typer) -> None:

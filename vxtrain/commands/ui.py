@@ -28,14 +28,14 @@ def ui(*, port: int = 0, endpoint: str | None = None, project: str | None = None
     from vxtrain.submission import Session
     from vxtrain.submission.ledger import Query
     from vxtrain.ui.server import start
-    from vxtrain.ui.source import Source, since_time
+    from vxtrain.ui.source import Source
 
     default_project, default_region = c.where(project, None, endpoint)
     regions = tuple(regions) or ((default_region,) if default_region else ())
     if not default_project or not regions:
         raise UsageError("the ui needs a project and a region: pass --project and --region, --endpoint HOST:PORT "
                          "(an emulator), or export GOOGLE_CLOUD_PROJECT and CLOUD_ML_REGION")
-    query = Query(default_project, regions, since=since_time(since))
+    query = Query(default_project, regions, since=c.since_time(since))
     with interrupt_on_signals(), reporting(), Session(endpoint=endpoint) as session:
         with start(Source.of(session, query), port=port) as served:
             where = f"the jobs of {query.project} in {', '.join(query.regions)}"

@@ -24,11 +24,9 @@ from typing import Any
 
 from vxtrain import errors
 from vxtrain.backends.base import JobDict
-from vxtrain.joblogs import parse_since
 from vxtrain.submission import Session
 from vxtrain.submission.ledger import KeyJobs, Ledger, LedgerJob, Query, ledger_job, read
 from vxtrain.submission.names import split_name
-from vxtrain.vocab.timestamps import parse_time
 
 #: How often an open jobs page refreshes: an emulator's jobs take seconds, Vertex AI's
 #: minutes (each refresh of a Vertex AI page is one List series per region and kind).
@@ -44,12 +42,6 @@ MAX_SPECS, MAX_FOLDERS = 200, 2000
 #: Folders never walked for specs (as vxtrain validate DIR leaves them out: vxtrain.bulk).
 SKIPPED = frozenset({"node_modules", "__pycache__", "site-packages"})
 SPEC_SUFFIXES = (".yaml", ".yml")
-
-
-def since_time(text: str) -> datetime | None:
-    """``--since``: a duration back from now (``7d``), an RFC 3339 time, or ``all`` (None), as
-    ``vxtrain jobs`` reads it."""
-    return None if text.strip().lower() == "all" else parse_time(parse_since(text))
 
 
 @dataclass(frozen=True)
