@@ -28,7 +28,6 @@ from vxtrain import bulk
 from vxtrain.diagnostics import Diagnostic
 from vxtrain.errors import BuildKeyError, InvalidArgumentError, NoCapacity, SpecError, UsageError, VxtrainError
 from vxtrain.loading.document import spec_folder
-from vxtrain.model import key_path_of
 from vxtrain.options import Options
 from vxtrain.pipeline import Result, check_file, load, load_job
 from vxtrain.vocab.kinds import job_spec_of
@@ -167,10 +166,9 @@ def _submit(send: _Send, target: str, endpoint: str | None, hooks: Hooks, gpus: 
 def _located(result: Result, exc: BuildKeyError, diagnostic: Diagnostic) -> Diagnostic:
     """``diagnostic`` (about pool ``exc.role``'s ``build.KEY``) at that key's place in the spec
     (written in the pool, else in ``defaults``)."""
-    native = result.native
-    if native is None:
-        return diagnostic
-    where = native.where(key_path_of(native.data, exc.role, "build", exc.key))
+    from vxtrain import jobplan  # lazy: as in submit()
+
+    where = jobplan.where(result, exc.role, "build", exc.key)
     return replace(diagnostic, path=str(where["path"]), line=where["line"], column=where["column"],
                    file=where.get("file") or diagnostic.file)
 

@@ -100,7 +100,7 @@ def _no_repository(result: Result) -> dx.Diagnostic | None:
         "no-image-repository", "build: images must be pushed before the job is created, and no image "
         "repository is set: pass --image-repository HOST/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO) "
         "or set image_repository: in the spec",
-        **_where(result, result.images[0].roles[0], "build"))
+        **where(result, result.images[0].roles[0], "build"))
 
 
 def _no_bucket(result: Result) -> dx.Diagnostic | None:
@@ -110,10 +110,10 @@ def _no_bucket(result: Result) -> dx.Diagnostic | None:
     return dx.error(
         "no-staging-bucket", "python_package.source must be uploaded before the job is created, and no "
         "staging bucket is set: pass --staging-bucket gs://BUCKET[/PREFIX] or set staging_bucket: in the spec",
-        **_where(result, result.packages[0].roles[0], "python_package", "source"))
+        **where(result, result.packages[0].roles[0], "python_package", "source"))
 
 
-def _where(result: Result, role: str, *keys: str) -> dict[str, Any]:
+def where(result: Result, role: str, *keys: str) -> dict[str, Any]:
     """The location of pool ``role``'s key ``keys`` (written in the pool, else in ``defaults``)."""
     native = _native(result)
     return native.where(key_path_of(native.data, role, *keys))

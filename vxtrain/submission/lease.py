@@ -46,7 +46,6 @@ from vxtrain.submission.create import Created, Request, create_once, elect, olde
 from vxtrain.submission.names import LABEL_KEY
 from vxtrain.submission.retry import Backoff
 from vxtrain.submission.session import Session
-from vxtrain.vocab.kinds import kind_of_name
 from vxtrain.vocab.timestamps import format_time
 
 if TYPE_CHECKING:
@@ -258,7 +257,4 @@ class _Leased:
 
     def _adopt(self, name: str) -> Created:
         """The job the lease names, adopted (its labels listed once more: vxtrain.submission.create.elect)."""
-        kind = kind_of_name(name)
-        api = self.session.api(self.request.parent.split("/")[3])
-        found: JobDict = self.session.call(lambda: api.get(kind, name), f"get {name}")
-        return elect(self.session, self.request, found, adopted=True)
+        return elect(self.session, self.request, self.session.fetch(name), adopted=True)
