@@ -14,6 +14,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from vxtrain.diagnostics import plural
 from vxtrain.planning.cost import usd
 from vxtrain.render import console
 from vxtrain.submission.ledger import NO_KEY, PERCENTILES, CostReport, KeyJobs, Ledger, LedgerJob, QueueStat
@@ -64,15 +65,11 @@ def summary(ledger: Ledger) -> str:
     """``5 jobs: 2 keys and 1 job without a key; about $1.23 (1 unpriced)``."""
     keyed = [group for group in ledger.keys if group.key is not None]
     loose = sum(len(group.jobs) for group in ledger.keys if group.key is None)
-    parts = [_count(len(keyed), "key")] + ([f"{_count(loose, 'job')} without a key"] if loose else [])
+    parts = [plural(len(keyed), "key")] + ([f"{plural(loose, 'job')} without a key"] if loose else [])
     total = sum(job.cost_usd for job in ledger.jobs if job.cost_usd is not None)
     unpriced = sum(1 for job in ledger.jobs if job.cost_usd is None)
-    return (f"{_count(len(ledger.jobs), 'job')}: {' and '.join(parts)}; about {usd(total)}"
+    return (f"{plural(len(ledger.jobs), 'job')}: {' and '.join(parts)}; about {usd(total)}"
             + (f" ({unpriced} unpriced)" if unpriced else ""))
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _where(ledger: Ledger) -> str:
@@ -84,7 +81,7 @@ def _where(ledger: Ledger) -> str:
 
 def _key_row(group: KeyJobs) -> list[str]:
     count = len(group.jobs)
-    return ["", "", "", f"{escape(group.key or NO_KEY)} ({_count(count, 'job')})",
+    return ["", "", "", f"{escape(group.key or NO_KEY)} ({plural(count, 'job')})",
             _state(group.state), "", "", "", "", "", usd(group.cost_usd)]
 
 

@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 
 from vxtrain import __version__
 from vxtrain.catalog.prices import ON_DEMAND
+from vxtrain.diagnostics import plural
 from vxtrain.planning.cost import usd
 from vxtrain.render.ledger import duration
 from vxtrain.submission.ledger import NO_KEY, KeyJobs, Ledger, LedgerJob
@@ -69,8 +70,8 @@ def jobs_section(ledger: Ledger) -> str:
     priced = [job.cost_usd for job in ledger.jobs if job.cost_usd is not None]
     unpriced = len(ledger.jobs) - len(priced)
     keys = ledger.keys
-    totals = (f'<p class="totals">{len(ledger.jobs)} job{_s(len(ledger.jobs))} under {len(keys)} '
-              f"key{_s(len(keys))} · about <strong>{escape(usd(sum(priced)))}</strong>"
+    totals = (f'<p class="totals">{plural(len(ledger.jobs), "job")} under {plural(len(keys), "key")}'
+              f" · about <strong>{escape(usd(sum(priced)))}</strong>"
               + (f" and {unpriced} unpriced" if unpriced else "") + f'</p><p class="note">{escape(_ESTIMATED)}</p>')
     head = "".join(f'<th class="{name}{" num" if name in _NUMERIC else ""}">{_HEADS.get(name, name)}</th>'
                    for name in _COLUMNS)
@@ -87,8 +88,8 @@ def _key_rows(group: KeyJobs) -> str:
     key = group.key or NO_KEY
     count = len(group.jobs)
     head = (f'<tr class="key" data-key="{escape(group.key or "")}"><td colspan="5"><span class="keyname">'
-            f"{escape(key)}</span> <span class=\"dim\">{count} job{_s(count)}, "
-            f"{len(group.attempts)} attempt{_s(len(group.attempts))}</span></td>"
+            f"{escape(key)}</span> <span class=\"dim\">{plural(count, 'job')}, "
+            f"{plural(len(group.attempts), 'attempt')}</span></td>"
             f"<td>{_state(group.state.value)}</td><td></td><td></td><td></td>"
             f'<td class="num">{escape(usd(group.cost_usd))}</td></tr>')
     rows = [_job_row(job, attempt.attempt if index == 0 else None)
@@ -230,7 +231,3 @@ def _iso(when: datetime) -> str:
 
 def _or_dash(value: int | None) -> str:
     return "–" if value is None else str(value)
-
-
-def _s(count: int) -> str:
-    return "" if count == 1 else "s"

@@ -24,6 +24,7 @@ from typing import Any
 
 from vxtrain import errors
 from vxtrain.backends.base import JobDict
+from vxtrain.formats import gcloud
 from vxtrain.submission import Session
 from vxtrain.submission.ledger import KeyJobs, Ledger, LedgerJob, Query, ledger_job, read
 from vxtrain.submission.names import split_name
@@ -32,11 +33,11 @@ from vxtrain.submission.names import split_name
 #: minutes (each refresh of a Vertex AI page is one List series per region and kind).
 EMULATOR_REFRESH_S = 2.0
 VERTEX_REFRESH_S = 15.0
-#: The fields of a job the server sets (REST "Output only"), left out of "the job as sent":
-#: CustomJob https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.customJobs
-#: and HyperparameterTuningJob .../projects.locations.hyperparameterTuningJobs (read 2026-11-29).
-OUTPUT_ONLY = frozenset({"name", "state", "createTime", "startTime", "endTime", "updateTime", "error",
-                         "webAccessUris", "trials", "satisfiesPzs", "satisfiesPzi"})
+#: The fields of a job the server sets (REST "Output only"), left out of "the job as sent": a
+#: CustomJob's (formats.gcloud.OUTPUT_ONLY) and a HyperparameterTuningJob's ``trials``
+#: (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.hyperparameterTuningJobs,
+#: read 2026-11-29).
+OUTPUT_ONLY = gcloud.OUTPUT_ONLY | {"trials"}
 #: The spec files the plan page lists at most, and the folders it opens looking for them.
 MAX_SPECS, MAX_FOLDERS = 200, 2000
 #: Folders never walked for specs (as vxtrain validate DIR leaves them out: vxtrain.bulk).
