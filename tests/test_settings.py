@@ -102,7 +102,8 @@ def test_each_tier_wins_over_the_ones_after_it(gcloud_dir: Path) -> None:
 
 
 def test_the_configuration_is_read_once_per_check(gcloud_dir: Path) -> None:
-    """plan's pipeline reads gcloud's files through one cached reader for both keys."""
+    """plan's pipeline and the job commands resolve both keys at once: gcloud's two files
+    read once each, and not at all when flags, the spec or variables set both."""
     _configuration(gcloud_dir, "dev", "[core]\nproject = p\n[ai]\nregion = us-east1\n")
     reads: list[Path] = []
 
@@ -110,13 +111,17 @@ def test_the_configuration_is_read_once_per_check(gcloud_dir: Path) -> None:
         reads.append(path)
         return settings.read_text(path)
 
-    import functools
-
-    cached = functools.cache(reader)
     env = {"CLOUDSDK_CONFIG": str(gcloud_dir)}
-    for key in settings.KEYS:
-        assert settings.resolve(key, environ=env, read=cached) is not None
+    found = settings.resolve_both({}, {}, env, reader)
+    assert found["project"] is not None and found["region"] is not None
+    assert found["region"].value == "us-east1" and found["project"].value == "p"
     assert len(reads) == len(set(reads)) == 2  # active_config, config_dev
+    reads.clear()
+    found = settings.resolve_both({"project": "flagged"}, {"region": "europe-west4"}, env, reader)
+    assert (found["project"].source, found["region"].source) == ("--project", settings.SPEC)  # type: ignore[union-attr]
+    assert reads == []
+    assert settings.resolve_both({"project": "flagged"}, {}, env, reader)["region"] == settings.resolve(
+        "region", environ=env)
 
 
 # --- the command line -----------------------------------------------------------------------

@@ -13,7 +13,6 @@ and ``plan`` stay fast (scripts/bench.py).
 """
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -93,14 +92,12 @@ def _apply_overrides(native: NativeSpec, options: Options, environ: Mapping[str,
     replaced. Returns the project's and region's settings, for ``plan`` to say where each
     came from."""
     used: dict[str, Setting] = {}
-    read = functools.cache(settings.read_text)  # gcloud's files, read once for both keys
     given: list[tuple[str, Setting | None]] = [
         (key, Setting(getattr(options, key), flag, flag) if getattr(options, key) else None)
         for key, flag in (("display_name", "--display-name"), ("staging_bucket", "--staging-bucket"),
                           ("image_repository", "--image-repository"))]
-    for key in settings.KEYS:
-        found = settings.resolve(key, flag=getattr(options, key), spec=native.data.get(key), environ=environ,
-                                 read=read)
+    resolved = settings.resolve_both({key: getattr(options, key) for key in settings.KEYS}, native.data, environ)
+    for key, found in resolved.items():
         if found is not None:
             used[key] = found
         given.append((key, found))

@@ -157,21 +157,44 @@ def from_gcloud(environ: Mapping[str, str], read: Reader = read_text) -> dict[Ke
 def from_environment(key: Key, environ: Mapping[str, str], read: Reader = read_text) -> Setting | None:
     """What the environment gives ``key`` when neither a flag nor the spec does: tier 1's
     variable, tier 2's (gcloud's), then the active gcloud configuration (tier 3)."""
-    for name in ENVIRONMENT[key]:
-        value = environ.get(name, "").strip()
-        if value:
-            return Setting(value, f"${name}", f"${name}")
-    return from_gcloud(environ, read).get(key)
+    found = _variable(key, environ)
+    return found if found is not None else from_gcloud(environ, read).get(key)
 
 
 def resolve(key: Key, *, flag: str | None = None, spec: object = None,
             environ: Mapping[str, str], read: Reader = read_text) -> Setting | None:
     """``key`` from the first tier that sets it (tiers 1 to 3); None when none does."""
+    found = _given(key, flag, spec, environ)
+    return found if found is not None else from_gcloud(environ, read).get(key)
+
+
+def resolve_both(flags: Mapping[Key, str | None], spec: Mapping[str, object], environ: Mapping[str, str],
+                 read: Reader = read_text) -> dict[Key, Setting | None]:
+    """Project and region, each as :func:`resolve` gives it, with gcloud's configuration
+    read and parsed once, and only when a flag, the spec or a variable left one unset."""
+    found = {key: _given(key, flags.get(key), spec.get(key), environ) for key in KEYS}
+    if any(setting is None for setting in found.values()):
+        configured = from_gcloud(environ, read)
+        found = {key: setting if setting is not None else configured.get(key) for key, setting in found.items()}
+    return found
+
+
+def _given(key: Key, flag: str | None, spec: object, environ: Mapping[str, str]) -> Setting | None:
+    """Tiers 1 and 2 for ``key``: its flag, the spec, then the environment's variables."""
     if flag:
         return Setting(flag, FLAGS[key], FLAGS[key])
     if spec:
         return Setting(str(spec), SPEC, SPEC)
-    return from_environment(key, environ, read)
+    return _variable(key, environ)
+
+
+def _variable(key: Key, environ: Mapping[str, str]) -> Setting | None:
+    """The first of ``key``'s environment variables that is set (tier 1's, then gcloud's)."""
+    for name in ENVIRONMENT[key]:
+        value = environ.get(name, "").strip()
+        if value:
+            return Setting(value, f"${name}", f"${name}")
+    return None
 
 
 def adc_project() -> Setting | None:

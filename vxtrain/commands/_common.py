@@ -233,9 +233,8 @@ def where(project: str | None, region: str | None, endpoint: str | None,
     from vxtrain.submission import LOCAL_PROJECT, LOCAL_REGION
 
     env = os.environ if environ is None else environ
-    read = functools.cache(settings.read_text)  # gcloud's configuration file, read once for both
-    found_project = settings.resolve("project", flag=project, environ=env, read=read)
-    found_region = settings.resolve("region", flag=region, environ=env, read=read)
+    found = settings.resolve_both({"project": project, "region": region}, {}, env)
+    found_project, found_region = found["project"], found["region"]
     project = found_project.value if found_project is not None else None
     region = found_region.value if found_region is not None else None
     if endpoint:
