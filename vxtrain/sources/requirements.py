@@ -65,9 +65,7 @@ class Include:
 
 def includes(data: bytes) -> list[tuple[int, str]]:
     """The files a requirements file's ``-r``/``-c`` lines name: (line number, as written), in order."""
-    text = data.decode("utf-8", "replace")
-    return [(n, m.group(1)) for n, line in enumerate(text.splitlines(), 1)
-            if (m := INCLUDE.match(line.split(" #")[0]))]
+    return [(n, m.group(1)) for n, text in _lines(data) if (m := INCLUDE.match(text))]
 
 
 def _inside(path: Path, roots: Sequence[Path]) -> bool:
@@ -267,11 +265,8 @@ class LocalRequirement:
             # module for every build.requirements, and only a local wheel needs it
             import hashlib
 
-            h = hashlib.sha256()
             with self.path.open("rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-            return h.hexdigest()
+                return hashlib.file_digest(f, "sha256").hexdigest()
         return describe(self.path).digest
 
 
