@@ -30,7 +30,6 @@ the stockout text is the one users report ("Resources are insufficient in region
 """
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from vxtrain.backends.base import JobDict
 from vxtrain.model import ATTEMPT_ENV, ATTEMPT_LABEL, RUNG_LABEL
 from vxtrain.submission.plan import Plan
 from vxtrain.submission.views import JobView
-from vxtrain.vocab.kinds import RESOURCE_EXHAUSTED, JobState, job_spec_of, kind_of_job
+from vxtrain.vocab.kinds import RESOURCE_EXHAUSTED, JobState, job_spec_of, kind_of_job, with_pool_env
 from vxtrain.vocab.timestamps import parse_time, time_key
 
 if TYPE_CHECKING:
@@ -345,16 +344,9 @@ def lost_hint(view: JobView) -> str | None:
 def attempt_job(job: JobDict, attempt: int, *, standard: bool = False) -> JobDict:
     """``job`` (REST JSON) as attempt ``attempt`` sends it: ``VXTRAIN_ATTEMPT`` in every pool's
     env and, with ``standard``, ``scheduling.strategy: STANDARD``."""
-    out = copy.deepcopy(job)
+    out = with_pool_env(job, [{"name": ATTEMPT_ENV, "value": str(attempt)}], (ATTEMPT_ENV,))
     spec = out.get(kind_of_job(out).spec_key)
-    if not isinstance(spec, dict):
-        return out
-    for pool in spec.get("workerPoolSpecs") or []:
-        code = pool.get("containerSpec") or pool.get("pythonPackageSpec") if isinstance(pool, dict) else None
-        if isinstance(code, dict):
-            env = [e for e in code.get("env") or [] if e.get("name") != ATTEMPT_ENV]
-            code["env"] = [*env, {"name": ATTEMPT_ENV, "value": str(attempt)}]
-    if standard:
+    if standard and isinstance(spec, dict):
         spec["scheduling"] = {**(spec.get("scheduling") or {}), "strategy": "STANDARD"}
     return out
 

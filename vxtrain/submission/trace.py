@@ -16,7 +16,6 @@ imports nothing.
 """
 from __future__ import annotations
 
-import copy
 import logging
 import re
 from collections.abc import Mapping
@@ -26,7 +25,7 @@ from typing import Union
 
 from vxtrain.backends.base import JobDict
 from vxtrain.model import TRACE_LABEL, TRACEPARENT_ENV, TRACESTATE_ENV
-from vxtrain.vocab.kinds import kind_of_job
+from vxtrain.vocab.kinds import with_pool_env
 
 #: version-traceid-parentid-flags, lowercase hex (W3C trace context, "traceparent Header").
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
@@ -90,15 +89,8 @@ def with_trace(job: JobDict, trace: TraceContext | None) -> JobDict:
     already there) and its trace id in the label ``vxtrain_trace``; unchanged without one."""
     if trace is None:
         return job
-    out = copy.deepcopy(job)
+    out = with_pool_env(job, trace.env(), (TRACEPARENT_ENV, TRACESTATE_ENV))
     out["labels"] = {**(out.get("labels") or {}), TRACE_LABEL: trace.trace_id}
-    spec = out.get(kind_of_job(out).spec_key)
-    pools = spec.get("workerPoolSpecs") if isinstance(spec, dict) else None
-    for pool in pools or []:
-        code = pool.get("containerSpec") or pool.get("pythonPackageSpec") if isinstance(pool, dict) else None
-        if isinstance(code, dict):
-            env = [e for e in code.get("env") or [] if e.get("name") not in (TRACEPARENT_ENV, TRACESTATE_ENV)]
-            code["env"] = [*env, *trace.env()]
     return out
 
 

@@ -11,7 +11,8 @@ Plain strings only: importing this costs nothing (``validate`` stays fast).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -121,6 +122,21 @@ def job_spec_of(job: Mapping[str, Any]) -> Mapping[str, Any]:
     job's ``jobSpec``; ``{}`` when it has none."""
     spec = job.get(kind_of_job(job).spec_key)
     return spec if isinstance(spec, Mapping) else {}
+
+
+def with_pool_env(job: Mapping[str, Any], entries: list[dict[str, str]], replacing: Collection[str]) -> dict[str, Any]:
+    """A deep copy of ``job`` (REST JSON) whose every pool's code (``containerSpec`` or
+    ``pythonPackageSpec``) has ``entries`` at the end of its env, the entries named in
+    ``replacing`` taken out first (what vxtrain sets for each attempt, or a trace)."""
+    out = copy.deepcopy(dict(job))
+    spec = out.get(kind_of_job(out).spec_key)
+    pools = spec.get("workerPoolSpecs") if isinstance(spec, dict) else None
+    for pool in pools or []:
+        code = pool.get("containerSpec") or pool.get("pythonPackageSpec") if isinstance(pool, dict) else None
+        if isinstance(code, dict):
+            kept = [e for e in code.get("env") or [] if e.get("name") not in replacing]
+            code["env"] = [*kept, *entries]
+    return out
 
 
 def kind_of_name(name: str) -> JobKind:
