@@ -12,6 +12,7 @@ Acting as another user needs root and setpriv: without them these tests skip, sa
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -55,6 +56,22 @@ def require_setpriv() -> None:
         if under_ci():
             pytest.fail("setpriv (util-linux) is not installed; under CI this must be tested")
         pytest.skip("setpriv (util-linux) is not installed: cannot listen as another user")
+    why = _nobody_cannot_run_python()
+    if why is not None:
+        if under_ci():
+            pytest.fail(f"{why}; under CI this must be tested")
+        pytest.skip(why)
+
+
+@functools.cache
+def _nobody_cannot_run_python() -> str | None:
+    """Why nobody cannot run this interpreter (its listeners are this Python), or None: a
+    Python under root's 0700 home (pyenv's) runs for nobody only where its libpython is also
+    a system one."""
+    probe = subprocess.run([*AS_NOBODY, sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=60)
+    if probe.returncode == 0:
+        return None
+    return f"nobody cannot run this Python ({sys.executable}): {probe.stderr.strip()[-300:]}"
 
 
 @dataclass
