@@ -188,13 +188,12 @@ def _timeline(page: JobPage) -> str:
 
 # --- the plan page's index, refusals --------------------------------------------------------
 
-def plan_index(root: str, files: Iterable[str], problem: str = "") -> str:
+def plan_index(root: str, files: Iterable[str]) -> str:
     """The plan page without a file: a form for a path and the specs found under ``root``."""
     items = "".join(f'<li><a href="{escape("/plan?" + urlencode({"file": name}))}">{escape(name)}</a></li>'
                     for name in files)
     listed = f'<ul class="specs">{items}</ul>' if items else '<p class="empty">No *.yaml or *.yml here.</p>'
-    error = f'<p class="error">{escape(problem)}</p>' if problem else ""
-    body = (f"<h1>Plan a spec</h1>{error}<p>The plan report (<code>vxtrain plan FILE --html</code>) of a spec under "
+    body = (f"<h1>Plan a spec</h1><p>The plan report (<code>vxtrain plan FILE --html</code>) of a spec under "
             f"<code>{escape(root)}</code>, the folder the ui was started in.</p>"
             '<form method="get" action="/plan"><label>Spec file <input name="file" size="60" '
             'placeholder="configs/train.yaml" required></label> <button>Plan</button></form>'

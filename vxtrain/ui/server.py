@@ -42,7 +42,7 @@ from vxtrain.render.report import plan_report
 from vxtrain.submission import Hooks, JobView
 from vxtrain.submission.names import split_name
 from vxtrain.ui import pages
-from vxtrain.ui.guard import Guard, Verdict, new_token
+from vxtrain.ui.guard import METHODS, Guard, Verdict, new_token
 from vxtrain.ui.source import PathRefused, Source, spec_files, spec_path
 
 #: The only address served: the ui shows a project's jobs to whoever can read the page.
@@ -88,7 +88,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         verdict = self.server.guard.check(self.command, self.path, dict(self.headers.items()))
-        if self.command not in ("GET", "HEAD"):
+        if self.command not in METHODS:
             self.close_connection = True  # its body, if any, is not read
         if not verdict.allowed:
             self._refuse(verdict)
@@ -131,7 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
                        {"Location": verdict.location, **({"Set-Cookie": verdict.cookie} if verdict.cookie else {})})
             return
         status = HTTPStatus(verdict.status)
-        extra = {"Allow": "GET, HEAD"} if status is HTTPStatus.METHOD_NOT_ALLOWED else {}
+        extra = {"Allow": ", ".join(sorted(METHODS))} if status is HTTPStatus.METHOD_NOT_ALLOWED else {}
         self._send(status, pages.problem_page(status.value, status.phrase, verdict.reason).encode(),
                    "text/html; charset=utf-8", extra)
 
